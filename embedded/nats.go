@@ -1,0 +1,119 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// NATSConfig says where the in-process nats-server listens.
+type NATSConfig struct {
+	// Listen is host:port. A port of -1 (or "-1" alone) picks a free one.
+	// Default: "127.0.0.1:4222".
+	Listen string
+	// ServerName names the server in cluster and monitoring output.
+	// Default: chosen by nats-server.
+	ServerName string
+	// Cluster, when set, is the host:port of this server's cluster listener
+	// (port -1 for a free one); Routes are the peers' cluster URLs
+	// ("nats://127.0.0.1:6250"). Default: no clustering.
+	Cluster     string
+	ClusterName string
+	Routes      []string
+	// ReadyTimeout bounds the wait for the server to accept clients.
+	// Default: 10s.
+	ReadyTimeout time.Duration
+}
+
+// NATS is a running in-process nats-server.
+type NATS struct {
+	srv  *server.Server
+	stop sync.Once
+}
+
+// StartNATS starts a nats-server in this process and waits until it accepts
+// client connections.
+func StartNATS(cfg NATSConfig) (*NATS, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:4222"
+	}
+	if cfg.ReadyTimeout == 0 {
+		cfg.ReadyTimeout = 10 * time.Second
+	}
+	host, port, err := splitListen(cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	opts := &server.Options{
+		Host:       host,
+		Port:       port,
+		ServerName: cfg.ServerName,
+		NoSigs:     true, // the bridge owns signal handling
+		NoLog:      true,
+	}
+	if cfg.Cluster != "" {
+		ch, cp, err := splitListen(cfg.Cluster)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: cluster listen: %w", err)
+		}
+		opts.Cluster.Host, opts.Cluster.Port, opts.Cluster.Name = ch, cp, cfg.ClusterName
+		if opts.Cluster.Name == "" {
+			opts.Cluster.Name = "queen"
+		}
+		opts.Routes = server.RoutesFromStr(strings.Join(cfg.Routes, ","))
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("embedded nats: not ready on %s within %s", cfg.Listen, cfg.ReadyTimeout)
+	}
+	return &NATS{srv: srv}, nil
+}
+
+func splitListen(listen string) (string, int, error) {
+	if listen == "-1" {
+		return "127.0.0.1", -1, nil
+	}
+	host, ps, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("embedded nats: listen address %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < -1 || port > 65535 {
+		return "", 0, errors.New("embedded nats: listen port must be -1..65535, got " + ps)
+	}
+	return host, port, nil
+}
+
+// ClientURL is the nats:// URL clients connect to.
+func (n *NATS) ClientURL() string { return n.srv.ClientURL() }
+
+// ClusterURL is the nats:// URL peers route to, or "" without clustering.
+func (n *NATS) ClusterURL() string {
+	addr := n.srv.ClusterAddr()
+	if addr == nil {
+		return ""
+	}
+	return "nats://" + addr.String()
+}
+
+// Server exposes the nats-server for tests that inspect routes or clients.
+func (n *NATS) Server() *server.Server { return n.srv }
+
+// Stop shuts the server down and waits for it. Idempotent.
+func (n *NATS) Stop() {
+	n.stop.Do(func() {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+	})
+}

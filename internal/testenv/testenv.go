@@ -1,0 +1,160 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/queenbridge/queenbridge/embedded"
+)
+
+// env holds the servers of this test binary. The mutex guards lazy start and
+// the final stop, which run on different goroutines (a test, then Main).
+var env struct {
+	mu      sync.Mutex
+	pg      *embedded.Postgres
+	pgDir   string
+	pgDSN   string
+	pgErr   error
+	nats    *embedded.NATS
+	natsURL string
+	natsErr error
+}
+
+// Main runs the package's tests and stops whatever servers they started.
+func Main(m *testing.M) {
+	code := m.Run()
+	env.mu.Lock()
+	if env.nats != nil {
+		env.nats.Stop()
+	}
+	if env.pg != nil {
+		if err := env.pg.Stop(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+		}
+		os.RemoveAll(env.pgDir)
+	}
+	env.mu.Unlock()
+	os.Exit(code)
+}
+
+// PostgresDSN is the DSN of the binary's PostgreSQL cluster (its maintenance
+// database). Tests that write should use NewDatabase instead.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	if env.pgDSN == "" && env.pgErr == nil {
+		env.pgDSN, env.pgErr = startPostgres()
+	}
+	if env.pgErr != nil {
+		t.Fatalf("testenv: PostgreSQL: %v", env.pgErr)
+	}
+	return env.pgDSN
+}
+
+func startPostgres() (string, error) {
+	if dsn := os.Getenv("TEST_PG_DSN"); dsn != "" {
+		return dsn, nil
+	}
+	dir, err := os.MkdirTemp("", "queen-testenv-")
+	if err != nil {
+		return "", err
+	}
+	// The cluster runs as the postgres account when we are root; it must be
+	// able to reach its data directory below this one.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err := embedded.StartPostgres(ctx, embedded.Config{
+		DataDir:  filepath.Join(dir, "pg"),
+		Database: "postgres",
+		NoSync:   true,
+		Settings: map[string]string{"max_connections": "300", "shared_buffers": "128MB"},
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	env.pg, env.pgDir = pg, dir
+	return pg.DSN(), nil
+}
+
+// NewDatabase creates an empty database for this test, dropped when the test
+// ends, and returns its DSN.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := PostgresDSN(t)
+	name := "t_" + randomHex(6)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := adminExec(ctx, admin, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("testenv: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := adminExec(ctx, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("testenv: drop database %s: %v", name, err)
+		}
+	})
+	return WithDatabase(admin, name)
+}
+
+// WithDatabase returns dsn pointing at database db instead.
+func WithDatabase(dsn, db string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + db
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " dbname=" + db
+}
+
+func adminExec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql).ReadAll()
+	return err
+}
+
+// NATSURL is the client URL of the binary's NATS server.
+func NATSURL(t testing.TB) string {
+	t.Helper()
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	if env.natsURL == "" && env.natsErr == nil {
+		if u := os.Getenv("TEST_NATS_URL"); u != "" {
+			env.natsURL = u
+		} else if n, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"}); err != nil {
+			env.natsErr = err
+		} else {
+			env.nats, env.natsURL = n, n.ClientURL()
+		}
+	}
+	if env.natsErr != nil {
+		t.Fatalf("testenv: NATS: %v", env.natsErr)
+	}
+	return env.natsURL
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
