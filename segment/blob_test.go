@@ -1,0 +1,136 @@
+package segment_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+func sampleFrames(n, payloadSize int) []segment.Frame {
+	frames := make([]segment.Frame, n)
+	for i := range frames {
+		frames[i] = segment.Frame{
+			TransactionID: fmt.Sprintf("tx-%d", i),
+			TraceID:       strings.Repeat("t", i%3),
+			Flags:         uint8(i % 2),
+			Payload:       []byte(fmt.Sprintf(`{"n": %d, "pad": "%s"}`, i, strings.Repeat("x", payloadSize))),
+		}
+		frames[i].ID[0], frames[i].ID[15] = byte(i), byte(i>>8)
+	}
+	return frames
+}
+
+func TestPackUnpackRoundTrip(t *testing.T) {
+	cases := []struct {
+		name   string
+		frames []segment.Frame
+	}{
+		{"one empty payload", []segment.Frame{{TransactionID: "a"}}},
+		{"small incompressible", []segment.Frame{{TransactionID: "x", Payload: []byte{0x7b, 0xff, 0x00, 0x10}}}},
+		{"hundred compressible", sampleFrames(100, 200)},
+		{"unicode and odd spacing", []segment.Frame{{TransactionID: "ü", TraceID: "trace", Payload: []byte(" { \"a\" :\t\"\\u00e9\" , \"n\":12345678901234567890 } ")}}},
+		{"one MiB payload", []segment.Frame{{TransactionID: "big", Payload: bytes.Repeat([]byte("ab"), 1<<19)}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			blob := segment.Pack([]byte("prefix"), tc.frames)
+			if !bytes.HasPrefix(blob, []byte("prefix")) {
+				t.Fatal("Pack must append to dst")
+			}
+			blob = blob[len("prefix"):]
+			n, err := segment.Count(blob)
+			if err != nil || n != len(tc.frames) {
+				t.Fatalf("Count = %d, %v; want %d", n, err, len(tc.frames))
+			}
+			all, err := segment.UnpackAll(blob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, want := range tc.frames {
+				one, err := segment.Unpack(blob, k)
+				if err != nil {
+					t.Fatalf("Unpack(%d): %v", k, err)
+				}
+				for _, got := range []segment.Frame{one, all[k]} {
+					if got.ID != want.ID || got.TransactionID != want.TransactionID || got.TraceID != want.TraceID ||
+						got.Flags != want.Flags || !bytes.Equal(got.Payload, want.Payload) {
+						t.Fatalf("frame %d: got %+v want %+v", k, got, want)
+					}
+				}
+			}
+			if _, err := segment.Unpack(blob, len(tc.frames)); err == nil {
+				t.Fatal("Unpack past the last frame must fail")
+			}
+		})
+	}
+}
+
+func TestPackCompressesRepetitivePayloads(t *testing.T) {
+	frames := sampleFrames(100, 200)
+	raw := 0
+	for _, f := range frames {
+		raw += len(f.Payload)
+	}
+	if blob := segment.Pack(nil, frames); len(blob) >= raw/2 {
+		t.Fatalf("blob of %d bytes for %d payload bytes: not compressed", len(blob), raw)
+	}
+}
+
+func TestHashBlobStride(t *testing.T) {
+	frames := sampleFrames(7, 1)
+	hashes := segment.AppendHashes(nil, frames)
+	if len(hashes) != 7*segment.HashSize {
+		t.Fatalf("hash blob %d bytes, want %d", len(hashes), 7*segment.HashSize)
+	}
+	for k, f := range frames {
+		h := segment.Hash(f.TransactionID)
+		if !bytes.Equal(hashes[k*16:k*16+16], h[:]) {
+			t.Fatalf("hash %d not at position %d", k, k*16)
+		}
+	}
+	if segment.Hash("a") == segment.Hash("b") {
+		t.Fatal("different transactionIds must hash apart")
+	}
+}
+
+func TestUnpackRejectsCorruptBlobs(t *testing.T) {
+	good := segment.Pack(nil, sampleFrames(3, 5))
+	raw := segment.Pack(nil, []segment.Frame{{TransactionID: "x", Payload: []byte{1}}})
+	cases := map[string][]byte{
+		"empty":          nil,
+		"header only":    {segment.FormatV1},
+		"bad version":    append([]byte{9}, good[1:]...),
+		"bad codec":      {segment.FormatV1, 7, 0},
+		"truncated zstd": good[:len(good)-3],
+		"truncated raw":  raw[:len(raw)-1],
+		"count too big":  {segment.FormatV1, 0, 0xff, 0x01},
+	}
+	for name, blob := range cases {
+		if _, err := segment.UnpackAll(blob); !errors.Is(err, segment.ErrCorrupt) {
+			t.Errorf("%s: UnpackAll err = %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+func BenchmarkPack(b *testing.B) {
+	for _, n := range []int{1, 10, 100} {
+		frames := sampleFrames(n, 200)
+		size := 0
+		for _, f := range frames {
+			size += len(f.Payload)
+		}
+		b.Run(fmt.Sprintf("frames=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			buf := make([]byte, 0, 64<<10)
+			for i := 0; i < b.N; i++ {
+				buf = segment.Pack(buf[:0], frames)
+				buf = segment.AppendHashes(buf, frames)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package segment
+
+import "time"
+
+// Write is one segment on its way to PostgreSQL: the frames one partition
+// received in one flush.
+type Write struct {
+	Tenant    [16]byte // zero UUID: the default tenant
+	Queue     string
+	Partition string
+	Count     int32  // frames in the segment
+	Hashes    []byte // the hash blob, HashSize × Count bytes
+	// Verified: every frame stored in this partition at an offset ≤ Verified
+	// inside the deduplication window is known to the writer, so the probe
+	// may start above it. 0 probes the whole window.
+	Verified int64
+	// Probe forces the deduplication probe even when the queue's window is 0
+	// (replayed spool records). Default false.
+	Probe bool
+	Blob  []byte // the payload blob
+}
+
+// Status is the verdict of one segment.
+type Status uint8
+
+const (
+	// Queued: committed; frame k is at BaseOffset + k.
+	Queued Status = iota + 1
+	// Duplicate: some frames were already stored; nothing of the segment was
+	// written. Dups lists them; the other frames must be sent again.
+	Duplicate
+)
+
+func (s Status) String() string {
+	switch s {
+	case Queued:
+		return "queued"
+	case Duplicate:
+		return "duplicate"
+	}
+	return "unknown"
+}
+
+// Dup names an incoming frame (Index in the segment) already stored at Offset.
+type Dup struct {
+	Index  int   `json:"i"`
+	Offset int64 `json:"off"`
+}
+
+// Result is the verdict of one Write, in the order the writes were sent.
+type Result struct {
+	PartitionID int64
+	Status      Status
+	BaseOffset  int64     // Queued only
+	CreatedAt   time.Time // the bundle timestamp
+	Dups        []Dup     // Duplicate only
+}
+
+// Stored is a segment read back from PostgreSQL.
+type Stored struct {
+	PartitionID int64
+	BaseOffset  int64
+	Count       int
+	CreatedAt   time.Time
+	Blob        []byte
+}

@@ -1,0 +1,123 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Flag bits of a frame.
+const (
+	// FlagEncrypted: the payload is AES-GCM ciphertext, not the pushed JSON.
+	FlagEncrypted uint8 = 1 << 0
+)
+
+// Frame is one message as stored.
+type Frame struct {
+	ID            [16]byte
+	TransactionID string
+	TraceID       string
+	Flags         uint8
+	Payload       []byte
+}
+
+// HashSize is the width of one entry of the hash blob.
+const HashSize = 16
+
+// Hash is the deduplication identity of a transactionId inside a partition.
+func Hash(transactionID string) [HashSize]byte {
+	return xxh3.HashString128(transactionID).Bytes()
+}
+
+// AppendHashes appends the hash blob of frames to dst.
+func AppendHashes(dst []byte, frames []Frame) []byte {
+	for i := range frames {
+		h := Hash(frames[i].TransactionID)
+		dst = append(dst, h[:]...)
+	}
+	return dst
+}
+
+// ErrCorrupt means a payload blob could not be decoded.
+var ErrCorrupt = errors.New("segment: corrupt payload blob")
+
+// rawPool holds the scratch buffers frames are packed into before compression.
+var rawPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// packedSize is an upper bound of the packed (uncompressed) frames.
+func packedSize(frames []Frame) int {
+	n := binary.MaxVarintLen64
+	for i := range frames {
+		f := &frames[i]
+		n += 1 + 16 + 3*binary.MaxVarintLen64 + len(f.TransactionID) + len(f.TraceID) + len(f.Payload)
+	}
+	return n
+}
+
+func appendFrames(dst []byte, frames []Frame) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(frames)))
+	for i := range frames {
+		f := &frames[i]
+		dst = append(dst, f.Flags)
+		dst = append(dst, f.ID[:]...)
+		dst = binary.AppendUvarint(dst, uint64(len(f.TransactionID)))
+		dst = append(dst, f.TransactionID...)
+		dst = binary.AppendUvarint(dst, uint64(len(f.TraceID)))
+		dst = append(dst, f.TraceID...)
+		dst = binary.AppendUvarint(dst, uint64(len(f.Payload)))
+		dst = append(dst, f.Payload...)
+	}
+	return dst
+}
+
+// frameReader walks packed frames.
+type frameReader struct {
+	b   []byte
+	err error
+}
+
+func (r *frameReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: bad length", ErrCorrupt)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *frameReader) bytes(n uint64) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = fmt.Errorf("%w: field of %d bytes overruns the blob", ErrCorrupt, n)
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *frameReader) frame(f *Frame) {
+	head := r.bytes(17)
+	if r.err != nil {
+		return
+	}
+	f.Flags = head[0]
+	copy(f.ID[:], head[1:])
+	f.TransactionID = string(r.bytes(r.uvarint()))
+	f.TraceID = string(r.bytes(r.uvarint()))
+	f.Payload = r.bytes(r.uvarint())
+}
+
+// skip passes over one frame without materialising it.
+func (r *frameReader) skip() {
+	r.bytes(17)
+	for i := 0; i < 3 && r.err == nil; i++ {
+		r.bytes(r.uvarint())
+	}
+}
