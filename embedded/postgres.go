@@ -44,9 +44,9 @@ type Config struct {
 // DefaultSettings are the server settings the embedded cluster runs with. They
 // suit the write path: WAL large enough that checkpoints do not come every few
 // seconds under load, more shared buffers than the stock 128 MB, loopback TCP
-// only (no Unix socket, so no shared socket directory is needed). Durability
-// settings (fsync, synchronous_commit, full_page_writes) stay at PostgreSQL's
-// defaults: an acknowledged push is on disk.
+// only (no Unix socket, so no shared socket directory is needed), no JIT.
+// Durability settings (fsync, synchronous_commit, full_page_writes) stay at
+// PostgreSQL's defaults: an acknowledged push is on disk.
 var DefaultSettings = map[string]string{
 	"listen_addresses":        "127.0.0.1",
 	"unix_socket_directories": "",
@@ -57,6 +57,7 @@ var DefaultSettings = map[string]string{
 	"checkpoint_timeout":      "15min",
 	"track_functions":         "pl",
 	"log_min_messages":        "warning",
+	"jit":                     "off", // compile time dwarfs every statement of this workload
 }
 
 // Postgres is a running private cluster.

@@ -14,10 +14,11 @@ type Write struct {
 	// inside the deduplication window is known to the writer, so the probe
 	// may start above it. 0 probes the whole window.
 	Verified int64
-	// Probe forces the deduplication probe even when the queue's window is 0
-	// (replayed spool records). Default false.
-	Probe bool
-	Blob  []byte // the payload blob
+	// MinWindowSeconds widens the deduplication probe of this segment to at
+	// least this many seconds, even on a queue whose window is 0: replayed
+	// spool records are always probed. Default 0 (the queue's window).
+	MinWindowSeconds int32
+	Blob             []byte // the payload blob
 }
 
 // Status is the verdict of one segment.

@@ -1,0 +1,218 @@
+package pgwire_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+func TestOffsetsStartAtOneAndAreDense(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	var wantBase int64 = 1
+	for _, n := range []int{3, 1, 5, 2} {
+		txids := make([]string, n)
+		for i := range txids {
+			txids[i] = strings.Repeat("x", int(wantBase)) + string(rune('a'+i))
+		}
+		res := push(t, db, write("orders.eu", "p1", txids...))[0]
+		if res.Status != segment.Queued || res.BaseOffset != wantBase {
+			t.Fatalf("segment of %d: got %v base %d, want queued base %d", n, res.Status, res.BaseOffset, wantBase)
+		}
+		last := lastOffset(t, db, "orders.eu", "p1")
+		if res.BaseOffset != last-int64(n)+1 {
+			t.Fatalf("base %d != last_offset %d - n %d + 1", res.BaseOffset, last, n)
+		}
+		if res.CreatedAt.IsZero() || res.PartitionID == 0 {
+			t.Fatalf("result lacks timestamp or partition id: %+v", res)
+		}
+		wantBase += int64(n)
+	}
+	// namespace and task come from the dotted name
+	var ns, task string
+	if err := db.Pool().QueryRow(context.Background(), `SELECT namespace, task FROM queen.queues WHERE name = 'orders.eu'`).Scan(&ns, &task); err != nil {
+		t.Fatal(err)
+	}
+	if ns != "orders" || task != "eu" {
+		t.Fatalf("namespace %q task %q", ns, task)
+	}
+}
+
+func TestResultsComeBackInInputOrder(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	// Partition ids are assigned in provisioning order (sorted), so input
+	// order z, a, m differs from lock order.
+	push(t, db, write("q", "a", "0"), write("q", "m", "0"), write("q", "z", "0"))
+	res := push(t, db, write("q", "z", "1", "2"), write("q", "a", "1"), write("q", "m", "1", "2", "3"))
+	want := []int64{2, 2, 2}
+	for i, r := range res {
+		if r.BaseOffset != want[i] {
+			t.Fatalf("result %d base %d, want %d", i, r.BaseOffset, want[i])
+		}
+	}
+	if lastOffset(t, db, "q", "z") != 3 || lastOffset(t, db, "q", "a") != 2 || lastOffset(t, db, "q", "m") != 4 {
+		t.Fatal("last offsets do not match the segments sent")
+	}
+}
+
+func TestMisalignedArraysRaiseAndWriteNothing(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	w := write("q", "p", "a")
+	_, err := db.Pool().Exec(context.Background(),
+		`SELECT queen.log_push_multi_v1($1, $2, $3, $4, $5, $6)`,
+		[]string{"q", "q"}, []string{"p"}, []int32{1, 1}, [][]byte{w.Hashes, w.Hashes}, []int64{0, 0}, [][]byte{w.Blob, w.Blob})
+	if err == nil || !strings.Contains(err.Error(), "misaligned arrays") {
+		t.Fatalf("want a misaligned-arrays error, got %v", err)
+	}
+	if n := rowsWritten(t, db); n != 0 {
+		t.Fatalf("%d rows written by a rejected bundle", n)
+	}
+}
+
+func TestWrongHashStrideRaisesAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	good := write("q", "p1", "a", "b")
+	bad := write("q", "p2", "c", "d")
+	bad.Hashes = bad.Hashes[:31]
+	_, err := db.PushBundle(context.Background(), []segment.Write{good, bad})
+	if err == nil || !strings.Contains(err.Error(), "hash blob is 31 bytes") {
+		t.Fatalf("want a stride error, got %v", err)
+	}
+	if n := rowsWritten(t, db); n != 0 {
+		t.Fatalf("%d rows written by a rejected bundle", n)
+	}
+}
+
+// TestMissingResultRaisesAndWritesNothing makes one segment's partition
+// vanish between provisioning and the pre-lock (a trigger swallows its insert),
+// so that segment yields no result: the completeness guard must fail the
+// whole bundle.
+func TestMissingResultRaisesAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	if _, err := db.Pool().Exec(ctx, `
+		CREATE FUNCTION public.swallow_ghost() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN IF NEW.name = 'ghost' THEN RETURN NULL; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER swallow_ghost BEFORE INSERT ON queen.log_partitions
+		FOR EACH ROW EXECUTE FUNCTION public.swallow_ghost();`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.PushBundle(ctx, []segment.Write{write("q", "real", "a"), write("q", "ghost", "b")})
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 segments produced a result") {
+		t.Fatalf("want a completeness error, got %v", err)
+	}
+	if n := rowsWritten(t, db); n != 0 {
+		t.Fatalf("%d rows written by a rejected bundle", n)
+	}
+}
+
+func TestDuplicateInsideWindowWritesNothingOthersCommit(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	push(t, db, write("q", "p1", "t1", "t2", "t3"))
+	res := push(t, db, write("q", "p1", "t4", "t2", "t5", "t3"), write("q", "p2", "t1"))
+	dup, other := res[0], res[1]
+	if dup.Status != segment.Duplicate {
+		t.Fatalf("want duplicate, got %v", dup.Status)
+	}
+	want := []segment.Dup{{Index: 1, Offset: 2}, {Index: 3, Offset: 3}}
+	if len(dup.Dups) != len(want) || dup.Dups[0] != want[0] || dup.Dups[1] != want[1] {
+		t.Fatalf("dups %+v, want %+v", dup.Dups, want)
+	}
+	if other.Status != segment.Queued || other.BaseOffset != 1 {
+		t.Fatalf("other segment of the bundle: %+v", other)
+	}
+	if last := lastOffset(t, db, "q", "p1"); last != 3 {
+		t.Fatalf("duplicate segment moved the allocator to %d", last)
+	}
+	if n := count(t, db.Pool(), `SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id WHERE p.name = 'p1'`); n != 1 {
+		t.Fatalf("p1 has %d segments, want 1", n)
+	}
+}
+
+func TestProbeBoundsWindowAndVerified(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	push(t, db, write("q", "p", "t1", "t2"))
+
+	// verified covers offsets 1..2: the writer vouches for them, no probe.
+	w := write("q", "p", "t1")
+	w.Verified = 2
+	if r := push(t, db, w)[0]; r.Status != segment.Queued || r.BaseOffset != 3 {
+		t.Fatalf("verified=2 must skip the probe: %+v", r)
+	}
+	// verified below the original: found.
+	w = write("q", "p", "t2")
+	w.Verified = 1
+	if r := push(t, db, w)[0]; r.Status != segment.Duplicate || r.Dups[0].Offset != 2 {
+		t.Fatalf("verified=1 must find t2 at 2: %+v", r)
+	}
+	// older than the window: not found.
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_txns SET created_at = created_at - interval '2 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := push(t, db, write("q", "p", "t2"))[0]; r.Status != segment.Queued {
+		t.Fatalf("an original older than the window must not count: %+v", r)
+	}
+}
+
+func TestWindowZeroSkipsProbeUnlessWidened(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	push(t, db, write("q0", "p", "t1"))
+	setWindow(t, db, "q0", 0)
+	if r := push(t, db, write("q0", "p", "t1"))[0]; r.Status != segment.Queued || r.BaseOffset != 2 {
+		t.Fatalf("window 0 must skip the probe: %+v", r)
+	}
+	w := write("q0", "p", "t1")
+	w.MinWindowSeconds = 60
+	if r := push(t, db, w)[0]; r.Status != segment.Duplicate || r.Dups[0].Offset != 1 {
+		t.Fatalf("a widened probe on window 0 must find the original at 1: %+v", r)
+	}
+}
+
+func TestTenantsAreSeparate(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	a := write("orders", "p", "t1")
+	b := write("orders", "p", "t1")
+	b.Tenant[15] = 7
+	res := push(t, db, a, b)
+	if res[0].PartitionID == res[1].PartitionID || res[0].BaseOffset != 1 || res[1].BaseOffset != 1 {
+		t.Fatalf("two tenants' queues of one name must be separate: %+v", res)
+	}
+	if n := count(t, db.Pool(), `SELECT count(*) FROM queen.queues WHERE name = 'orders'`); n != 2 {
+		t.Fatalf("%d queue rows, want 2", n)
+	}
+}
+
+func TestSegmentAtUnpacksTheFrame(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	push(t, db, write("q", "p", "a", "b"))
+	res := push(t, db, write("q", "p", "c", "d", "e"))[0]
+	s, err := db.SegmentAt(ctx, res.PartitionID, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BaseOffset != 3 || s.Count != 3 {
+		t.Fatalf("segment covering 4: base %d count %d", s.BaseOffset, s.Count)
+	}
+	f, err := segment.Unpack(s.Blob, int(4-s.BaseOffset))
+	if err != nil || f.TransactionID != "d" {
+		t.Fatalf("frame at offset 4: %+v %v", f, err)
+	}
+	if _, err := db.SegmentAt(ctx, res.PartitionID, 6); !errors.Is(err, pgwire.ErrSegmentGone) {
+		t.Fatalf("past the end: want ErrSegmentGone, got %v", err)
+	}
+}

@@ -1,0 +1,147 @@
+package pgwire_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// TestConcurrentOverlappingBundles: 32 writers push bundles over overlapping
+// partition sets, in shuffled orders, including queues and partitions that do
+// not exist yet, for several seconds. No error (a deadlock would be one), and
+// every partition's offsets are dense and match what was sent.
+func TestConcurrentOverlappingBundles(t *testing.T) {
+	db := newDB(t)
+	const writers = 32
+	deadline := time.Now().Add(4 * time.Second)
+	type key struct{ q, p string }
+	var mu sync.Mutex
+	sent := map[key]int64{}
+	bundles := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			local := map[key]int64{}
+			n := 0
+			for time.Now().Before(deadline) {
+				picked := map[key]bool{}
+				var writes []segment.Write
+				for len(writes) < 1+rng.Intn(12) {
+					k := key{fmt.Sprintf("stress.q%d", rng.Intn(6)), fmt.Sprintf("p%d", rng.Intn(200))}
+					if picked[k] {
+						continue
+					}
+					picked[k] = true
+					txids := make([]string, 1+rng.Intn(4))
+					for i := range txids {
+						txids[i] = uuid.NewString()
+					}
+					wr := write(k.q, k.p, txids...)
+					wr.Verified = int64(rng.Intn(3)) // mostly a probe over the whole window
+					writes = append(writes, wr)
+					local[k] += int64(len(txids))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				res, err := db.PushBundle(ctx, writes)
+				cancel()
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, r := range res {
+					if r.Status != segment.Queued {
+						errs <- fmt.Errorf("segment %d of a bundle of unique ids: %v", i, r.Status)
+						return
+					}
+				}
+				n++
+			}
+			mu.Lock()
+			for k, v := range local {
+				sent[k] += v
+			}
+			bundles += n
+			mu.Unlock()
+		}(int64(w))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("writer failed: %v", err)
+	}
+	t.Logf("%d bundles over %d partitions", bundles, len(sent))
+
+	ctx := context.Background()
+	gaps := count(t, db.Pool(), `SELECT count(*) FROM (
+		SELECT base_offset, lag(end_offset, 1, 0::bigint) OVER (PARTITION BY partition_id ORDER BY end_offset) AS prev
+		FROM queen.log_segments) s WHERE base_offset <> prev + 1`)
+	if gaps != 0 {
+		t.Fatalf("%d segments do not follow their predecessor", gaps)
+	}
+	rows, err := db.Pool().Query(ctx, `SELECT q.name, p.name, p.last_offset,
+		coalesce((SELECT max(end_offset) FROM queen.log_segments s WHERE s.partition_id = p.id), 0)
+		FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var q, p string
+		var last, maxEnd int64
+		if err := rows.Scan(&q, &p, &last, &maxEnd); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if want := sent[key{q, p}]; last != want || maxEnd != want {
+			t.Errorf("%s/%s: last_offset %d, last segment ends at %d, frames sent %d", q, p, last, maxEnd, want)
+		}
+	}
+	if seen != len(sent) {
+		t.Fatalf("%d partitions stored, %d pushed to", seen, len(sent))
+	}
+}
+
+// TestAllocationUpdateIsHOT: the offset UPDATE must be a heap-only tuple
+// update (last_write_at, which is indexed, moves at most once a second).
+func TestAllocationUpdateIsHOT(t *testing.T) {
+	t.Parallel()
+	dsn := newDBDSN(t)
+	db := openDSN(t, dsn)
+	ctx := context.Background()
+	const pushes = 300
+	for i := 0; i < pushes; i++ {
+		push(t, db, write("hot", "p", fmt.Sprintf("t%d", i)))
+	}
+	db.Close() // backends flush their statistics as they exit
+	reader := openDSN(t, dsn)
+	var upd, hot int64
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := reader.Pool().QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+			WHERE schemaname = 'queen' AND relname = 'log_partitions'`).Scan(&upd, &hot); err != nil {
+			t.Fatal(err)
+		}
+		if upd >= pushes || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("log_partitions: %d updates, %d HOT", upd, hot)
+	if upd < pushes {
+		t.Fatalf("statistics show %d updates after %d pushes", upd, pushes)
+	}
+	if hot < upd*8/10 {
+		t.Fatalf("only %d of %d allocation updates were HOT", hot, upd)
+	}
+}
