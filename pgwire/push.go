@@ -53,6 +53,7 @@ func newBundleArgs(writes []segment.Write) *bundleArgs {
 // wireResult is one element of log_push_multi_v1's answer.
 type wireResult struct {
 	PID  int64         `json:"pid"`
+	Win  int32         `json:"win"`
 	TS   time.Time     `json:"ts"`
 	Base *int64        `json:"base"`
 	Dups []segment.Dup `json:"dups"`
@@ -83,7 +84,7 @@ func decodeResults(raw []byte, n int) ([]segment.Result, error) {
 	}
 	out := make([]segment.Result, n)
 	for i, w := range wire {
-		r := segment.Result{PartitionID: w.PID, CreatedAt: w.TS}
+		r := segment.Result{PartitionID: w.PID, WindowSeconds: w.Win, CreatedAt: w.TS}
 		switch {
 		case w.Base != nil && len(w.Dups) == 0:
 			r.Status, r.BaseOffset = segment.Queued, *w.Base

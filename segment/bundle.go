@@ -51,10 +51,12 @@ type Dup struct {
 // Result is the verdict of one Write, in the order the writes were sent.
 type Result struct {
 	PartitionID int64
-	Status      Status
-	BaseOffset  int64     // Queued only
-	CreatedAt   time.Time // the bundle timestamp
-	Dups        []Dup     // Duplicate only
+	// WindowSeconds is the queue's deduplication window when the bundle ran.
+	WindowSeconds int32
+	Status        Status
+	BaseOffset    int64     // Queued only
+	CreatedAt     time.Time // the bundle timestamp
+	Dups          []Dup     // Duplicate only
 }
 
 // Stored is a segment read back from PostgreSQL.

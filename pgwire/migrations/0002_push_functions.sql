@@ -107,8 +107,10 @@ $$;
 
 -- log_push_multi_v1 commits N segments, one per input ordinal, in one
 -- transaction. Results come back as a JSON array in input order:
---   {"pid": partition id, "ts": bundle timestamp, "base": first offset}    queued
---   {"pid": partition id, "ts": bundle timestamp, "dups": [{"i","off"}]}   duplicate
+--   {"pid": partition id, "win": window, "ts": bundle timestamp, "base": first offset}   queued
+--   {"pid": partition id, "win": window, "ts": bundle timestamp, "dups": [{"i","off"}]}  duplicate
+-- "win" is the queue's deduplication window in seconds, so the caller knows how
+-- long its own record of what it wrote stands in for the probe.
 -- p_min_windows (optional) widens a segment's probe window: replayed spool
 -- records are probed even on queues whose window is 0.
 CREATE OR REPLACE FUNCTION queen.log_push_multi_v1(
@@ -133,6 +135,7 @@ DECLARE
     v_res_pid bigint[];
     v_res_base bigint[];
     v_res_dups jsonb[];
+    v_res_win integer[];
     v_one     record;
     v_ord     integer;
     i         integer;
@@ -202,6 +205,7 @@ BEGIN
     v_res_pid := array_fill(NULL::bigint, ARRAY[n]);
     v_res_base := array_fill(NULL::bigint, ARRAY[n]);
     v_res_dups := array_fill(NULL::jsonb, ARRAY[n]);
+    v_res_win := array_fill(NULL::integer, ARRAY[n]);
     FOR i IN 1 .. coalesce(array_length(v_ords, 1), 0) LOOP
         v_ord := v_ords[i];
         IF v_res_pid[v_ord] IS NOT NULL THEN
@@ -215,6 +219,7 @@ BEGIN
         v_res_pid[v_ord] := v_pids[i];
         v_res_base[v_ord] := v_one.o_base;
         v_res_dups[v_ord] := v_one.o_dups;
+        v_res_win[v_ord] := v_wins[i];
     END LOOP;
 
     -- 6. Completeness guard: every input ordinal has exactly one result.
@@ -226,10 +231,10 @@ BEGIN
 
     RETURN (
         SELECT jsonb_agg(CASE WHEN u.d IS NULL
-                              THEN jsonb_build_object('pid', u.p, 'ts', v_now, 'base', u.b)
-                              ELSE jsonb_build_object('pid', u.p, 'ts', v_now, 'dups', u.d) END
+                              THEN jsonb_build_object('pid', u.p, 'win', u.w, 'ts', v_now, 'base', u.b)
+                              ELSE jsonb_build_object('pid', u.p, 'win', u.w, 'ts', v_now, 'dups', u.d) END
                          ORDER BY u.o)
-        FROM unnest(v_res_pid, v_res_base, v_res_dups) WITH ORDINALITY AS u(p, b, d, o));
+        FROM unnest(v_res_pid, v_res_base, v_res_dups, v_res_win) WITH ORDINALITY AS u(p, b, d, w, o));
 END
 $$;
 

@@ -1,0 +1,106 @@
+package fusion
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config tunes fusion. The zero value of every field but Sink means its default.
+type Config struct {
+	// Sink commits bundles. Required.
+	Sink Sink
+	// Shards partitions the partition space (QUEEN_V2_FUSION_SHARDS). Default 8.
+	Shards int
+	// BundleMax caps the segments of one bundle (QUEEN_V2_BUNDLE_MAX). Default 64.
+	BundleMax int
+	// HoldTick is the backstop tick that retries held partitions
+	// (QUEEN_V2_FUSION_HOLD_MS). Default 15ms.
+	HoldTick time.Duration
+	// MaxBundlesPerShard caps one shard's bundles in flight. Default 4.
+	MaxBundlesPerShard int
+	// ShardQueue is the capacity of each shard's submission queue; Submit
+	// blocks (until its context ends) when it is full. Default 4096.
+	ShardQueue int
+	// MaxPendingBytes caps payload bytes accepted but not yet answered; past
+	// it Submit fails with ErrOverloaded. Default 512 MiB.
+	MaxPendingBytes int64
+	// VegasMin, VegasMax and VegasInitial bound the shared push-lane limiter.
+	// VegasMax should be the database pool size. Defaults 2, 16, 8.
+	VegasMin, VegasMax, VegasInitial int
+	// RecentHashes caps the per-partition set of hashes this bridge wrote
+	// inside the window (about 50 bytes each). A partition that writes more
+	// than this inside one window has its probe widened to what was
+	// forgotten. Default 65536.
+	RecentHashes int
+	// FlushTimeout bounds one Sink call. Default 30s.
+	FlushTimeout time.Duration
+	// SummaryEvery is the period of the `fusion` bundle summary log line,
+	// written only when there was traffic. Default 10s.
+	SummaryEvery time.Duration
+	// Logger receives the summary and error lines. Default: disabled.
+	Logger zerolog.Logger
+	// OnBundle, when set, is called after every Sink call (from the flush
+	// goroutine; keep it cheap). Default nil.
+	OnBundle func(BundleInfo)
+}
+
+// BundleInfo describes one finished Sink call.
+type BundleInfo struct {
+	Segments int
+	Items    int // frames written (leaders), excluding layer-2 followers
+	Duration time.Duration
+	Err      error
+}
+
+func (c *Config) applyDefaults() error {
+	if c.Sink == nil {
+		return errors.New("fusion: Config.Sink is required")
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Shards, 8)
+	def(&c.BundleMax, 64)
+	def(&c.MaxBundlesPerShard, 4)
+	def(&c.ShardQueue, 4096)
+	def(&c.VegasMin, 2)
+	def(&c.VegasMax, 16)
+	def(&c.VegasInitial, 8)
+	def(&c.RecentHashes, 65536)
+	if c.HoldTick == 0 {
+		c.HoldTick = 15 * time.Millisecond
+	}
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = 512 << 20
+	}
+	if c.FlushTimeout == 0 {
+		c.FlushTimeout = 30 * time.Second
+	}
+	if c.SummaryEvery == 0 {
+		c.SummaryEvery = 10 * time.Second
+	}
+	for name, v := range map[string]int{"Shards": c.Shards, "BundleMax": c.BundleMax, "MaxBundlesPerShard": c.MaxBundlesPerShard,
+		"ShardQueue": c.ShardQueue, "VegasMin": c.VegasMin, "RecentHashes": c.RecentHashes} {
+		if v < 1 {
+			return fmt.Errorf("fusion: Config.%s must be at least 1, got %d", name, v)
+		}
+	}
+	if c.VegasMax < c.VegasMin {
+		return fmt.Errorf("fusion: VegasMax %d is below VegasMin %d", c.VegasMax, c.VegasMin)
+	}
+	if c.VegasInitial < c.VegasMin {
+		c.VegasInitial = c.VegasMin
+	}
+	if c.VegasInitial > c.VegasMax {
+		c.VegasInitial = c.VegasMax
+	}
+	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.MaxPendingBytes < 0 {
+		return errors.New("fusion: durations and byte caps must not be negative")
+	}
+	return nil
+}

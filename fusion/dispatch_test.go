@@ -1,0 +1,226 @@
+package fusion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A lone submission commits without any timer: the hold tick is an hour.
+func TestFireOnIdle(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, func(c *Config) { c.HoldTick = time.Hour })
+	v := submit(t, f, "q", "p", "a", "b")
+	if statuses(v) != "queued@1 queued@2" {
+		t.Fatalf("verdicts %s", statuses(v))
+	}
+	if sink.callCount() != 1 {
+		t.Fatalf("%d sink calls, want 1", sink.callCount())
+	}
+}
+
+// Many submitters over few partitions, with slow and fast completions
+// interleaved: the sink fails the test on any overlap; offsets per partition
+// come out dense, each once.
+func TestNeverTwoFlushesOfOnePartition(t *testing.T) {
+	sink := newMemSink(t)
+	sink.delay = func(call int) time.Duration {
+		return time.Duration(rand.Intn(3)) * time.Millisecond * time.Duration(call%2)
+	}
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 2; c.VegasMax = 8; c.VegasInitial = 8 })
+	const submitters, perSubmitter, partitions = 16, 40, 5
+	var mu sync.Mutex
+	offsets := map[string]map[int64]bool{}
+	var wg sync.WaitGroup
+	for s := 0; s < submitters; s++ {
+		wg.Add(1)
+		go func(s int) {
+			defer wg.Done()
+			for i := 0; i < perSubmitter; i++ {
+				p := fmt.Sprintf("p%d", (s+i)%partitions)
+				v := submit(t, f, "q", p, fmt.Sprintf("%d-%d-a", s, i), fmt.Sprintf("%d-%d-b", s, i))
+				mu.Lock()
+				if offsets[p] == nil {
+					offsets[p] = map[int64]bool{}
+				}
+				for _, x := range v {
+					if x.Status != Queued || offsets[p][x.Offset] {
+						t.Errorf("%s: verdict %s (offset seen before: %v)", p, x.Status, offsets[p][x.Offset])
+					}
+					offsets[p][x.Offset] = true
+				}
+				mu.Unlock()
+			}
+		}(s)
+	}
+	wg.Wait()
+	total := 0
+	for p, offs := range offsets {
+		for o := int64(1); o <= int64(len(offs)); o++ {
+			if !offs[o] {
+				t.Fatalf("%s: offset %d missing", p, o)
+			}
+		}
+		total += len(offs)
+		if sink.stored("q", p) != len(offs) {
+			t.Fatalf("%s: %d stored, %d answered", p, sink.stored("q", p), len(offs))
+		}
+	}
+	if total != submitters*perSubmitter*2 {
+		t.Fatalf("%d frames answered, want %d", total, submitters*perSubmitter*2)
+	}
+}
+
+func TestBundlesNeverExceedBundleMax(t *testing.T) {
+	sink := newMemSink(t)
+	sink.delay = func(int) time.Duration { return 2 * time.Millisecond }
+	f := startFusion(t, sink, func(c *Config) { c.BundleMax = 5; c.Shards = 1; c.VegasMax = 2; c.VegasMin = 1; c.VegasInitial = 1 })
+	var chans []<-chan []Verdict
+	for i := 0; i < 100; i++ {
+		chans = append(chans, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
+	}
+	for _, ch := range chans {
+		wait(t, ch)
+	}
+	biggest := 0
+	for _, n := range sink.bundleSizes() {
+		if n > 5 {
+			t.Fatalf("bundle of %d segments with BundleMax 5", n)
+		}
+		biggest = max(biggest, n)
+	}
+	if biggest != 5 {
+		t.Fatalf("largest bundle %d: partitions did not accumulate up to BundleMax", biggest)
+	}
+}
+
+// While the only permit is held by a slow bundle, ready partitions
+// accumulate; the freed permit fires them as one large bundle.
+func TestBundleGrowsWhileSinkIsSlow(t *testing.T) {
+	sink := newMemSink(t)
+	sink.gate = make(chan struct{})
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 1; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
+	first := submitAsync(t, f, "q", "p0", frames("x"))
+	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	var rest []<-chan []Verdict
+	for i := 1; i < 50; i++ {
+		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
+	}
+	waitFor(t, "shard to take every submission", func() bool { return len(f.shards[0].in) == 0 })
+	close(sink.gate)
+	wait(t, first)
+	for _, ch := range rest {
+		wait(t, ch)
+	}
+	sizes := sink.bundleSizes()
+	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 49 {
+		t.Fatalf("bundle sizes %v, want [1 49]", sizes)
+	}
+}
+
+// A held partition whose permit comes back without a wake-up (the kick is
+// lost) is dispatched by the backstop tick.
+func TestHeldPartitionDispatchesOnBackstopTick(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, func(c *Config) { c.HoldTick = 5 * time.Millisecond; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
+	f.vegas.mu.Lock()
+	f.vegas.inflight = 1 // every permit taken
+	f.vegas.mu.Unlock()
+	ch := submitAsync(t, f, "q", "p", frames("a"))
+	waitFor(t, "the shard to hold the partition", func() bool {
+		f.vegas.mu.Lock()
+		defer f.vegas.mu.Unlock()
+		return len(f.vegas.waiters) == 1
+	})
+	f.vegas.mu.Lock()
+	f.vegas.inflight = 0 // freed without kicking anyone
+	f.vegas.waiters, f.vegas.waiterSeen = nil, map[chan struct{}]bool{}
+	f.vegas.mu.Unlock()
+	if v := wait(t, ch); v[0].Status != Queued {
+		t.Fatalf("verdict %s", statuses(v))
+	}
+}
+
+func TestStopFlushesEverything(t *testing.T) {
+	sink := newMemSink(t)
+	sink.delay = func(int) time.Duration { return time.Millisecond }
+	f, err := New(Config{Sink: sink, VegasMin: 1, VegasMax: 1, VegasInitial: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var chans []<-chan []Verdict
+	for i := 0; i < 300; i++ {
+		chans = append(chans, submitAsync(t, f, "q", fmt.Sprintf("p%d", i%30), frames(fmt.Sprint(i))))
+	}
+	if err := f.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chans {
+		select {
+		case v := <-ch:
+			if v[0].Status != Queued {
+				t.Fatalf("submission %d: %s", i, statuses(v))
+			}
+		default:
+			t.Fatalf("submission %d has no verdict after Stop returned", i)
+		}
+	}
+	err = f.Submit(context.Background(), Submission{Queue: "q", Partition: "p", Frames: frames("late"), Done: func([]Verdict) {}})
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("Submit after Stop: %v", err)
+	}
+	if err := f.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+// When Stop's context ends, frames not yet written are answered (error), not
+// dropped, and Stop still returns.
+func TestStopWithExpiredContextAnswersEverything(t *testing.T) {
+	sink := newMemSink(t)
+	sink.gate = make(chan struct{}) // the first bundle never finishes by itself
+	f, err := New(Config{Sink: sink, VegasMin: 1, VegasMax: 1, VegasInitial: 1, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := submitAsync(t, f, "q", "p0", frames("a"))
+	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	second := submitAsync(t, f, "q", "p1", frames("b"))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	go func() { <-ctx.Done(); time.Sleep(10 * time.Millisecond); close(sink.gate) }()
+	if err := f.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop: %v", err)
+	}
+	for _, ch := range []<-chan []Verdict{first, second} {
+		select {
+		case v := <-ch:
+			if v[0].Status != Error {
+				t.Fatalf("verdict %s, want error", statuses(v))
+			}
+		default:
+			t.Fatal("a submission has no verdict after Stop returned")
+		}
+	}
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

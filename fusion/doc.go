@@ -1,0 +1,44 @@
+// Package fusion owns the commit boundary of the write path.
+//
+// A push request hands fusion one Submission per (tenant, queue, partition)
+// group. Fusion accumulates the frames of each partition, decides when to
+// flush, and commits the segments of many partitions together through one
+// Sink.PushBundle call (one PostgreSQL transaction, one fsync). Every frame's
+// verdict is routed back to the submission it came from.
+//
+// Rules (see docs/fusion.md):
+//
+//   - Shards. A partition belongs to one of Config.Shards shards (a hash of
+//     tenant, queue and partition). One goroutine owns each shard's state:
+//     submissions, flush completions and permit wake-ups reach it through
+//     channels, and no mutex guards shard state.
+//   - Fire-on-idle. When the shard is under Config.MaxBundlesPerShard bundles
+//     in flight and the shared Vegas limiter grants a permit at once, ready
+//     partitions dispatch now, with no hold timer.
+//   - One flush in flight per partition. A partition whose flush is in flight
+//     accumulates its next segment and becomes ready again only when the
+//     completion reaches the shard, which the flush sends after the commit.
+//     Two flushes therefore never race on the partition's allocator, and
+//     offset order equals commit order.
+//   - Bundling. One dispatch takes up to Config.BundleMax ready, not-in-flight
+//     partitions. The in-flight gate keeps bundles disjoint.
+//   - Config.HoldTick is a backstop only: arrivals, completions and freed
+//     permits are what wake a shard.
+//
+// Deduplication here is layer 2: inside one flush, frames of a partition with
+// the same 16-byte hash collapse onto the first (the leader); followers inherit
+// its verdict. Each partition also keeps a bounded set of the hashes this
+// bridge wrote inside the queue's window, which answers repeats without SQL and
+// lets fusion pass a tight p_verified (DESIGN.md, "The dedup probe").
+//
+// Failure model: a frame is Queued only when the Sink reported its segment
+// committed. A Sink error makes every frame of the bundle Error; the caller
+// (the bridge) spools those. A Duplicate segment wrote nothing: its duplicate
+// frames get the original's offset and message id (zero id when retention
+// removed it), and its other frames go back to the head of the partition's
+// next segment, so nothing is lost and order is kept.
+//
+// fusion must not import pgwire, spool, bridge, NATS, HTTP or Prometheus, and
+// contains no SQL: it writes through the Sink interface and reports through
+// Stats and Config.OnBundle.
+package fusion

@@ -1,0 +1,204 @@
+package fusion
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// bundle is the segments of one dispatch: one Sink call.
+type bundle struct {
+	shard *shard
+	segs  []*segFlight
+}
+
+// segFlight is one partition's segment from dispatch to verdict. leaders,
+// followers and localDups are fixed at dispatch; part is the shard's state
+// and must only be touched by the shard goroutine (in complete).
+type segFlight struct {
+	part      *partState
+	pid       int64 // as known at dispatch (0 for a partition not seen yet)
+	write     segment.Write
+	leaders   []item
+	followers map[int32][]item // leader position -> same-hash frames after it
+	localDups []localDup
+}
+
+// localDup is a frame this bridge already wrote at off inside the window.
+type localDup struct {
+	it  item
+	off int64
+}
+
+func (seg *segFlight) addFollower(pos int32, it item) {
+	if seg.followers == nil {
+		seg.followers = map[int32][]item{}
+	}
+	seg.followers[pos] = append(seg.followers[pos], it)
+}
+
+// unwritten returns, in order, the leaders of a duplicate segment that were
+// not duplicates, each followed by its followers: they must be written by the
+// partition's next flush.
+func (seg *segFlight) unwritten(dups []segment.Dup) []item {
+	isDup := make(map[int]bool, len(dups))
+	for _, d := range dups {
+		isDup[d.Index] = true
+	}
+	var out []item
+	for k, it := range seg.leaders {
+		if !isDup[k] {
+			out = append(out, it)
+			out = append(out, seg.followers[int32(k)]...)
+		}
+	}
+	return out
+}
+
+// buildWrite packs the segment's frames: the hash blob and the zstd blob.
+func (seg *segFlight) buildWrite() segment.Write {
+	w := seg.write
+	frames := make([]segment.Frame, len(seg.leaders))
+	hashes := make([]byte, 0, segment.HashSize*len(seg.leaders))
+	for k, it := range seg.leaders {
+		frames[k] = *it.frame()
+		h := it.hash()
+		hashes = append(hashes, h[:]...)
+	}
+	w.Count = int32(len(frames))
+	w.Hashes = hashes
+	w.Blob = segment.Pack(nil, frames)
+	return w
+}
+
+// flush runs one bundle: pack, Sink call, completion to the shard, verdicts.
+func (f *Fusion) flush(b *bundle) {
+	defer f.flushWG.Done()
+	writes := make([]segment.Write, len(b.segs))
+	items := 0
+	for i, seg := range b.segs {
+		writes[i] = seg.buildWrite()
+		items += len(seg.leaders)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.FlushTimeout)
+	start := time.Now()
+	results, err := f.cfg.Sink.PushBundle(ctx, writes)
+	took := time.Since(start)
+	cancel()
+	if err == nil && len(results) != len(writes) {
+		err = fmt.Errorf("fusion: sink answered %d results for %d segments", len(results), len(writes))
+	}
+	f.vegas.release(took, true, err != nil)
+	f.stats.bundleDone(len(writes), items, err)
+	if f.cfg.OnBundle != nil {
+		f.cfg.OnBundle(BundleInfo{Segments: len(writes), Items: items, Duration: took, Err: err})
+	}
+	if err != nil {
+		f.logBundleError(err, len(writes), items)
+	}
+	// Reopen the partitions only now, after the commit: the next flush of a
+	// partition must not start before this one's offsets are final.
+	b.shard.done <- &completion{b: b, results: results, err: err}
+
+	ids := &idResolver{f: f}
+	for i, seg := range b.segs {
+		if err != nil {
+			for k, it := range seg.leaders {
+				v := Verdict{Status: Error, PartitionID: seg.pid, Err: err}
+				it.req.settle(it.idx, v)
+				seg.settleFollowers(int32(k), v)
+			}
+		} else {
+			f.settleSegment(seg, results[i], ids)
+		}
+		f.settleLocalDups(seg, ids)
+	}
+}
+
+func (seg *segFlight) settleFollowers(pos int32, v Verdict) {
+	for _, fl := range seg.followers[pos] {
+		fl.req.settle(fl.idx, v)
+	}
+}
+
+// settleSegment answers the frames of a segment that the Sink decided.
+func (f *Fusion) settleSegment(seg *segFlight, r segment.Result, ids *idResolver) {
+	switch r.Status {
+	case segment.Queued:
+		for k, it := range seg.leaders {
+			off := r.BaseOffset + int64(k)
+			id := it.frame().ID
+			it.req.settle(it.idx, Verdict{Status: Queued, PartitionID: r.PartitionID, Offset: off, CreatedAt: r.CreatedAt, MessageID: id})
+			// A repeat inside the flush is a duplicate of its leader.
+			seg.settleFollowers(int32(k), Verdict{Status: Duplicate, PartitionID: r.PartitionID, Offset: off, MessageID: id})
+		}
+	case segment.Duplicate:
+		for _, d := range r.Dups {
+			if d.Index < 0 || d.Index >= len(seg.leaders) {
+				continue // cannot happen with a well-formed result; the frame is requeued
+			}
+			it := seg.leaders[d.Index]
+			v := Verdict{Status: Duplicate, PartitionID: r.PartitionID, Offset: d.Offset, MessageID: ids.id(r.PartitionID, d.Offset)}
+			it.req.settle(it.idx, v)
+			seg.settleFollowers(int32(d.Index), v)
+		}
+		// the other leaders were requeued by the shard
+	}
+}
+
+// settleLocalDups answers the frames found among this bridge's own recent
+// writes. The partition id is known: a local hit needs an earlier result.
+func (f *Fusion) settleLocalDups(seg *segFlight, ids *idResolver) {
+	for _, d := range seg.localDups {
+		d.it.req.settle(d.it.idx, Verdict{Status: Duplicate, PartitionID: seg.pid, Offset: d.off, MessageID: ids.id(seg.pid, d.off)})
+	}
+	f.stats.localDups.Add(uint64(len(seg.localDups)))
+}
+
+// resolveAsync answers a segment that turned out to be only local duplicates:
+// nothing to write, only ids to look up.
+func (f *Fusion) resolveAsync(seg *segFlight) {
+	f.flushWG.Add(1)
+	go func() {
+		defer f.flushWG.Done()
+		f.settleLocalDups(seg, &idResolver{f: f})
+	}()
+}
+
+// idResolver finds the message id stored at (pid, off), once per offset per
+// bundle: a rare path (duplicates), so plain uncached queries are fine. A
+// segment that is gone (retention) or unreadable yields the zero id.
+type idResolver struct {
+	f     *Fusion
+	cache map[[2]int64][16]byte
+}
+
+func (r *idResolver) id(pid, off int64) [16]byte {
+	k := [2]int64{pid, off}
+	if id, ok := r.cache[k]; ok {
+		return id
+	}
+	var id [16]byte
+	if pid != 0 {
+		ctx, cancel := context.WithTimeout(r.f.ctx, r.f.cfg.FlushTimeout)
+		s, err := r.f.cfg.Sink.SegmentAt(ctx, pid, off)
+		cancel()
+		if err == nil {
+			if fr, uerr := segment.Unpack(s.Blob, int(off-s.BaseOffset)); uerr == nil {
+				id = fr.ID
+			} else {
+				err = uerr
+			}
+		}
+		if err != nil {
+			r.f.logIDError(err, pid, off)
+		}
+	}
+	if r.cache == nil {
+		r.cache = map[[2]int64][16]byte{}
+	}
+	r.cache[k] = id
+	return id
+}

@@ -1,0 +1,80 @@
+package fusion
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+func startFusion(t testing.TB, sink Sink, tune func(*Config)) *Fusion {
+	t.Helper()
+	cfg := Config{Sink: sink}
+	if tune != nil {
+		tune(&cfg)
+	}
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := f.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return f
+}
+
+func frames(txids ...string) []segment.Frame {
+	out := make([]segment.Frame, len(txids))
+	for i, tx := range txids {
+		out[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(fmt.Sprintf("%q", tx))}
+	}
+	return out
+}
+
+// submitAsync submits and returns a channel that yields the verdicts.
+func submitAsync(t testing.TB, f *Fusion, q, p string, fr []segment.Frame) <-chan []Verdict {
+	t.Helper()
+	ch := make(chan []Verdict, 1)
+	err := f.Submit(context.Background(), Submission{Queue: q, Partition: p, Frames: fr, Done: func(v []Verdict) { ch <- v }})
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return ch
+}
+
+func wait(t testing.TB, ch <-chan []Verdict) []Verdict {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("no verdict within 30s")
+		return nil
+	}
+}
+
+func submit(t testing.TB, f *Fusion, q, p string, txids ...string) []Verdict {
+	t.Helper()
+	return wait(t, submitAsync(t, f, q, p, frames(txids...)))
+}
+
+func statuses(vs []Verdict) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%s@%d", v.Status, v.Offset)
+	}
+	return s
+}

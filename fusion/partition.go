@@ -1,0 +1,231 @@
+package fusion
+
+import (
+	"time"
+
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// partState is one partition's state inside its shard. Only the shard
+// goroutine reads or writes it.
+type partState struct {
+	key     partKey
+	pending []item // frames waiting for the next flush, in arrival order
+	// inFlight: a flush of this partition is between dispatch and the
+	// completion reaching the shard. The in-flight gate.
+	inFlight bool
+	queued   bool // on the shard's ready list
+	lastUsed time.Time
+
+	pid int64 // 0 until the first result names it
+	// window is the queue's deduplication window as of the last result;
+	// -1 until one arrived.
+	window int32
+
+	// verified is the highest offset V such that every frame stored at or
+	// below V inside the window is known here (in recent) or older than the
+	// window. latestEnd is the end of this bridge's latest committed segment.
+	verified, latestEnd int64
+	// gapAt is when this bridge last saw offsets written by someone else
+	// (a commit that did not start at latestEnd+1); zero when no gap is open.
+	gapAt time.Time
+
+	recent recentSet
+}
+
+func newPartState(k partKey, capacity int) *partState {
+	return &partState{key: k, window: -1, recent: newRecentSet(capacity)}
+}
+
+func (p *partState) windowDur() time.Duration { return time.Duration(p.window) * time.Second }
+
+// committed records a queued segment at base whose frames are leaders.
+func (p *partState) committed(base int64, leaders []item, window int32, now time.Time) {
+	p.window = window
+	end := base + int64(len(leaders)) - 1
+	if base != p.latestEnd+1 {
+		// (latestEnd, base-1] was written by another writer (another bridge,
+		// or this one before a restart): SQL keeps probing it until it is
+		// older than the window.
+		p.gapAt = now
+	}
+	p.latestEnd = end
+	if p.gapAt.IsZero() {
+		p.verified = end
+	}
+	p.maybeCloseGap(now)
+	if window > 0 {
+		for k, it := range leaders {
+			p.recent.add(it.hash(), base+int64(k), now, p.windowDur())
+		}
+	} else {
+		p.recent.reset()
+	}
+}
+
+// maybeCloseGap lets verified jump over foreign offsets once every one of
+// them is older than the window: the probe's time cap excludes them anyway.
+// Every foreign offset at or below latestEnd was written before gapAt.
+func (p *partState) maybeCloseGap(now time.Time) {
+	if !p.gapAt.IsZero() && p.window >= 0 && now.Sub(p.gapAt) > p.windowDur() {
+		p.gapAt = time.Time{}
+		p.verified = p.latestEnd
+	}
+}
+
+// probeFrom is the p_verified to send for the next segment.
+func (p *partState) probeFrom(now time.Time) int64 {
+	p.maybeCloseGap(now)
+	v := p.verified
+	if lo := p.recent.forgottenFloor(now, p.windowDur()); lo > 0 && lo-1 < v {
+		v = lo - 1
+	}
+	return v
+}
+
+// localDuplicate reports the offset of a frame with hash h that this bridge
+// wrote inside the window.
+func (p *partState) localDuplicate(h [segment.HashSize]byte, now time.Time) (int64, bool) {
+	if p.window <= 0 {
+		return 0, false
+	}
+	return p.recent.lookup(h, now, p.windowDur())
+}
+
+// recentSet maps the hashes this bridge wrote to their offsets, oldest first,
+// bounded in size. When it must forget an entry that is still inside the
+// window, it remembers the lowest such offset so probeFrom can send SQL back
+// to look at what was forgotten.
+type recentSet struct {
+	capacity int
+	byHash   map[[segment.HashSize]byte]recentEntry
+	order    []recentKey // FIFO ring, oldest at head
+	head     int
+	size     int
+	// forgotten records what was evicted while still inside the window, in
+	// eviction (= offset) order, as chunks: offsets from lo on, the newest of
+	// them added at `at`. The floor is the first chunk still in the window, so
+	// it moves up as time passes instead of pinning the probe to the first
+	// eviction ever.
+	forgotten []forgottenChunk
+}
+
+type forgottenChunk struct {
+	lo    int64
+	at    time.Time
+	count int
+}
+
+type recentEntry struct {
+	off int64
+	at  time.Time
+}
+
+type recentKey struct {
+	h   [segment.HashSize]byte
+	off int64
+}
+
+func newRecentSet(capacity int) recentSet {
+	return recentSet{capacity: capacity}
+}
+
+func (s *recentSet) reset() {
+	if s.size == 0 && s.byHash == nil {
+		return
+	}
+	*s = recentSet{capacity: s.capacity}
+}
+
+func (s *recentSet) add(h [segment.HashSize]byte, off int64, now time.Time, window time.Duration) {
+	if s.byHash == nil {
+		s.byHash = make(map[[segment.HashSize]byte]recentEntry)
+		s.order = make([]recentKey, 0, min(s.capacity, 64))
+	}
+	s.expire(now, window)
+	if s.size == s.capacity {
+		old := s.pop()
+		if e, ok := s.byHash[old.h]; ok && e.off == old.off {
+			delete(s.byHash, old.h)
+			if now.Sub(e.at) <= window {
+				s.forget(e)
+			}
+		}
+	}
+	s.push(recentKey{h, off})
+	s.byHash[h] = recentEntry{off: off, at: now}
+}
+
+func (s *recentSet) lookup(h [segment.HashSize]byte, now time.Time, window time.Duration) (int64, bool) {
+	e, ok := s.byHash[h]
+	if !ok || now.Sub(e.at) > window {
+		return 0, false
+	}
+	return e.off, true
+}
+
+func (s *recentSet) forget(e recentEntry) {
+	chunk := max(1, s.capacity/16)
+	if n := len(s.forgotten); n > 0 && s.forgotten[n-1].count < chunk {
+		s.forgotten[n-1].at, s.forgotten[n-1].count = e.at, s.forgotten[n-1].count+1
+		return
+	}
+	s.forgotten = append(s.forgotten, forgottenChunk{lo: e.off, at: e.at, count: 1})
+}
+
+// forgottenFloor is the lowest forgotten offset that may still be inside the
+// window, or 0.
+func (s *recentSet) forgottenFloor(now time.Time, window time.Duration) int64 {
+	drop := 0
+	for drop < len(s.forgotten) && now.Sub(s.forgotten[drop].at) > window {
+		drop++
+	}
+	if drop > 0 {
+		s.forgotten = append(s.forgotten[:0], s.forgotten[drop:]...)
+	}
+	if len(s.forgotten) == 0 {
+		return 0
+	}
+	return s.forgotten[0].lo
+}
+
+// expire drops entries older than the window from the head.
+func (s *recentSet) expire(now time.Time, window time.Duration) {
+	for s.size > 0 {
+		k := s.order[s.head]
+		e, ok := s.byHash[k.h]
+		if ok && e.off == k.off && now.Sub(e.at) <= window {
+			return
+		}
+		if ok && e.off == k.off {
+			delete(s.byHash, k.h)
+		}
+		s.pop()
+	}
+}
+
+func (s *recentSet) push(k recentKey) {
+	if s.size < len(s.order) {
+		s.order[(s.head+s.size)%len(s.order)] = k
+	} else if s.head == 0 && len(s.order) < s.capacity {
+		s.order = append(s.order, k)
+	} else {
+		// grow the ring: unroll it so head is at 0
+		grown := make([]recentKey, 0, min(s.capacity, 2*len(s.order)+1))
+		for i := 0; i < s.size; i++ {
+			grown = append(grown, s.order[(s.head+i)%len(s.order)])
+		}
+		s.order, s.head = append(grown, k), 0
+	}
+	s.size++
+}
+
+func (s *recentSet) pop() recentKey {
+	k := s.order[s.head]
+	s.head = (s.head + 1) % len(s.order)
+	s.size--
+	return k
+}
+
+// len is the number of hashes held.
+func (s *recentSet) len() int { return len(s.byHash) }

@@ -1,0 +1,32 @@
+package fusion
+
+import (
+	"testing"
+	"time"
+)
+
+// The forgotten floor follows the window: once the oldest forgotten frames
+// are older than the window, the floor moves up to newer forgotten ones.
+func TestForgottenFloorMovesWithTheWindow(t *testing.T) {
+	s := newRecentSet(16) // chunks of one entry
+	window := 10 * time.Second
+	t0 := time.Now()
+	for off := int64(1); off <= 40; off++ {
+		s.add([16]byte{byte(off)}, off, t0.Add(time.Duration(off)*time.Second/4), window) // 4 per second
+	}
+	now := t0.Add(10 * time.Second)
+	if got := s.forgottenFloor(now, window); got != 1 {
+		t.Fatalf("floor %d at t0+10s, want 1", got)
+	}
+	// 5 s later, offsets added before t0+5s are out of the window.
+	later := now.Add(5 * time.Second)
+	if got := s.forgottenFloor(later, window); got < 20 || got > 24 {
+		t.Fatalf("floor %d at t0+15s, want the first in-window forgotten offset (20..24)", got)
+	}
+	if s.len() > 16 {
+		t.Fatalf("set holds %d, capacity 16", s.len())
+	}
+	if _, ok := s.lookup([16]byte{40}, later, window); !ok {
+		t.Fatal("the newest entry must still be held")
+	}
+}

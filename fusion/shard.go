@@ -1,0 +1,257 @@
+package fusion
+
+import (
+	"time"
+
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// shard owns a disjoint set of partitions. Every field below is touched only
+// by the shard's goroutine (run), except the channels, which are how the rest
+// of the world reaches it.
+type shard struct {
+	f    *Fusion
+	id   int
+	in   chan *request    // submissions (bounded: Config.ShardQueue)
+	done chan *completion // flush completions; never blocks a flush (cap = bundle cap)
+	kick chan struct{}    // a Vegas permit was freed somewhere (cap 1)
+
+	parts    map[partKey]*partState
+	ready    []*partState // pending frames, no flush in flight, FIFO
+	inflight int          // bundles of this shard between dispatch and completion
+	draining bool
+	held     bool // ready partitions wait for a permit or the bundle cap
+	dedup    map[[segment.HashSize]byte]int32
+	lastSwp  time.Time
+}
+
+// completion is a finished flush, sent to the shard after the Sink call
+// returned (so after the commit).
+type completion struct {
+	b       *bundle
+	results []segment.Result
+	err     error
+}
+
+func newShard(f *Fusion, id int) *shard {
+	return &shard{
+		f: f, id: id,
+		in:    make(chan *request, f.cfg.ShardQueue),
+		done:  make(chan *completion, f.cfg.MaxBundlesPerShard),
+		kick:  make(chan struct{}, 1),
+		parts: map[partKey]*partState{},
+		dedup: map[[segment.HashSize]byte]int32{},
+	}
+}
+
+func (s *shard) run() {
+	defer s.f.shardWG.Done()
+	hold := time.NewTicker(s.f.cfg.HoldTick)
+	defer hold.Stop()
+	stopping, abort := s.f.stopping, s.f.abort
+	for {
+		var tick <-chan time.Time
+		if s.held || time.Since(s.lastSwp) > sweepEvery {
+			tick = hold.C // the backstop runs only while something is held
+		}
+		select {
+		case r := <-s.in:
+			s.accept(r)
+			for i := 0; i < 256; i++ { // take what is already queued, without waiting
+				select {
+				case r := <-s.in:
+					s.accept(r)
+					continue
+				default:
+				}
+				break
+			}
+		case c := <-s.done:
+			s.complete(c)
+		case <-s.kick:
+		case <-tick:
+			s.sweep()
+		case <-stopping:
+			stopping, s.draining = nil, true
+		case <-abort:
+			abort, s.draining = nil, true
+			s.failPending()
+		}
+		if abort == nil {
+			s.failPending() // aborted: nothing new is dispatched
+		} else {
+			s.dispatch()
+		}
+		if s.draining && s.inflight == 0 && len(s.in) == 0 && len(s.ready) == 0 {
+			return
+		}
+	}
+}
+
+func (s *shard) accept(r *request) {
+	k := partKey{r.sub.Tenant, r.sub.Queue, r.sub.Partition}
+	p := s.parts[k]
+	if p == nil {
+		p = newPartState(k, s.f.cfg.RecentHashes)
+		s.parts[k] = p
+	}
+	for i := range r.sub.Frames {
+		p.pending = append(p.pending, item{req: r, idx: int32(i)})
+	}
+	p.lastUsed = time.Now()
+	s.markReady(p)
+}
+
+func (s *shard) markReady(p *partState) {
+	if len(p.pending) > 0 && !p.inFlight && !p.queued {
+		p.queued = true
+		s.ready = append(s.ready, p)
+	}
+}
+
+// dispatch fires bundles while partitions are ready, the shard is under its
+// bundle cap and the limiter grants a permit at once. Whatever cannot go now
+// stays and keeps accumulating: that is where bundles grow under load.
+func (s *shard) dispatch() {
+	s.held = false
+	for len(s.ready) > 0 {
+		if s.inflight >= s.f.cfg.MaxBundlesPerShard || !s.f.vegas.tryAcquire(s.kick) {
+			s.held = true
+			return
+		}
+		now := time.Now()
+		b := &bundle{shard: s}
+		for len(b.segs) < s.f.cfg.BundleMax && len(s.ready) > 0 {
+			p := s.ready[0]
+			s.ready[0] = nil
+			s.ready = s.ready[1:]
+			p.queued = false
+			seg := s.take(p, now)
+			if len(seg.leaders) > 0 {
+				b.segs = append(b.segs, seg)
+			} else if len(seg.localDups) > 0 {
+				s.f.resolveAsync(seg)
+			}
+		}
+		if len(b.segs) == 0 {
+			s.f.vegas.release(0, false, false)
+			continue
+		}
+		s.inflight++
+		s.f.flushWG.Add(1)
+		go s.f.flush(b)
+	}
+}
+
+// take moves p's pending frames into a segment: layer-2 dedup (first of a
+// hash leads, later ones follow), then the local check against what this
+// bridge wrote inside the window. p goes in flight when anything is left to
+// write.
+func (s *shard) take(p *partState, now time.Time) *segFlight {
+	seg := &segFlight{part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition}}
+	clear(s.dedup)
+	for _, it := range p.pending {
+		h := it.hash()
+		if pos, ok := s.dedup[h]; ok {
+			seg.addFollower(pos, it)
+			continue
+		}
+		if off, ok := p.localDuplicate(h, now); ok {
+			seg.localDups = append(seg.localDups, localDup{it: it, off: off})
+			continue
+		}
+		s.dedup[h] = int32(len(seg.leaders))
+		seg.leaders = append(seg.leaders, it)
+		if mw := it.req.sub.MinWindowSeconds; mw > seg.write.MinWindowSeconds {
+			seg.write.MinWindowSeconds = mw
+		}
+	}
+	clear(p.pending) // drop references for the collector
+	p.pending = p.pending[:0]
+	if seg.write.MinWindowSeconds > 0 {
+		seg.write.Verified = 0 // replayed frames: probe the whole window
+	} else {
+		seg.write.Verified = p.probeFrom(now)
+	}
+	p.inFlight = len(seg.leaders) > 0
+	return seg
+}
+
+// complete reopens the partitions of a finished bundle and updates what they
+// know; duplicate segments put their unwritten frames back at the head.
+func (s *shard) complete(c *completion) {
+	s.inflight--
+	now := time.Now()
+	for i, seg := range c.b.segs {
+		p := seg.part
+		p.inFlight = false
+		p.lastUsed = now
+		if c.err == nil {
+			r := c.results[i]
+			p.pid = r.PartitionID
+			switch r.Status {
+			case segment.Queued:
+				p.committed(r.BaseOffset, seg.leaders, r.WindowSeconds, now)
+			case segment.Duplicate:
+				p.window = r.WindowSeconds
+				if again := seg.unwritten(r.Dups); len(again) > 0 {
+					p.pending = append(again, p.pending...)
+					s.f.stats.requeued.Add(uint64(len(again)))
+				}
+			}
+		}
+		s.markReady(p)
+	}
+}
+
+// failPending answers every frame not yet dispatched with ErrAborted.
+func (s *shard) failPending() {
+	for _, p := range s.ready {
+		p.queued = false
+		for _, it := range p.pending {
+			it.req.settle(it.idx, Verdict{Status: Error, Err: ErrAborted})
+		}
+		clear(p.pending)
+		p.pending = p.pending[:0]
+	}
+	s.ready = s.ready[:0]
+	for {
+		select {
+		case r := <-s.in:
+			for i := range r.sub.Frames {
+				r.settle(int32(i), Verdict{Status: Error, Err: ErrAborted})
+			}
+		default:
+			return
+		}
+	}
+}
+
+const (
+	sweepEvery = 10 * time.Second
+	// idleForget: a partition idle this long is forgotten; if it comes back,
+	// its first flushes probe the whole window, as after a restart.
+	idleForget = 10 * time.Minute
+)
+
+// sweep forgets what idle partitions no longer need: recent hashes older
+// than the window, and whole partitions idle for idleForget.
+func (s *shard) sweep() {
+	now := time.Now()
+	if now.Sub(s.lastSwp) < sweepEvery {
+		return
+	}
+	s.lastSwp = now
+	for k, p := range s.parts {
+		if p.inFlight || p.queued || len(p.pending) > 0 {
+			continue
+		}
+		idle := now.Sub(p.lastUsed)
+		switch {
+		case idle > idleForget:
+			delete(s.parts, k)
+		case p.window >= 0 && idle > p.windowDur():
+			p.recent.expire(now, p.windowDur())
+		}
+	}
+}

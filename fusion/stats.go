@@ -1,0 +1,119 @@
+package fusion
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// counters are updated by flush goroutines and read by Stats and the summary
+// logger: atomics, no lock.
+type counters struct {
+	bundles      atomic.Uint64
+	bundleErrors atomic.Uint64
+	segments     atomic.Uint64
+	items        atomic.Uint64
+	localDups    atomic.Uint64
+	requeued     atomic.Uint64
+}
+
+func (c *counters) bundleDone(segments, items int, err error) {
+	c.bundles.Add(1)
+	c.segments.Add(uint64(segments))
+	c.items.Add(uint64(items))
+	if err != nil {
+		c.bundleErrors.Add(1)
+	}
+}
+
+// Stats is a snapshot of fusion's counters (monotonic since Start) and gauges.
+type Stats struct {
+	Bundles         uint64 // Sink calls (commits, when they succeed)
+	BundleErrors    uint64 // Sink calls that failed
+	Segments        uint64 // segments sent
+	ItemsFired      uint64 // frames sent (leaders)
+	LocalDuplicates uint64 // frames answered from this bridge's recent hashes
+	Requeued        uint64 // frames sent again after a duplicate segment
+	VegasLimit      int    // current permit limit
+	PermitsInUse    int    // bundles in flight, all shards
+	PendingBytes    int64  // payload bytes accepted, not yet answered
+}
+
+// Stats returns a snapshot.
+func (f *Fusion) Stats() Stats {
+	limit, inUse := f.vegas.snapshot()
+	return Stats{
+		Bundles:         f.stats.bundles.Load(),
+		BundleErrors:    f.stats.bundleErrors.Load(),
+		Segments:        f.stats.segments.Load(),
+		ItemsFired:      f.stats.items.Load(),
+		LocalDuplicates: f.stats.localDups.Load(),
+		Requeued:        f.stats.requeued.Load(),
+		VegasLimit:      limit,
+		PermitsInUse:    inUse,
+		PendingBytes:    f.pendingBytes.Load(),
+	}
+}
+
+// summaryLoop writes the `fusion` bundle summary every SummaryEvery while
+// there is traffic: segments far above commits is fusion coalescing.
+func (f *Fusion) summaryLoop() {
+	defer f.bgWG.Done()
+	t := time.NewTicker(f.cfg.SummaryEvery)
+	defer t.Stop()
+	var last Stats
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := f.Stats()
+		commits := now.Bundles - now.BundleErrors - (last.Bundles - last.BundleErrors)
+		if now.Bundles != last.Bundles {
+			segs := now.Segments - last.Segments
+			perCommit := 0.0
+			if commits > 0 {
+				perCommit = float64(segs) / float64(commits)
+			}
+			f.cfg.Logger.Info().Str("target", "fusion").
+				Uint64("commits", commits).Uint64("segments", segs).
+				Float64("segments_per_commit", perCommit).
+				Uint64("items", now.ItemsFired-last.ItemsFired).
+				Uint64("errors", now.BundleErrors-last.BundleErrors).
+				Int("vegas_limit", now.VegasLimit).Msg("bundle summary")
+		}
+		last = now
+	}
+}
+
+// Hot-path error lines are rate-limited: one per second per kind.
+var (
+	bundleErrLog = newRateLimit(time.Second)
+	idErrLog     = newRateLimit(time.Second)
+)
+
+func (f *Fusion) logBundleError(err error, segments, items int) {
+	if bundleErrLog.allow() {
+		f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Int("segments", segments).Int("items", items).Msg("bundle failed; its frames are answered error")
+	}
+}
+
+func (f *Fusion) logIDError(err error, pid, off int64) {
+	if idErrLog.allow() {
+		f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Int64("partition_id", pid).Int64("offset", off).Msg("duplicate's original id not resolved; answering the zero id")
+	}
+}
+
+// rateLimit lets one event through per period.
+type rateLimit struct {
+	period time.Duration
+	next   atomic.Int64
+}
+
+func newRateLimit(p time.Duration) *rateLimit { return &rateLimit{period: p} }
+
+func (r *rateLimit) allow() bool {
+	now := time.Now().UnixNano()
+	next := r.next.Load()
+	return now >= next && r.next.CompareAndSwap(next, now+int64(r.period))
+}

@@ -1,0 +1,169 @@
+package fusion
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// A duplicate in the middle of a segment: that frame is answered with the
+// original's offset and id, the others are written right after, in order.
+func TestDuplicateInsideSegmentRequeuesTheRest(t *testing.T) {
+	sink := newMemSink(t)
+	sink.foreignWrite("q", "p", "t2") // another writer stored t2 at offset 1
+	f := startFusion(t, sink, nil)
+	v := submit(t, f, "q", "p", "t1", "t2", "t3")
+	if got := statuses(v); got != "queued@2 duplicate@1 queued@3" {
+		t.Fatalf("verdicts %s", got)
+	}
+	if v[1].MessageID != [16]byte{0xf0, 0} {
+		t.Fatalf("duplicate's id %x is not the original's", v[1].MessageID)
+	}
+	if f.Stats().Requeued != 2 {
+		t.Fatalf("requeued %d, want 2", f.Stats().Requeued)
+	}
+}
+
+// Two frames with one transactionId in one flush: the first is written, the
+// second is its duplicate, whatever the window.
+func TestLayer2DedupInsideAFlush(t *testing.T) {
+	for _, window := range []int32{60, 0} {
+		t.Run(fmt.Sprintf("window=%d", window), func(t *testing.T) {
+			sink := newMemSink(t)
+			sink.setWindow("q", "p", window)
+			f := startFusion(t, sink, nil)
+			fr := frames("a", "b", "a")
+			v := wait(t, submitAsync(t, f, "q", "p", fr))
+			if got := statuses(v); got != "queued@1 queued@2 duplicate@1" {
+				t.Fatalf("verdicts %s", got)
+			}
+			if v[2].MessageID != fr[0].ID {
+				t.Fatal("the follower must report its leader's id")
+			}
+			if sink.stored("q", "p") != 2 {
+				t.Fatalf("%d frames stored, want 2", sink.stored("q", "p"))
+			}
+		})
+	}
+}
+
+// A repeat of something this bridge wrote inside the window is answered from
+// the recent-hash set: no SQL, and the next probe stays tight.
+func TestLocalDuplicateNeedsNoSink(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, nil)
+	first := submit(t, f, "q", "p", "a", "b")
+	calls := sink.callCount()
+	v := submit(t, f, "q", "p", "b")
+	if v[0].Status != Duplicate || v[0].Offset != 2 || v[0].MessageID != first[1].MessageID {
+		t.Fatalf("verdict %s id %x", statuses(v), v[0].MessageID)
+	}
+	if sink.callCount() != calls {
+		t.Fatal("a local duplicate reached the sink")
+	}
+	submit(t, f, "q", "p", "c")
+	if got := sink.lastVerified("q", "p"); got != 2 {
+		t.Fatalf("verified sent %d, want 2 (everything this bridge wrote)", got)
+	}
+}
+
+// A window-0 queue keeps no recent hashes: repeats across flushes are
+// written again.
+func TestWindowZeroWritesRepeatsAcrossFlushes(t *testing.T) {
+	sink := newMemSink(t)
+	sink.setWindow("q", "p", 0)
+	f := startFusion(t, sink, nil)
+	submit(t, f, "q", "p", "a")
+	if v := submit(t, f, "q", "p", "a"); statuses(v) != "queued@2" {
+		t.Fatalf("verdict %s", statuses(v))
+	}
+}
+
+func TestSinkErrorAnswersEveryParticipant(t *testing.T) {
+	sink := newMemSink(t)
+	boom := errors.New("boom")
+	sink.fail = func(int) error { return boom }
+	f := startFusion(t, sink, nil)
+	v := submit(t, f, "q", "p", "a", "b", "a")
+	for i, x := range v {
+		if x.Status != Error || !errors.Is(x.Err, boom) {
+			t.Fatalf("frame %d: %s %v", i, x.Status, x.Err)
+		}
+	}
+	if f.Stats().BundleErrors != 1 {
+		t.Fatalf("bundle errors %d", f.Stats().BundleErrors)
+	}
+}
+
+// Offsets written by another writer between two of ours open a gap: verified
+// stays below it, so the probe keeps covering the other writer's frames.
+func TestForeignWritesKeepTheProbeOpen(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, nil)
+	submit(t, f, "q", "p", "a")      // offset 1, verified 1
+	sink.foreignWrite("q", "p", "x") // offset 2, by someone else
+	submit(t, f, "q", "p", "b")      // offset 3: gap at 2
+	v := submit(t, f, "q", "p", "x") // must be found by the probe
+	if statuses(v) != "duplicate@2" {
+		t.Fatalf("verdict %s", statuses(v))
+	}
+	if got := sink.lastVerified("q", "p"); got != 1 {
+		t.Fatalf("verified sent %d, want 1 (below the foreign offset)", got)
+	}
+}
+
+// When the recent-hash set must forget entries still inside the window, the
+// probe is widened to cover them: a repeat of a forgotten frame is still
+// caught.
+func TestForgottenHashesAreProbedAgain(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, func(c *Config) { c.RecentHashes = 4 })
+	for i := 0; i < 10; i++ {
+		submit(t, f, "q", "p", fmt.Sprintf("t%d", i))
+	}
+	v := submit(t, f, "q", "p", "t0")
+	if statuses(v) != "duplicate@1" {
+		t.Fatalf("verdict %s", statuses(v))
+	}
+	if got := sink.lastVerified("q", "p"); got > 0 {
+		t.Fatalf("verified sent %d; t0 at offset 1 was forgotten, so it must be below 1", got)
+	}
+	// the most recent ones are still answered locally
+	calls := sink.callCount()
+	if v := submit(t, f, "q", "p", "t9"); statuses(v) != "duplicate@10" || sink.callCount() != calls {
+		t.Fatalf("verdict %s, sink calls %d -> %d", statuses(v), calls, sink.callCount())
+	}
+}
+
+// Replayed frames (MinWindowSeconds) are probed even on a window-0 queue.
+func TestReplayedFramesAreAlwaysProbed(t *testing.T) {
+	sink := newMemSink(t)
+	sink.setWindow("q", "p", 0)
+	f := startFusion(t, sink, nil)
+	submit(t, f, "q", "p", "a")
+	ch := make(chan []Verdict, 1)
+	if err := f.Submit(t.Context(), Submission{Queue: "q", Partition: "p", Frames: frames("a"), MinWindowSeconds: 3600,
+		Done: func(v []Verdict) { ch <- v }}); err != nil {
+		t.Fatal(err)
+	}
+	if v := wait(t, ch); statuses(v) != "duplicate@1" {
+		t.Fatalf("verdict %s", statuses(v))
+	}
+}
+
+func TestTenantsAccumulateSeparately(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, nil)
+	ch := make(chan []Verdict, 2)
+	for _, tenant := range [][16]byte{{}, {1}} {
+		if err := f.Submit(t.Context(), Submission{Tenant: tenant, Queue: "orders", Partition: "p", Frames: frames("a"),
+			Done: func(v []Verdict) { ch <- v }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if v := wait(t, ch); statuses(v) != "queued@1" {
+			t.Fatalf("tenant %d: %s", i, statuses(v))
+		}
+	}
+}
