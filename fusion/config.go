@@ -28,7 +28,7 @@ type Config struct {
 	// it Submit fails with ErrOverloaded. Default 512 MiB.
 	MaxPendingBytes int64
 	// VegasMin, VegasMax and VegasInitial bound the shared push-lane limiter.
-	// VegasMax should be the database pool size. Defaults 2, 16, 8.
+	// VegasMax should be the database pool size. Defaults 2, 16, 4.
 	VegasMin, VegasMax, VegasInitial int
 	// RecentHashes caps the per-partition set of hashes this bridge wrote
 	// inside the window (about 50 bytes each). A partition that writes more
@@ -70,7 +70,7 @@ func (c *Config) applyDefaults() error {
 	def(&c.ShardQueue, 4096)
 	def(&c.VegasMin, 2)
 	def(&c.VegasMax, 16)
-	def(&c.VegasInitial, 8)
+	def(&c.VegasInitial, 4)
 	def(&c.RecentHashes, 65536)
 	if c.HoldTick == 0 {
 		c.HoldTick = 15 * time.Millisecond

@@ -83,7 +83,7 @@ func (v *vegas) observe(rtt time.Duration) {
 	}
 	queue := v.limit * (1 - float64(v.minRTT)/float64(rtt))
 	lg := math.Max(1, math.Log10(v.limit))
-	alpha, beta := 3*lg, 6*lg
+	alpha, beta := lg, 2*lg
 	switch {
 	case queue < alpha && float64(v.inflight+1) >= v.limit/2:
 		// Latency near the minimum while the limit is actually in use: there
