@@ -1,13 +1,159 @@
 // Command queen-bridge runs the queenbridge service: NATS and HTTP in front,
-// fused PostgreSQL transactions behind.
+// fused PostgreSQL transactions behind. With no configuration it runs a whole
+// node on this machine: an embedded NATS server and a private PostgreSQL
+// cluster under ./data/pg. `queen-bridge -h` lists every setting.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/queenbridge/queenbridge/bridge"
+	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/rs/zerolog"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "queen-bridge: not implemented yet (the front door lands with the NATS/HTTP issue)")
-	os.Exit(1)
+	cfg, err := load(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queen-bridge:", err)
+		os.Exit(2)
+	}
+	log, err := newLogger(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queen-bridge:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, log); err != nil {
+		log.Error().Str("target", "bridge").Err(err).Msg("queen-bridge failed")
+		os.Exit(1)
+	}
+}
+
+func newLogger(cfg *config) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(cfg.logLevel)
+	if err != nil {
+		return zerolog.Logger{}, fmt.Errorf("QUEEN_LOG_LEVEL: %w", err)
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	if cfg.logFormat == "console" {
+		return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05.000"}).Level(level).With().Timestamp().Logger(), nil
+	}
+	return zerolog.New(os.Stderr).Level(level).With().Timestamp().Logger(), nil
+}
+
+// run starts every part, waits for ctx (a signal), then stops them in order:
+// intake first, then fusion's drain, then the connections and servers.
+func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
+	key, err := cfg.encryptionKey()
+	if err != nil {
+		return err
+	}
+	tokens, err := cfg.tokens()
+	if err != nil {
+		return err
+	}
+	dsn, pgWhere := cfg.pgDSN, "external"
+	if dsn == "" {
+		pg, err := embedded.StartPostgres(ctx, embedded.Config{DataDir: filepath.Join(cfg.dataDir, "pg")})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := pg.Stop(context.Background()); err != nil {
+				log.Warn().Str("target", "bridge").Err(err).Msg("embedded postgres stop")
+			}
+		}()
+		dsn, pgWhere = pg.DSN(), fmt.Sprintf("embedded 127.0.0.1:%d, data %s", pg.Port(), pg.DataDir())
+	}
+	natsURL, natsWhere := cfg.natsURL, "external "+cfg.natsURL
+	if natsURL == "" {
+		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen})
+		if err != nil {
+			return err
+		}
+		defer ns.Stop()
+		natsURL, natsWhere = ns.ClientURL(), "embedded "+ns.ClientURL()
+	}
+	nc, err := nats.Connect(natsURL, nats.Name("queen-bridge"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("connect to NATS %s: %w", natsURL, err)
+	}
+	defer nc.Close()
+
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: int32(cfg.pgPoolSize), DefaultDedupWindowSeconds: cfg.dedupWindowS})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := bridge.NewMetrics(reg)
+	fu, err := fusion.New(fusion.Config{
+		Sink: db, Shards: cfg.shards, BundleMax: cfg.bundleMax, HoldTick: time.Duration(cfg.holdMS) * time.Millisecond,
+		VegasMin: cfg.vegasMin, VegasMax: cfg.vegasMax, Logger: log, OnBundle: metrics.FusionHook,
+	})
+	if err != nil {
+		return err
+	}
+	if err := fu.Start(ctx); err != nil {
+		return err
+	}
+	br, err := bridge.New(bridge.Config{
+		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
+		EncryptionKey: key, Tokens: tokens, Registry: reg, Logger: log,
+	}, metrics)
+	if err != nil {
+		return err
+	}
+	if err := br.Start(ctx); err != nil {
+		_ = fu.Stop(context.Background())
+		return err
+	}
+	log.Info().Str("target", "bridge").Str("nats", natsWhere).Str("subject", cfg.natsPrefix+".v1.push").
+		Str("http", orOff(br.HTTPAddr())).Str("postgres", pgWhere).Msg("queen-bridge ready")
+
+	<-ctx.Done()
+	log.Info().Str("target", "bridge").Msg("shutting down: closing intake, draining in-flight pushes")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := br.Stop(sctx); err != nil {
+		log.Warn().Str("target", "bridge").Err(err).Msg("bridge stop")
+	}
+	if err := fu.Stop(sctx); err != nil {
+		log.Warn().Str("target", "bridge").Err(err).Msg("fusion stop")
+	}
+	if err := nc.Flush(); err != nil {
+		log.Warn().Str("target", "bridge").Err(err).Msg("nats flush")
+	}
+	log.Info().Str("target", "bridge").Msg("stopped")
+	return nil
+}
+
+func orOff(addr string) string {
+	if addr == "" {
+		return "off"
+	}
+	return addr
 }

@@ -1,0 +1,78 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/rs/zerolog"
+)
+
+// Config wires the front door to the parts behind it.
+type Config struct {
+	// DB is the database. Required.
+	DB *pgwire.DB
+	// Fusion commits pushes. Required, started by the caller.
+	Fusion *fusion.Fusion
+	// NATS is the connection the micro service runs on; nil: no NATS front
+	// door. Default nil.
+	NATS *nats.Conn
+	// Prefix of every subject (QUEEN_NATS_PREFIX). Default "queen".
+	Prefix string
+	// HTTPAddr is the HTTP shim's listen address; "" or "off": none
+	// (QUEEN_HTTP_ADDR). Default "".
+	HTTPAddr string
+	// MaxBodyBytes caps a push body (QUEEN_MAX_BODY_BYTES). Default 16 MiB.
+	MaxBodyBytes int64
+	// EncryptionKey is the AES-256 key (QUEEN_ENCRYPTION_KEY, 32 bytes);
+	// nil: no key, and encrypted queues refuse pushes. Default nil.
+	EncryptionKey []byte
+	// Tokens maps HTTP bearer tokens to tenants (QUEEN_HTTP_TOKENS); empty:
+	// no authentication, the default tenant. Default empty.
+	Tokens map[string][16]byte
+	// QueueCacheTTL is how long a queue's settings are trusted across
+	// requests. Default 2s.
+	QueueCacheTTL time.Duration
+	// Workers bound the goroutines that decode and submit NATS requests
+	// (waiting for verdicts holds none). Default 32.
+	Workers int
+	// Registry receives the Prometheus collectors. Default: a new registry.
+	Registry *prometheus.Registry
+	// Logger for the bridge and http targets. Default: disabled.
+	Logger zerolog.Logger
+}
+
+func (c *Config) applyDefaults() error {
+	if c.DB == nil || c.Fusion == nil {
+		return errors.New("bridge: Config.DB and Config.Fusion are required")
+	}
+	if c.Prefix == "" {
+		c.Prefix = "queen"
+	}
+	if c.HTTPAddr == "off" {
+		c.HTTPAddr = ""
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 16 << 20
+	}
+	if c.MaxBodyBytes < 0 {
+		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.EncryptionKey != nil && len(c.EncryptionKey) != 32 {
+		return fmt.Errorf("bridge: EncryptionKey must be 32 bytes (64 hex characters), got %d bytes", len(c.EncryptionKey))
+	}
+	if c.QueueCacheTTL == 0 {
+		c.QueueCacheTTL = 2 * time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 32
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	return nil
+}

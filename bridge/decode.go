@@ -1,0 +1,263 @@
+package bridge
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// pushItem is one validated item of a push body. Payload is a sub-slice of
+// the body: the bytes exactly as sent.
+type pushItem struct {
+	Queue         string
+	Partition     string
+	TransactionID string // "" when the client sent none
+	TraceID       string
+	Payload       []byte
+}
+
+// DefaultPartition is the partition of items that name none.
+const DefaultPartition = "Default"
+
+var nullPayload = []byte("null")
+
+// badRequest is a request-level error answered 400 and naming what was wrong.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func badf(format string, args ...any) error { return &badRequest{msg: fmt.Sprintf(format, args...)} }
+
+// decodePush parses and validates a push body. Every item is checked before
+// anything is returned; the first invalid one rejects the whole body.
+func decodePush(body []byte) ([]pushItem, error) {
+	s := &scanner{b: body}
+	if s.peek() != '{' {
+		if _, err := s.value(0); err != nil {
+			return nil, badf("body is not JSON: %v", err)
+		}
+		return nil, badf("body must be a JSON object with an items array")
+	}
+	s.i++
+	var items []pushItem
+	seen := false
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			key, esc, err := s.str()
+			if err != nil {
+				return nil, badf("body is not JSON: %v", err)
+			}
+			if err := s.consume(':'); err != nil {
+				return nil, badf("body is not JSON: %v", err)
+			}
+			if keyIs(key, esc, "items") {
+				if s.peek() != '[' {
+					if _, err := s.value(0); err != nil {
+						return nil, badf("body is not JSON: %v", err)
+					}
+					return nil, badf("items must be an array")
+				}
+				if items, err = decodeItems(s); err != nil {
+					return nil, err
+				}
+				seen = true
+			} else if _, err := s.value(0); err != nil {
+				return nil, badf("body is not JSON: %v", err)
+			}
+			c := s.peek()
+			if c == '}' {
+				s.i++
+				break
+			}
+			if c != ',' {
+				return nil, badf("body is not JSON: %v", s.errAt("expected ',' or '}'"))
+			}
+			s.i++
+		}
+	}
+	if s.peek() != 0 {
+		return nil, badf("body is not JSON: %v", s.errAt("data after the top-level value"))
+	}
+	if !seen {
+		return nil, badf("items is required")
+	}
+	return items, nil
+}
+
+func keyIs(raw []byte, escaped bool, name string) bool {
+	if escaped {
+		return unescape(raw) == name
+	}
+	return string(raw) == name
+}
+
+func decodeItems(s *scanner) ([]pushItem, error) {
+	s.i++ // '['
+	items := []pushItem{}
+	if s.peek() == ']' {
+		s.i++
+		return items, nil
+	}
+	for idx := 0; ; idx++ {
+		it, err := decodeItem(s, idx)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return items, nil
+		default:
+			return nil, badf("body is not JSON: %v", s.errAt("expected ',' or ']'"))
+		}
+	}
+}
+
+// field is one optional string field of an item as scanned.
+type field struct {
+	set   bool // present and not null
+	str   bool // a string
+	value string
+}
+
+func decodeItem(s *scanner, idx int) (pushItem, error) {
+	if s.peek() != '{' {
+		if _, err := s.value(1); err != nil {
+			return pushItem{}, badf("body is not JSON: %v", err)
+		}
+		return pushItem{}, badf("items[%d] must be an object", idx)
+	}
+	s.i++
+	var queue, partition, txid, trace field
+	it := pushItem{Payload: nullPayload}
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			key, esc, err := s.str()
+			if err != nil {
+				return it, badf("body is not JSON: %v", err)
+			}
+			if err := s.consume(':'); err != nil {
+				return it, badf("body is not JSON: %v", err)
+			}
+			name := string(key)
+			if esc {
+				name = unescape(key)
+			}
+			var dst *field
+			switch name {
+			case "queue":
+				dst = &queue
+			case "partition":
+				dst = &partition
+			case "transactionId":
+				dst = &txid
+			case "traceId":
+				dst = &trace
+			}
+			if dst != nil {
+				if err := scanField(s, dst); err != nil {
+					return it, err
+				}
+			} else {
+				v, err := s.value(2)
+				if err != nil {
+					return it, badf("body is not JSON: %v", err)
+				}
+				if name == "payload" {
+					it.Payload = v
+				}
+			}
+			c := s.peek()
+			if c == '}' {
+				s.i++
+				break
+			}
+			if c != ',' {
+				return it, badf("body is not JSON: %v", s.errAt("expected ',' or '}'"))
+			}
+			s.i++
+		}
+	}
+	var err error
+	label := func(name string) string { return fmt.Sprintf("items[%d].%s", idx, name) }
+	if it.Queue, err = checkName(label("queue"), queue, true, 1); err != nil {
+		return it, err
+	}
+	if it.Partition, err = checkName(label("partition"), partition, false, 1); err != nil {
+		return it, err
+	}
+	if !partition.set {
+		it.Partition = DefaultPartition
+	}
+	if it.TransactionID, err = checkName(label("transactionId"), txid, false, 1); err != nil {
+		return it, err
+	}
+	if it.TraceID, err = checkName(label("traceId"), trace, false, 0); err != nil {
+		return it, err
+	}
+	return it, nil
+}
+
+// scanField reads a value that should be a string; null counts as absent.
+func scanField(s *scanner, f *field) error {
+	switch s.peek() {
+	case '"':
+		raw, esc, err := s.str()
+		if err != nil {
+			return badf("body is not JSON: %v", err)
+		}
+		f.set, f.str = true, true
+		if esc {
+			f.value = unescape(raw)
+		} else {
+			f.value = string(raw)
+		}
+		return nil
+	case 'n':
+		if _, err := s.literal("null"); err != nil {
+			return badf("body is not JSON: %v", err)
+		}
+		*f = field{}
+		return nil
+	default:
+		if _, err := s.value(2); err != nil {
+			return badf("body is not JSON: %v", err)
+		}
+		f.set, f.str = true, false
+		return nil
+	}
+}
+
+const maxNameBytes = 255
+
+// checkName applies the rules shared by queue, partition, transactionId and
+// traceId: a string of minLen..255 bytes, valid UTF-8, no control characters.
+func checkName(label string, f field, required bool, minLen int) (string, error) {
+	if !f.set {
+		if required {
+			return "", badf("%s is required", label)
+		}
+		return "", nil
+	}
+	if !f.str {
+		return "", badf("%s must be a string", label)
+	}
+	if len(f.value) < minLen || len(f.value) > maxNameBytes {
+		return "", badf("%s must be %d..%d bytes, got %d", label, minLen, maxNameBytes, len(f.value))
+	}
+	if !utf8.ValidString(f.value) {
+		return "", badf("%s must be valid UTF-8", label)
+	}
+	for _, r := range f.value {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return "", badf("%s must not contain control characters", label)
+		}
+	}
+	return f.value, nil
+}

@@ -1,0 +1,23 @@
+// Package bridge is queenbridge's front door: the NATS micro service
+// (queen.v1.push, queen.v1.push.<tenant>, queen.v1.configure) and the HTTP
+// shim (/api/v1/push, /api/v1/configure, /health, /metrics/prometheus).
+//
+// A push body is read once. Every item is validated before anything is
+// submitted; payloads stay sub-slices of the body until segment packs them.
+// Per item the bridge mints a UUIDv7, resolves the transactionId (the
+// client's, or the id), the partition ("Default"), and applies layer-1
+// deduplication: inside one request the first (queue, partition,
+// transactionId) leads and later ones follow, producing no frame and copying
+// the leader's final verdict. Payloads of encrypted queues are sealed with
+// AES-256-GCM before they leave the bridge. Leaders are grouped by partition;
+// each group is one fusion.Submission, and the answer is rendered once every
+// group has its verdicts.
+//
+// Goroutines: a NATS request is handed from the delivery goroutine to a
+// bounded worker pool that decodes and submits; nobody waits for verdicts:
+// the goroutine that settles a request's last group (a fusion flush) renders
+// and sends the reply. An HTTP request waits in its own net/http goroutine.
+//
+// Only bridge (and cmd) import NATS, net/http and Prometheus. bridge reads
+// request headers, never the environment.
+package bridge

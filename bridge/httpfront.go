@@ -1,0 +1,121 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func (b *Bridge) httpHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/push", b.httpPush)
+	mux.HandleFunc("POST /api/v1/configure", b.httpConfigure)
+	mux.HandleFunc("GET /health", b.httpHealth)
+	mux.Handle("GET /metrics/prometheus", promhttp.HandlerFor(b.cfg.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// tenantOf resolves the bearer token when tokens are configured.
+func (b *Bridge) tenantOf(r *http.Request) ([16]byte, bool) {
+	if len(b.cfg.Tokens) == 0 {
+		return [16]byte{}, true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return [16]byte{}, false
+	}
+	t, ok := b.cfg.Tokens[strings.TrimSpace(tok)]
+	return t, ok
+}
+
+// readBody reads the whole body once, up to the limit.
+func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+	if r.ContentLength > b.cfg.MaxBodyBytes {
+		return nil, http.StatusRequestEntityTooLarge, errors.New("body larger than " + strconv.FormatInt(b.cfg.MaxBodyBytes, 10) + " bytes")
+	}
+	rd := http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes)
+	var body []byte
+	var err error
+	if r.ContentLength > 0 {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(rd, body)
+	} else {
+		body, err = io.ReadAll(rd)
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, http.StatusRequestEntityTooLarge, errors.New("body larger than " + strconv.FormatInt(b.cfg.MaxBodyBytes, 10) + " bytes")
+	case err != nil:
+		return nil, http.StatusBadRequest, errors.New("reading the body: " + err.Error())
+	}
+	return body, 0, nil
+}
+
+func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := b.tenantOf(r)
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
+		return
+	}
+	body, status, err := b.readBody(w, r)
+	if err != nil {
+		b.metrics.requests.WithLabelValues("http").Inc()
+		writeJSON(w, status, errorBody(err.Error()))
+		return
+	}
+	type answer struct {
+		status int
+		body   []byte
+	}
+	ch := make(chan answer, 1)
+	b.push(r.Context(), "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
+	a := <-ch
+	writeJSON(w, a.status, a.body)
+}
+
+func (b *Bridge) httpConfigure(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := b.tenantOf(r)
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
+		return
+	}
+	body, status, err := b.readBody(w, r)
+	if err != nil {
+		writeJSON(w, status, errorBody(err.Error()))
+		return
+	}
+	status, out := b.configure(r.Context(), tenant, body)
+	writeJSON(w, status, out)
+}
+
+func (b *Bridge) httpHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	pg, nc := "up", "up"
+	if err := b.cfg.DB.Ping(ctx); err != nil {
+		pg = "down"
+	}
+	if b.cfg.NATS == nil {
+		nc = "disabled"
+	} else if !b.cfg.NATS.IsConnected() {
+		nc = "down"
+	}
+	status, word := http.StatusOK, "healthy"
+	if pg == "down" || nc == "down" {
+		status, word = http.StatusServiceUnavailable, "unhealthy"
+	}
+	writeJSON(w, status, []byte(`{"status":"`+word+`","postgres":"`+pg+`","nats":"`+nc+`"}`))
+}

@@ -1,0 +1,275 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// scanner walks a JSON document in place. It validates as it goes (RFC 8259
+// grammar) and hands out byte ranges of the input, so payloads need neither
+// copying nor re-encoding.
+type scanner struct {
+	b []byte
+	i int
+}
+
+var errEOF = errors.New("unexpected end of JSON input")
+
+func (s *scanner) errAt(what string) error {
+	if s.i >= len(s.b) {
+		return errEOF
+	}
+	return fmt.Errorf("invalid JSON at byte %d: %s", s.i, what)
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte without consuming it (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+func (s *scanner) consume(c byte) error {
+	if s.peek() != c {
+		return s.errAt(fmt.Sprintf("expected %q", c))
+	}
+	s.i++
+	return nil
+}
+
+// str scans a string and returns its raw contents (between the quotes) and
+// whether it holds escapes.
+func (s *scanner) str() (raw []byte, escaped bool, err error) {
+	if err := s.consume('"'); err != nil {
+		return nil, false, err
+	}
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			return raw, escaped, nil
+		case c == '\\':
+			escaped = true
+			s.i++
+			if s.i >= len(s.b) {
+				return nil, false, errEOF
+			}
+			switch s.b[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i++
+			case 'u':
+				if s.i+5 > len(s.b) {
+					return nil, false, errEOF
+				}
+				for _, h := range s.b[s.i+1 : s.i+5] {
+					if hexVal(h) < 0 {
+						return nil, false, s.errAt("bad \\u escape")
+					}
+				}
+				s.i += 5
+			default:
+				return nil, false, s.errAt("bad escape")
+			}
+		case c < 0x20:
+			return nil, false, s.errAt("control character in string")
+		default:
+			s.i++
+		}
+	}
+	return nil, false, errEOF
+}
+
+// value skips one value, validating it, and returns its bytes.
+func (s *scanner) value(depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, s.errAt("nested too deeply")
+	}
+	c := s.peek()
+	start := s.i
+	switch {
+	case c == '{':
+		s.i++
+		if s.peek() == '}' {
+			s.i++
+			return s.b[start:s.i], nil
+		}
+		for {
+			if _, _, err := s.str(); err != nil {
+				return nil, err
+			}
+			if err := s.consume(':'); err != nil {
+				return nil, err
+			}
+			if _, err := s.value(depth + 1); err != nil {
+				return nil, err
+			}
+			switch s.peek() {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return s.b[start:s.i], nil
+			default:
+				return nil, s.errAt("expected ',' or '}'")
+			}
+		}
+	case c == '[':
+		s.i++
+		if s.peek() == ']' {
+			s.i++
+			return s.b[start:s.i], nil
+		}
+		for {
+			if _, err := s.value(depth + 1); err != nil {
+				return nil, err
+			}
+			switch s.peek() {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return s.b[start:s.i], nil
+			default:
+				return nil, s.errAt("expected ',' or ']'")
+			}
+		}
+	case c == '"':
+		if _, _, err := s.str(); err != nil {
+			return nil, err
+		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		if err := s.number(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, s.errAt("expected a value")
+	}
+	return s.b[start:s.i], nil
+}
+
+const maxDepth = 10000
+
+func (s *scanner) literal(lit string) ([]byte, error) {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return nil, s.errAt("bad literal")
+	}
+	start := s.i
+	s.i += len(lit)
+	return s.b[start:s.i], nil
+}
+
+func (s *scanner) number() error {
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	if s.i < len(s.b) && s.b[s.i] == '0' {
+		s.i++
+	} else if digits() == 0 {
+		return s.errAt("bad number")
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return s.errAt("bad number")
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return s.errAt("bad number")
+		}
+	}
+	return nil
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// unescape decodes the contents of a JSON string that str validated.
+func unescape(raw []byte) string {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := rune(hex4(raw[i+1:]))
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if r2 := rune(hex4(raw[i+3:])); r2 >= 0xDC00 && r2 < 0xE000 {
+					r = 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00)
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			} else if r >= 0xD800 && r < 0xE000 {
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+		default: // '"', '\\', '/'
+			out = append(out, raw[i])
+		}
+	}
+	return string(out)
+}
+
+func hex4(b []byte) int {
+	return hexVal(b[0])<<12 | hexVal(b[1])<<8 | hexVal(b[2])<<4 | hexVal(b[3])
+}

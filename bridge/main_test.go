@@ -1,0 +1,219 @@
+package bridge_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queenbridge/queenbridge/bridge"
+	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// node is one bridge wired as cmd/queen-bridge wires it, on its own
+// database and its own subject prefix.
+type node struct {
+	t      testing.TB
+	db     *pgwire.DB
+	fu     *fusion.Fusion
+	br     *bridge.Bridge
+	nc     *nats.Conn
+	prefix string
+	base   string // http://addr
+}
+
+type nodeOpts struct {
+	key      []byte
+	maxBody  int64
+	tokens   map[string][16]byte
+	dsn      string // share a database; default: a new one
+	natsURL  string // default: the test binary's NATS
+	prefix   string
+	registry *prometheus.Registry
+}
+
+func newNode(t testing.TB, o nodeOpts) *node {
+	t.Helper()
+	ctx := context.Background()
+	if o.dsn == "" {
+		o.dsn = testenv.NewDatabase(t)
+	}
+	if o.natsURL == "" {
+		o.natsURL = testenv.NATSURL(t)
+	}
+	if o.prefix == "" {
+		o.prefix = "t" + randHex(4)
+	}
+	if o.registry == nil {
+		o.registry = prometheus.NewRegistry()
+	}
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: o.dsn, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(o.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := bridge.NewMetrics(o.registry)
+	fu, err := fusion.New(fusion.Config{Sink: db, VegasMax: 8, OnBundle: m.FusionHook})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fu.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
+		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, Registry: o.registry}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := br.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{t: t, db: db, fu: fu, br: br, nc: nc, prefix: o.prefix, base: "http://" + br.HTTPAddr()}
+	t.Cleanup(n.stop)
+	return n
+}
+
+func (n *node) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.br.Stop(ctx); err != nil {
+		n.t.Errorf("bridge stop: %v", err)
+	}
+	if err := n.fu.Stop(ctx); err != nil {
+		n.t.Errorf("fusion stop: %v", err)
+	}
+	n.nc.Close()
+	n.db.Close()
+}
+
+// post sends body to an HTTP route and returns status and body.
+func (n *node) post(path string, body []byte, header ...string) (int, []byte) {
+	n.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, n.base+path, bytes.NewReader(body))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func (n *node) get(path string) (int, []byte) {
+	n.t.Helper()
+	resp, err := http.Get(n.base + path)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// natsPush sends body on the push subject (suffix: ".<tenant>" or "").
+func (n *node) natsPush(body []byte, suffix string) *nats.Msg {
+	n.t.Helper()
+	msg, err := n.nc.Request(n.prefix+".v1.push"+suffix, body, 30*time.Second)
+	if err != nil {
+		n.t.Fatalf("nats request: %v", err)
+	}
+	return msg
+}
+
+type result struct {
+	Index         int    `json:"index"`
+	Status        string `json:"status"`
+	MessageID     string `json:"messageId"`
+	TransactionID string `json:"transactionId"`
+	Queue         string `json:"queue"`
+	Partition     string `json:"partition"`
+	Offset        int64  `json:"offset"`
+	CreatedAt     string `json:"createdAt"`
+	Error         string `json:"error"`
+}
+
+func (n *node) pushHTTP(body string) []result {
+	n.t.Helper()
+	status, out := n.post("/api/v1/push", []byte(body))
+	if status != http.StatusCreated {
+		n.t.Fatalf("push: %d %s", status, out)
+	}
+	return decodeResults(n.t, out)
+}
+
+func decodeResults(t testing.TB, out []byte) []result {
+	t.Helper()
+	var rs []result
+	if err := json.Unmarshal(out, &rs); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
+	return rs
+}
+
+func items(parts ...string) string {
+	var b bytes.Buffer
+	b.WriteString(`{"items":[`)
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(p)
+	}
+	b.WriteString(`]}`)
+	return b.String()
+}
+
+func item(queue, partition, txid string) string {
+	s := fmt.Sprintf(`{"queue":%q`, queue)
+	if partition != "" {
+		s += fmt.Sprintf(`,"partition":%q`, partition)
+	}
+	if txid != "" {
+		s += fmt.Sprintf(`,"transactionId":%q`, txid)
+	}
+	return s + `,"payload":{"n":1}}`
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (n *node) count(sql string, args ...any) int64 {
+	n.t.Helper()
+	var c int64
+	if err := n.db.Pool().QueryRow(context.Background(), sql, args...).Scan(&c); err != nil {
+		n.t.Fatal(err)
+	}
+	return c
+}
+
+func pgwireEncrypt() pgwire.QueueUpdate {
+	on := true
+	return pgwire.QueueUpdate{EncryptionEnabled: &on}
+}

@@ -1,0 +1,112 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// Version is reported by the micro service.
+const Version = "0.1.0"
+
+// ServiceName is the micro service name and its queue group.
+const ServiceName = "queen-bridge"
+
+func (b *Bridge) startNATS() error {
+	svc, err := micro.AddService(b.cfg.NATS, micro.Config{
+		Name: ServiceName, Version: Version, QueueGroup: ServiceName,
+		Description: "queenbridge push endpoint: fused PostgreSQL writes for a partitioned log",
+	})
+	if err != nil {
+		return err
+	}
+	b.svc = svc
+	pfx := b.cfg.Prefix + ".v1."
+	for _, ep := range []struct {
+		name, subject string
+		h        micro.HandlerFunc
+	}{
+		{"push", pfx + "push", b.natsPush},
+		{"push-tenant", pfx + "push.*", b.natsPush},
+		{"configure", pfx + "configure", b.natsConfigure},
+	} {
+		if err := svc.AddEndpoint(ep.name, ep.h, micro.WithEndpointSubject(ep.subject)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// natsPush runs on the subscription's delivery goroutine: it only hands the
+// request to a worker, which decodes and submits; the answer is sent from
+// whichever goroutine settles the last verdict.
+func (b *Bridge) natsPush(req micro.Request) {
+	tenant, err := b.tenantFromSubject(req.Subject())
+	if err != nil {
+		respondNATS(req, http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
+		respondNATS(req, http.StatusRequestEntityTooLarge, errorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
+		return
+	}
+	b.enqueue(req, func() {
+		b.push(context.Background(), "nats", tenant, req.Data(), func(status int, body []byte) {
+			respondNATS(req, status, body)
+			b.calls.Done()
+		})
+	})
+}
+
+func (b *Bridge) natsConfigure(req micro.Request) {
+	b.enqueue(req, func() {
+		defer b.calls.Done()
+		status, body := b.configure(context.Background(), [16]byte{}, req.Data())
+		respondNATS(req, status, body)
+	})
+}
+
+// enqueue hands fn to the worker pool unless the bridge is stopping. The
+// call is counted from here, so Stop waits for its answer.
+func (b *Bridge) enqueue(req micro.Request, fn func()) {
+	b.gate.RLock()
+	defer b.gate.RUnlock()
+	if b.stopping.Load() {
+		respondNATS(req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		return
+	}
+	b.calls.Add(1)
+	b.work <- fn
+}
+
+// tenantFromSubject: <prefix>.v1.push is the default tenant,
+// <prefix>.v1.push.<uuid> that tenant.
+func (b *Bridge) tenantFromSubject(subject string) ([16]byte, error) {
+	base := b.cfg.Prefix + ".v1.push"
+	if subject == base {
+		return [16]byte{}, nil
+	}
+	id, err := uuid.Parse(strings.TrimPrefix(subject, base+"."))
+	if err != nil {
+		return [16]byte{}, badf("subject %q: the tenant must be a UUID", subject)
+	}
+	return id, nil
+}
+
+// respondNATS answers with the body; request-level errors (4xx, 503) carry
+// the micro error headers.
+func respondNATS(req micro.Request, status int, body []byte) {
+	if status == http.StatusCreated || status == http.StatusOK || status == http.StatusInternalServerError {
+		_ = req.Respond(body)
+		return
+	}
+	desc := string(body)
+	if m := errorMessage(body); m != "" {
+		desc = m
+	}
+	_ = req.Error(strconv.Itoa(status), desc, body)
+}

@@ -1,0 +1,221 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// Item statuses on the wire.
+const (
+	statusQueued    = "queued"
+	statusDuplicate = "duplicate"
+	statusBuffered  = "buffered"
+	statusFailed    = "failed"
+)
+
+// itemResult is what one item is answered.
+type itemResult struct {
+	status    string
+	messageID [16]byte
+	hasID     bool
+	offset    int64 // queued, duplicate
+	createdAt time.Time
+	errText   string // failed
+}
+
+// pushCall is one push request between decode and answer. Groups settle from
+// fusion goroutines; the countdown publishes their writes to whichever
+// goroutine settles last, which renders and answers.
+type pushCall struct {
+	b         *Bridge
+	tenant    [16]byte
+	items     []pushItem
+	ids       [][16]byte // minted message id per item
+	txids     []string   // resolved transactionId per item
+	leader    []int32    // layer-1: index of the item's leader (itself when it leads)
+	results   []itemResult
+	pending   atomic.Int32
+	start     time.Time
+	transport string
+	answer    func(status int, body []byte)
+}
+
+// group is the leaders of one (queue, partition) in one request.
+type group struct {
+	queue, partition string
+	frames           []segment.Frame
+	items            []int32 // request index of each frame
+}
+
+// push handles one push body for tenant and calls answer exactly once, maybe
+// from another goroutine, when every item has its verdict. It never blocks
+// waiting for verdicts.
+func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
+	b.metrics.requests.WithLabelValues(transport).Inc()
+	if b.stopping.Load() {
+		answer(http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		return
+	}
+	items, err := decodePush(body)
+	if err != nil {
+		answer(http.StatusBadRequest, errorBody(err.Error()))
+		return
+	}
+	if len(items) == 0 {
+		answer(http.StatusCreated, []byte("[]"))
+		return
+	}
+	c := &pushCall{
+		b: b, tenant: tenant, items: items, start: time.Now(), transport: transport, answer: answer,
+		ids: make([][16]byte, len(items)), txids: make([]string, len(items)),
+		leader: make([]int32, len(items)), results: make([]itemResult, len(items)),
+	}
+	groups := c.prepare(ctx)
+	c.pending.Store(int32(len(groups)) + 1) // +1: submission in progress
+	for _, g := range groups {
+		c.submit(ctx, g)
+	}
+	c.groupDone()
+}
+
+// prepare mints ids, resolves transactionIds, applies layer-1 dedup and
+// encryption, and groups the leaders by partition.
+func (c *pushCall) prepare(ctx context.Context) []*group {
+	type l1key struct{ queue, partition, txid string }
+	seen := make(map[l1key]int32, len(c.items))
+	encrypted := map[string]error{} // queue -> nil (encrypt), errPlain (plaintext) or the reason to fail
+	byPart := map[[2]string]*group{}
+	var groups []*group
+	for i := range c.items {
+		it := &c.items[i]
+		id := uuid.Must(uuid.NewV7())
+		c.ids[i] = id
+		c.txids[i] = it.TransactionID
+		if c.txids[i] == "" {
+			c.txids[i] = id.String()
+		}
+		k := l1key{it.Queue, it.Partition, c.txids[i]}
+		if lead, ok := seen[k]; ok {
+			c.leader[i] = lead // a follower: no frame, copies its leader's final verdict
+			continue
+		}
+		seen[k] = int32(i)
+		c.leader[i] = int32(i)
+
+		enc, ok := encrypted[it.Queue]
+		if !ok {
+			enc = c.b.encryptionFor(ctx, queueKey{c.tenant, it.Queue})
+			encrypted[it.Queue] = enc
+		}
+		f := segment.Frame{ID: id, TransactionID: c.txids[i], TraceID: it.TraceID, Payload: it.Payload}
+		switch {
+		case enc == nil:
+			f.Payload, f.Flags = c.b.sealer.seal(it.Payload), segment.FlagEncrypted
+		case !errors.Is(enc, errPlain):
+			c.results[i] = itemResult{status: statusFailed, errText: enc.Error()}
+			continue
+		}
+		pk := [2]string{it.Queue, it.Partition}
+		g := byPart[pk]
+		if g == nil {
+			g = &group{queue: it.Queue, partition: it.Partition}
+			byPart[pk] = g
+			groups = append(groups, g)
+		}
+		g.frames = append(g.frames, f)
+		g.items = append(g.items, int32(i))
+	}
+	return groups
+}
+
+// errPlain marks a queue whose payloads are stored as sent.
+var errPlain = errors.New("plaintext")
+
+// encryptionFor says how to store payloads of a queue: nil (encrypt),
+// errPlain, or why items of this queue must fail.
+func (b *Bridge) encryptionFor(ctx context.Context, k queueKey) error {
+	o, err := b.queues.options(ctx, k)
+	switch {
+	case err != nil && b.sealer != nil:
+		return nil // settings unknown: encrypting is always safe when we can
+	case err != nil:
+		return fmt.Errorf("queue %q: settings unavailable and no encryption key to store it safely: %v", k.name, err)
+	case o.EncryptionEnabled && b.sealer == nil:
+		return fmt.Errorf("queue %q has encryption enabled but no QUEEN_ENCRYPTION_KEY is configured", k.name)
+	case o.EncryptionEnabled:
+		return nil
+	}
+	return errPlain
+}
+
+func (c *pushCall) submit(ctx context.Context, g *group) {
+	err := c.b.cfg.Fusion.Submit(ctx, fusion.Submission{
+		Tenant: c.tenant, Queue: g.queue, Partition: g.partition, Frames: g.frames,
+		Done: func(v []fusion.Verdict) { c.settle(g, v) },
+	})
+	if err != nil {
+		for _, idx := range g.items {
+			c.results[idx] = itemResult{status: statusFailed, errText: fmt.Sprintf("not accepted: %v", err)}
+		}
+		c.groupDone()
+	}
+}
+
+// settle records one group's verdicts.
+func (c *pushCall) settle(g *group, vs []fusion.Verdict) {
+	for j, v := range vs {
+		idx := g.items[j]
+		r := &c.results[idx]
+		switch v.Status {
+		case fusion.Queued:
+			*r = itemResult{status: statusQueued, messageID: v.MessageID, hasID: true, offset: v.Offset, createdAt: v.CreatedAt}
+		case fusion.Duplicate:
+			*r = itemResult{status: statusDuplicate, messageID: v.MessageID, hasID: true, offset: v.Offset}
+		default:
+			*r = itemResult{status: statusFailed, errText: fmt.Sprintf("write failed: %v", v.Err)}
+		}
+	}
+	c.groupDone()
+}
+
+func (c *pushCall) groupDone() {
+	if c.pending.Add(-1) != 0 {
+		return
+	}
+	c.finish()
+}
+
+// finish copies each leader's final verdict to its followers, renders, and
+// answers.
+func (c *pushCall) finish() {
+	status := http.StatusCreated
+	for i := range c.results {
+		if lead := c.leader[i]; lead != int32(i) {
+			c.results[i] = followerResult(c.results[lead])
+		}
+		c.b.metrics.items.WithLabelValues(c.results[i].status).Inc()
+		if c.results[i].status == statusFailed {
+			status = http.StatusInternalServerError
+		}
+	}
+	c.b.metrics.latency.WithLabelValues(c.transport).Observe(time.Since(c.start).Seconds())
+	c.answer(status, c.render())
+}
+
+// followerResult is what a repeat inside one request is answered: a
+// duplicate of whatever its leader finally became.
+func followerResult(lead itemResult) itemResult {
+	switch lead.status {
+	case statusQueued, statusDuplicate:
+		return itemResult{status: statusDuplicate, messageID: lead.messageID, hasID: true, offset: lead.offset}
+	}
+	return lead
+}

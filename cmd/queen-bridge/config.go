@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// config is every setting of the binary. Each has an environment variable
+// and a flag of the same name in lower case with dashes
+// (QUEEN_HTTP_ADDR -> -http-addr); a flag wins over the variable.
+type config struct {
+	natsListen, natsURL, natsPrefix string
+	pgDSN                           string
+	pgPoolSize                      int
+	httpAddr                        string
+	dataDir, spoolDir               string
+	shards, bundleMax, holdMS       int
+	vegasMin, vegasMax              int
+	hotlist                         bool
+	maxBodyBytes                    int64
+	dedupWindowS                    int
+	encryptionKeyHex                string
+	httpTokens                      string
+	logLevel, logFormat             string
+	shutdownTimeout                 time.Duration
+}
+
+type setting struct {
+	env, def, help string
+	set            func(string) error
+}
+
+func (c *config) settings() []setting {
+	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
+	num := func(p *int) func(string) error {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			*p = n
+			return err
+		}
+	}
+	return []setting{
+		{"QUEEN_NATS_LISTEN", "127.0.0.1:4222", "address of the embedded NATS server (when QUEEN_NATS_URL is empty)", str(&c.natsListen)},
+		{"QUEEN_NATS_URL", "", "connect to this NATS (comma list) instead of embedding one", str(&c.natsURL)},
+		{"QUEEN_NATS_PREFIX", "queen", "subject prefix", str(&c.natsPrefix)},
+		{"QUEEN_PG_DSN", "", "connect to this PostgreSQL instead of embedding one", str(&c.pgDSN)},
+		{"QUEEN_PG_POOL_SIZE", "16", "PostgreSQL connections", num(&c.pgPoolSize)},
+		{"QUEEN_HTTP_ADDR", "127.0.0.1:6632", "HTTP shim address (off disables it)", str(&c.httpAddr)},
+		{"QUEEN_DATA_DIR", "./data", "data directory (embedded PostgreSQL under pg/, spool under spool/)", str(&c.dataDir)},
+		{"QUEEN_SPOOL_DIR", "", "spool directory (default QUEEN_DATA_DIR/spool)", str(&c.spoolDir)},
+		{"QUEEN_V2_FUSION_SHARDS", "8", "fusion shards", num(&c.shards)},
+		{"QUEEN_V2_BUNDLE_MAX", "64", "segments per fused commit, at most", num(&c.bundleMax)},
+		{"QUEEN_V2_FUSION_HOLD_MS", "15", "backstop tick for held partitions, ms", num(&c.holdMS)},
+		{"QUEEN_VEGAS_MIN", "2", "push-lane concurrency limit, lower bound", num(&c.vegasMin)},
+		{"QUEEN_VEGAS_MAX", "0", "push-lane concurrency limit, upper bound (0: the pool size)", num(&c.vegasMax)},
+		{"QUEEN_HOTLIST", "1", "hot-list discovery (0: wake parked reads directly)", func(v string) error {
+			b, err := strconv.ParseBool(v)
+			c.hotlist = b
+			return err
+		}},
+		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			c.maxBodyBytes = n
+			return err
+		}},
+		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
+		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 key for encrypted queues, 64 hex characters", str(&c.encryptionKeyHex)},
+		{"QUEEN_HTTP_TOKENS", "", "bearer tokens for HTTP: token=tenant-uuid,... (empty: no authentication)", str(&c.httpTokens)},
+		{"QUEEN_LOG_LEVEL", "info", "debug, info, warn, error", str(&c.logLevel)},
+		{"QUEEN_LOG_FORMAT", "json", "json, or console for people", str(&c.logFormat)},
+		{"QUEEN_SHUTDOWN_TIMEOUT_MS", "30000", "how long SIGINT/SIGTERM waits for in-flight work, ms", func(v string) error {
+			n, err := strconv.Atoi(v)
+			c.shutdownTimeout = time.Duration(n) * time.Millisecond
+			return err
+		}},
+	}
+}
+
+func flagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "QUEEN_")), "_", "-")
+}
+
+// load reads defaults, then the environment, then flags.
+func load(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("queen-bridge", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "queen-bridge: fused PostgreSQL writes behind NATS and HTTP.\n\nEvery setting is an environment variable and a flag:\n\n")
+		list := c.settings()
+		sort.Slice(list, func(i, j int) bool { return list[i].env < list[j].env })
+		for _, s := range list {
+			fmt.Fprintf(fs.Output(), "  -%-26s %-30s %s (default %q)\n", flagName(s.env), s.env, s.help, s.def)
+		}
+	}
+	for _, s := range c.settings() {
+		v := s.def
+		if e, ok := os.LookupEnv(s.env); ok {
+			v = e
+		}
+		if err := s.set(v); err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", s.env, v, err)
+		}
+		s := s
+		fs.Func(flagName(s.env), s.help+" ("+s.env+")", s.set)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if c.spoolDir == "" {
+		c.spoolDir = filepath.Join(c.dataDir, "spool")
+	}
+	if c.vegasMax == 0 {
+		c.vegasMax = c.pgPoolSize
+	}
+	return c, nil
+}
+
+func (c *config) encryptionKey() ([]byte, error) {
+	if c.encryptionKeyHex == "" {
+		return nil, nil
+	}
+	k, err := hex.DecodeString(c.encryptionKeyHex)
+	if err != nil || len(k) != 32 {
+		return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY must be 64 hex characters (32 bytes)")
+	}
+	return k, nil
+}
+
+func (c *config) tokens() (map[string][16]byte, error) {
+	out := map[string][16]byte{}
+	for _, pair := range strings.Split(c.httpTokens, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		tok, ten, ok := strings.Cut(pair, "=")
+		id, err := uuid.Parse(strings.TrimSpace(ten))
+		if !ok || err != nil || strings.TrimSpace(tok) == "" {
+			return nil, fmt.Errorf("QUEEN_HTTP_TOKENS: %q is not token=tenant-uuid", pair)
+		}
+		out[strings.TrimSpace(tok)] = id
+	}
+	return out, nil
+}

@@ -1,0 +1,84 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// QueueOptions are a queue's settings.
+type QueueOptions struct {
+	EncryptionEnabled  bool  `json:"encryptionEnabled"`
+	DedupWindowSeconds int32 `json:"dedupWindowSeconds"`
+	RetentionSeconds   int32 `json:"retentionSeconds"`
+}
+
+// Queue is one row of queen.queues.
+type Queue struct {
+	Tenant    [16]byte
+	Name      string
+	Namespace string
+	Task      string
+	Options   QueueOptions
+	// Exists is false when no row exists yet: Options are then the defaults a
+	// push would create it with.
+	Exists bool
+}
+
+// QueueUpdate changes the options that are set and keeps the others.
+type QueueUpdate struct {
+	EncryptionEnabled  *bool
+	DedupWindowSeconds *int32
+	RetentionSeconds   *int32
+}
+
+const queueColumns = `tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds`
+
+// defaultWindowSQL is the window a new queue gets (the column default).
+const defaultWindowSQL = `coalesce(nullif(current_setting('queen.default_dedup_window_s', true), '')::integer, 60)`
+
+func scanQueue(row pgx.Row) (Queue, error) {
+	var q Queue
+	var tenant pgtype.UUID
+	err := row.Scan(&tenant, &q.Name, &q.Namespace, &q.Task, &q.Options.EncryptionEnabled, &q.Options.DedupWindowSeconds, &q.Options.RetentionSeconds)
+	q.Tenant = tenant.Bytes
+	q.Exists = err == nil
+	return q, err
+}
+
+// LookupQueue reads a queue's settings; a queue that does not exist yet
+// answers Exists=false with the defaults.
+func (db *DB) LookupQueue(ctx context.Context, tenant [16]byte, name string) (Queue, error) {
+	q, err := scanQueue(db.pool.QueryRow(ctx, `SELECT `+queueColumns+` FROM queen.queues WHERE tenant = $1 AND name = $2`,
+		pgtype.UUID{Bytes: tenant, Valid: true}, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Queue{Tenant: tenant, Name: name, Options: QueueOptions{DedupWindowSeconds: int32(db.cfg.DefaultDedupWindowSeconds)}}, nil
+	}
+	if err != nil {
+		return q, fmt.Errorf("pgwire: look up queue %q: %w", name, err)
+	}
+	return q, nil
+}
+
+// ConfigureQueue creates the queue or updates the options set in upd, and
+// returns the row as stored.
+func (db *DB) ConfigureQueue(ctx context.Context, tenant [16]byte, name string, upd QueueUpdate) (Queue, error) {
+	q, err := scanQueue(db.pool.QueryRow(ctx, `
+		INSERT INTO queen.queues (tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds)
+		VALUES ($1, $2, split_part($2, '.', 1), split_part($2, '.', 2),
+		        coalesce($3::boolean, false), coalesce($4::integer, `+defaultWindowSQL+`), coalesce($5::integer, 0))
+		ON CONFLICT (tenant, name) DO UPDATE SET
+			encryption_enabled   = coalesce($3::boolean, queues.encryption_enabled),
+			dedup_window_seconds = coalesce($4::integer, queues.dedup_window_seconds),
+			retention_seconds    = coalesce($5::integer, queues.retention_seconds),
+			updated_at           = now()
+		RETURNING `+queueColumns,
+		pgtype.UUID{Bytes: tenant, Valid: true}, name, upd.EncryptionEnabled, upd.DedupWindowSeconds, upd.RetentionSeconds))
+	if err != nil {
+		return q, fmt.Errorf("pgwire: configure queue %q: %w", name, err)
+	}
+	return q, nil
+}
