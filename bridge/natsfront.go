@@ -28,7 +28,7 @@ func (b *Bridge) startNATS() error {
 	pfx := b.cfg.Prefix + ".v1."
 	for _, ep := range []struct {
 		name, subject string
-		h        micro.HandlerFunc
+		h             micro.HandlerFunc
 	}{
 		{"push", pfx + "push", b.natsPush},
 		{"push-tenant", pfx + "push.*", b.natsPush},

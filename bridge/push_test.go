@@ -161,7 +161,7 @@ func TestWindowZeroViaConfigure(t *testing.T) {
 	}
 	for body, want := range map[string]string{
 		`{"options":{}}`: "queue is required",
-		`{"queue":"q","options":{"dedupWindowSeconds":-1}}`: "dedupWindowSeconds must be >= 0",
+		`{"queue":"q","options":{"dedupWindowSeconds":-1}}`:  "dedupWindowSeconds must be >= 0",
 		`{"queue":"q","options":{"encryptionEnabled":true}}`: "QUEEN_ENCRYPTION_KEY",
 		`{"queue":"q","options":{"dedupWindowSeconds":"x"}}`: "configure body",
 	} {

@@ -94,4 +94,3 @@ func runSubmitters(b *testing.B, submitters, parts int, payload []byte, push fun
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
-
