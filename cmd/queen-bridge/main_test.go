@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// binary builds queen-bridge once per test binary.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "queen-bridge")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// running is a started queen-bridge process and its log.
+type running struct {
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+	done chan error
+	http string
+	nats string
+}
+
+func startBinary(t *testing.T, bin string, env ...string) *running {
+	t.Helper()
+	r := &running{http: freeAddr(t), nats: freeAddr(t), logs: &bytes.Buffer{}, done: make(chan error, 1)}
+	r.cmd = exec.Command(bin)
+	r.cmd.Env = append(os.Environ(), append([]string{"QUEEN_HTTP_ADDR=" + r.http, "QUEEN_NATS_LISTEN=" + r.nats}, env...)...)
+	stderr, err := r.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		signalled := false
+		for sc.Scan() {
+			r.logs.WriteString(sc.Text() + "\n")
+			if !signalled && strings.Contains(sc.Text(), "queen-bridge ready") {
+				signalled = true
+				close(ready)
+			}
+		}
+		r.done <- r.cmd.Wait()
+	}()
+	select {
+	case <-ready:
+	case err := <-r.done:
+		t.Fatalf("queen-bridge exited early (%v):\n%s", err, r.logs)
+	case <-time.After(2 * time.Minute):
+		_ = r.cmd.Process.Kill()
+		t.Fatalf("queen-bridge not ready:\n%s", r.logs)
+	}
+	return r
+}
+
+// interrupt sends SIGINT and waits for a clean exit.
+func (r *running) interrupt(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("exit after SIGINT: %v\n%s", err, r.logs)
+		}
+	case <-time.After(time.Minute):
+		_ = r.cmd.Process.Kill()
+		t.Fatalf("no exit within a minute of SIGINT:\n%s", r.logs)
+	}
+}
+
+// pushBoth pushes one message over HTTP, then one over NATS, to demo/Default
+// and returns the offset the HTTP one got.
+func pushBoth(t *testing.T, r *running) int64 {
+	t.Helper()
+	resp, err := http.Post("http://"+r.http+"/api/v1/push", "application/json",
+		strings.NewReader(`{"items":[{"queue":"demo","payload":{"hello":"http"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var hr []struct {
+		Status string
+		Offset int64
+	}
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &hr) != nil || hr[0].Status != "queued" {
+		t.Fatalf("HTTP push: %d %s", resp.StatusCode, body)
+	}
+	nc, err := nats.Connect("nats://" + r.nats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := nc.Request("queen.v1.push", []byte(`{"items":[{"queue":"demo","payload":{"hello":"nats"}}]}`), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []struct{ Status string }
+	if err := json.Unmarshal(msg.Data, &rs); err != nil || len(rs) != 1 || rs[0].Status != "queued" {
+		t.Fatalf("NATS push: %s", msg.Data)
+	}
+	return hr[0].Offset
+}
+
+func TestBinaryWithExternalPostgres(t *testing.T) {
+	bin := binary(t)
+	r := startBinary(t, bin, "QUEEN_PG_DSN="+testenv.NewDatabase(t), "QUEEN_DATA_DIR="+t.TempDir())
+	pushBoth(t, r)
+	r.interrupt(t)
+	if !strings.Contains(r.logs.String(), `"message":"stopped"`) {
+		t.Fatalf("no clean stop in the log:\n%s", r.logs)
+	}
+}
+
+// With no QUEEN_PG_DSN the binary runs its own PostgreSQL under the data
+// dir, keeps it across restarts, and leaves no postmaster behind.
+func TestBinaryWithEmbeddedPostgres(t *testing.T) {
+	bin := binary(t)
+	dir, err := os.MkdirTemp("", "queen-bin-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		r := startBinary(t, bin, "QUEEN_DATA_DIR="+dir)
+		if off := pushBoth(t, r); off != int64(1+2*round) {
+			t.Fatalf("round %d: offset %d, want %d (the cluster must survive a restart)", round, off, 1+2*round)
+		}
+		pidText, err := os.ReadFile(filepath.Join(dir, "pg", "postmaster.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.SplitN(string(pidText), "\n", 2)[0])
+		r.interrupt(t)
+		if syscall.Kill(pid, 0) == nil {
+			t.Fatalf("round %d: postmaster %d still running after the bridge exited", round, pid)
+		}
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	out, err := exec.Command(binary(t), "-h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("-h: %v\n%s", err, out)
+	}
+	for _, s := range (&config{}).settings() {
+		if !strings.Contains(string(out), s.env) || !strings.Contains(string(out), "-"+flagName(s.env)) {
+			t.Errorf("-h does not list %s", s.env)
+		}
+	}
+}
+
+func TestFlagsOverrideEnvironment(t *testing.T) {
+	t.Setenv("QUEEN_V2_BUNDLE_MAX", "7")
+	t.Setenv("QUEEN_HTTP_ADDR", "off")
+	c, err := load([]string{"-v2-bundle-max", "9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.bundleMax != 9 || c.httpAddr != "off" || c.spoolDir != filepath.Join("./data", "spool") || c.vegasMax != 16 {
+		t.Fatalf("config %+v", c)
+	}
+	t.Setenv("QUEEN_V2_FUSION_SHARDS", "many")
+	if _, err := load(nil); err == nil || !strings.Contains(err.Error(), "QUEEN_V2_FUSION_SHARDS") {
+		t.Fatalf("a bad number must name its variable: %v", err)
+	}
+}
