@@ -1,0 +1,114 @@
+package spool
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+)
+
+// Record is one spooled message: everything needed to replay it. Payloads
+// of encrypted queues are stored as the ciphertext the bridge made (Flags says
+// so): the spool never holds their plaintext, and replay does not encrypt
+// again.
+type Record struct {
+	Tenant        [16]byte
+	Queue         string
+	Partition     string
+	MessageID     [16]byte
+	TransactionID string
+	TraceID       string
+	Flags         uint8
+	Payload       []byte
+	SpooledAt     time.Time
+}
+
+const (
+	recordVersion = 1
+	headerSize    = 8 // length + CRC
+	// maxRecord bounds one record body; larger lengths are corruption.
+	maxRecord = 256 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// size is the encoded size of r's body.
+func (r *Record) size() int {
+	return 1 + 16 + 16 + 8 + 1 + 5*binary.MaxVarintLen32 + len(r.Queue) + len(r.Partition) + len(r.TransactionID) + len(r.TraceID) + len(r.Payload)
+}
+
+// appendRecord appends the framed record (header and body) to dst.
+func appendRecord(dst []byte, r *Record) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, headerSize)...)
+	dst = append(dst, recordVersion)
+	dst = append(dst, r.Tenant[:]...)
+	dst = append(dst, r.MessageID[:]...)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.SpooledAt.UnixNano()))
+	dst = append(dst, r.Flags)
+	for _, s := range []string{r.Queue, r.Partition, r.TransactionID, r.TraceID} {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(r.Payload)))
+	dst = append(dst, r.Payload...)
+	body := dst[start+headerSize:]
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(body, castagnoli))
+	return dst
+}
+
+// decodeRecord parses one record body (after its header was checked).
+func decodeRecord(body []byte) (Record, error) {
+	var r Record
+	if len(body) < 1+16+16+8+1 || body[0] != recordVersion {
+		return r, fmt.Errorf("%w: short body or unknown version", ErrCorrupt)
+	}
+	copy(r.Tenant[:], body[1:17])
+	copy(r.MessageID[:], body[17:33])
+	r.SpooledAt = time.Unix(0, int64(binary.LittleEndian.Uint64(body[33:41])))
+	r.Flags = body[41]
+	rest := body[42:]
+	next := func() ([]byte, error) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nil, fmt.Errorf("%w: field length", ErrCorrupt)
+		}
+		f := rest[k : k+int(n)]
+		rest = rest[k+int(n):]
+		return f, nil
+	}
+	var fields [5][]byte
+	for i := range fields {
+		f, err := next()
+		if err != nil {
+			return r, err
+		}
+		fields[i] = f
+	}
+	if len(rest) != 0 {
+		return r, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(rest))
+	}
+	r.Queue, r.Partition, r.TransactionID, r.TraceID = string(fields[0]), string(fields[1]), string(fields[2]), string(fields[3])
+	r.Payload = fields[4]
+	return r, nil
+}
+
+// readRecord reads the framed record at the start of b. It returns the
+// record, the bytes it took, or an error when b does not start with a whole,
+// intact record (a torn tail, or corruption).
+func readRecord(b []byte) (Record, int, error) {
+	if len(b) < headerSize {
+		return Record{}, 0, fmt.Errorf("%w: %d bytes left, shorter than a header", ErrCorrupt, len(b))
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if n > maxRecord || int(n) > len(b)-headerSize {
+		return Record{}, 0, fmt.Errorf("%w: length %d with %d bytes left", ErrCorrupt, n, len(b)-headerSize)
+	}
+	body := b[headerSize : headerSize+int(n)]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return Record{}, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	}
+	r, err := decodeRecord(body)
+	return r, headerSize + int(n), err
+}
