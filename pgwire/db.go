@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -18,6 +22,13 @@ type Config struct {
 	// DefaultDedupWindowSeconds is the deduplication window of queues that a
 	// push creates. Default: 60.
 	DefaultDedupWindowSeconds int
+	// AcquireTimeout bounds the wait for a pooled connection (and so for a
+	// new connection to a database that does not answer). Default: 1s.
+	AcquireTimeout time.Duration
+	// StatementTimeout bounds one bundle call (QUEEN_PG_STATEMENT_TIMEOUT_MS).
+	// On expiry a cancel request goes to the server on a fresh connection and
+	// the pooled connection is destroyed. Default: 5s.
+	StatementTimeout time.Duration
 }
 
 func (c *Config) applyDefaults() error {
@@ -33,6 +44,15 @@ func (c *Config) applyDefaults() error {
 	if c.DefaultDedupWindowSeconds == 0 {
 		c.DefaultDedupWindowSeconds = 60
 	}
+	if c.AcquireTimeout == 0 {
+		c.AcquireTimeout = time.Second
+	}
+	if c.StatementTimeout == 0 {
+		c.StatementTimeout = 5 * time.Second
+	}
+	if c.AcquireTimeout < 0 || c.StatementTimeout < 0 {
+		return errors.New("pgwire: timeouts must not be negative")
+	}
 	if c.DefaultDedupWindowSeconds < 0 {
 		return fmt.Errorf("pgwire: DefaultDedupWindowSeconds must be >= 0, got %d", c.DefaultDedupWindowSeconds)
 	}
@@ -41,8 +61,10 @@ func (c *Config) applyDefaults() error {
 
 // DB is a pool of connections to the queen database.
 type DB struct {
-	cfg  Config
-	pool *pgxpool.Pool
+	cfg         Config
+	pool        *pgxpool.Pool
+	timeouts    atomic.Uint64
+	quarantined atomic.Uint64
 }
 
 // Open creates the pool. It does not connect until first use; call Ping or
@@ -56,6 +78,16 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("pgwire: parse DSN: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
+	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > cfg.AcquireTimeout {
+		pc.ConnConfig.ConnectTimeout = cfg.AcquireTimeout
+	}
+	// A cancelled query context sends a cancel request to the server (on a
+	// fresh connection) right away, so the statement stops holding its locks;
+	// if the server does not answer it within 2s the socket deadline ends the
+	// wait.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
+	}
 	pc.ConnConfig.RuntimeParams["queen.default_dedup_window_s"] = strconv.Itoa(cfg.DefaultDedupWindowSeconds)
 	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
 		pc.ConnConfig.RuntimeParams["application_name"] = "queen-bridge"
@@ -76,6 +108,17 @@ func (db *DB) Ping(ctx context.Context) error {
 		return fmt.Errorf("pgwire: ping: %w", err)
 	}
 	return nil
+}
+
+// Stats are counters of the failure paths.
+type Stats struct {
+	StatementTimeouts     uint64 // bundle calls cancelled at StatementTimeout
+	QuarantinedConnection uint64 // pooled connections destroyed instead of reused
+}
+
+// Stats returns the counters.
+func (db *DB) Stats() Stats {
+	return Stats{StatementTimeouts: db.timeouts.Load(), QuarantinedConnection: db.quarantined.Load()}
 }
 
 // Close closes every connection. Idempotent.

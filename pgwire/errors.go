@@ -3,6 +3,11 @@ package pgwire
 import "errors"
 
 var (
+	// ErrStatementTimeout: a bundle call ran past Config.StatementTimeout and
+	// was cancelled; nothing of it is known written.
+	ErrStatementTimeout = errors.New("pgwire: statement timeout")
+	// ErrUnavailable: no connection could be had within Config.AcquireTimeout.
+	ErrUnavailable = errors.New("pgwire: database unavailable")
 	// ErrBadResult means log_push_multi_v1 answered something that does not
 	// fit the bundle sent (wrong length, undecodable JSON).
 	ErrBadResult = errors.New("pgwire: bundle result does not match the bundle")
@@ -10,3 +15,9 @@ var (
 	// removed it.
 	ErrSegmentGone = errors.New("pgwire: segment not found (removed by retention)")
 )
+
+// IsTimeout reports whether err is a statement timeout.
+func IsTimeout(err error) bool { return errors.Is(err, ErrStatementTimeout) }
+
+// IsUnavailable reports whether err means the database could not be reached.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }

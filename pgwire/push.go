@@ -3,10 +3,12 @@ package pgwire
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -67,11 +69,46 @@ func (db *DB) PushBundle(ctx context.Context, writes []segment.Write) ([]segment
 	}
 	a := newBundleArgs(writes)
 	var raw []byte
-	err := db.pool.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows).Scan(&raw)
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows).Scan(&raw)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: log_push_multi_v1 (%d segments): %w", len(writes), err)
 	}
 	return decodeResults(raw, len(writes))
+}
+
+// withConn runs fn on a pooled connection with the acquire and statement
+// timeouts applied. A statement that times out has already had its cancel
+// request sent (the context watcher does that when the context ends); its
+// connection is then closed, so the pool destroys it instead of handing out
+// a connection whose last statement may still be unwinding.
+func (db *DB) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) error {
+	actx, cancel := context.WithTimeout(ctx, db.cfg.AcquireTimeout)
+	conn, err := db.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, db.cfg.StatementTimeout)
+	err = fn(qctx, conn)
+	timedOut := err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if timedOut || (err != nil && ctx.Err() != nil) {
+		if timedOut {
+			db.timeouts.Add(1)
+			err = fmt.Errorf("%w after %s: %v", ErrStatementTimeout, db.cfg.StatementTimeout, err)
+		}
+		db.quarantined.Add(1)
+		closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Second)
+		_ = conn.Conn().Close(closeCtx)
+		cancelClose()
+	}
+	conn.Release()
+	return err
 }
 
 func decodeResults(raw []byte, n int) ([]segment.Result, error) {
