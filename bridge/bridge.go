@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -34,6 +36,15 @@ type Bridge struct {
 	httpSrv *http.Server
 	httpLn  net.Listener
 
+	id          string      // this bridge, in broadcasts
+	maintenance atomic.Bool // maintenance mode as last learned
+	maintSub    *nats.Subscription
+	drainKick   chan struct{}
+	replayed    atomic.Uint64
+	drainErrors atomic.Uint64
+	quit        chan struct{} // closed by Stop: background loops end
+	bg          sync.WaitGroup
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -50,12 +61,26 @@ func New(cfg Config, m *Metrics) (*Bridge, error) {
 	if m == nil {
 		m = NewMetrics(cfg.Registry)
 	}
+	b := &Bridge{cfg: cfg, metrics: m, queues: newQueueCache(cfg.DB, cfg.QueueCacheTTL), sealer: s,
+		id: uuid.NewString(), drainKick: make(chan struct{}, 1), quit: make(chan struct{})}
 	m.registerFusion(cfg.Fusion)
-	return &Bridge{cfg: cfg, metrics: m, queues: newQueueCache(cfg.DB, cfg.QueueCacheTTL), sealer: s}, nil
+	m.registerBridge(b)
+	return b, nil
 }
+
+// ID names this bridge in broadcasts.
+func (b *Bridge) ID() string { return b.id }
 
 // Start registers the NATS service and opens the HTTP listener.
 func (b *Bridge) Start(ctx context.Context) error {
+	if err := b.startMaintenance(ctx); err != nil {
+		return err
+	}
+	if b.cfg.Spool != nil {
+		b.bg.Add(1)
+		go b.drainLoop()
+		b.kickDrain() // records left from an earlier run
+	}
 	if b.cfg.NATS != nil {
 		b.work = make(chan func(), 4*b.cfg.Workers)
 		for i := 0; i < b.cfg.Workers; i++ {
@@ -125,6 +150,11 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", ctx.Err()))
 		}
+		close(b.quit)
+		if b.maintSub != nil {
+			_ = b.maintSub.Unsubscribe()
+		}
+		b.bg.Wait() // a drain in progress finishes its chunk: fusion is still running
 		b.stopErr = errors.Join(errs...)
 	})
 	return b.stopErr

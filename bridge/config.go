@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/spool"
 	"github.com/rs/zerolog"
 )
 
@@ -40,6 +41,15 @@ type Config struct {
 	// Workers bound the goroutines that decode and submit NATS requests
 	// (waiting for verdicts holds none). Default 32.
 	Workers int
+	// Spool takes what PostgreSQL could not (failed bundles, maintenance
+	// mode); nil: such items are answered failed. Default nil.
+	Spool *spool.Spool
+	// MaintenancePoll is how often the maintenance flag is re-read from the
+	// database (a backstop for the NATS broadcast). Default 5s.
+	MaintenancePoll time.Duration
+	// DrainInterval is how often the drain looks at the spool when nothing
+	// wakes it. Default 1s.
+	DrainInterval time.Duration
 	// Registry receives the Prometheus collectors. Default: a new registry.
 	Registry *prometheus.Registry
 	// Logger for the bridge and http targets. Default: disabled.
@@ -67,6 +77,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.QueueCacheTTL == 0 {
 		c.QueueCacheTTL = 2 * time.Second
+	}
+	if c.MaintenancePoll == 0 {
+		c.MaintenancePoll = 5 * time.Second
+	}
+	if c.DrainInterval == 0 {
+		c.DrainInterval = time.Second
 	}
 	if c.Workers == 0 {
 		c.Workers = 32

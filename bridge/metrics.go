@@ -70,3 +70,39 @@ func (m *Metrics) registerFusion(f *fusion.Fusion) {
 		gauge("queen_fusion_pending_bytes", "Payload bytes accepted and not yet answered.", func(s fusion.Stats) float64 { return float64(s.PendingBytes) }),
 	)
 }
+
+// registerBridge exposes the spool, maintenance and database failure paths.
+func (m *Metrics) registerBridge(b *Bridge) {
+	onOff := func() float64 {
+		if b.maintenance.Load() {
+			return 1
+		}
+		return 0
+	}
+	spoolStat := func(f func(s spoolStats) float64) func() float64 {
+		return func() float64 {
+			if b.cfg.Spool == nil {
+				return 0
+			}
+			st := b.cfg.Spool.Stats()
+			return f(spoolStats{records: st.Records, bytes: st.Bytes})
+		}
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_maintenance_mode_enabled", Help: "1 while maintenance mode is on."}, onOff),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_spool_pending_records", Help: "Records waiting in the spool."},
+			spoolStat(func(s spoolStats) float64 { return float64(s.records) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_spool_pending_bytes", Help: "Bytes of the spool files."},
+			spoolStat(func(s spoolStats) float64 { return float64(s.bytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_spool_replayed_total", Help: "Spooled records written (or found duplicate) by the drain."},
+			func() float64 { return float64(b.replayed.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_spool_drain_errors_total", Help: "Drain passes that stopped early."},
+			func() float64 { return float64(b.drainErrors.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_pg_statement_timeouts_total", Help: "Bundle calls cancelled at the statement timeout."},
+			func() float64 { return float64(b.cfg.DB.Stats().StatementTimeouts) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_pg_quarantined_connections_total", Help: "Pooled connections destroyed after a cancelled statement."},
+			func() float64 { return float64(b.cfg.DB.Stats().QuarantinedConnection) }),
+	)
+}
+
+type spoolStats struct{ records, bytes int64 }

@@ -33,6 +33,7 @@ func (b *Bridge) startNATS() error {
 		{"push", pfx + "push", b.natsPush},
 		{"push-tenant", pfx + "push.*", b.natsPush},
 		{"configure", pfx + "configure", b.natsConfigure},
+		{"maintenance", pfx + "maintenance", b.natsMaintenance},
 	} {
 		if err := svc.AddEndpoint(ep.name, ep.h, micro.WithEndpointSubject(ep.subject)); err != nil {
 			return err

@@ -13,12 +13,15 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// Item statuses on the wire.
+// Item statuses on the wire, and one that never reaches it: statusError is
+// an item whose write failed, turned into buffered (spooled) or failed
+// before the answer is rendered.
 const (
 	statusQueued    = "queued"
 	statusDuplicate = "duplicate"
 	statusBuffered  = "buffered"
 	statusFailed    = "failed"
+	statusError     = "error"
 )
 
 // itemResult is what one item is answered.
@@ -38,9 +41,10 @@ type pushCall struct {
 	b         *Bridge
 	tenant    [16]byte
 	items     []pushItem
-	ids       [][16]byte // minted message id per item
-	txids     []string   // resolved transactionId per item
-	leader    []int32    // layer-1: index of the item's leader (itself when it leads)
+	ids       [][16]byte       // minted message id per item
+	txids     []string         // resolved transactionId per item
+	leader    []int32          // layer-1: index of the item's leader (itself when it leads)
+	frames    []*segment.Frame // the frame each leader became (nil: none)
 	results   []itemResult
 	pending   atomic.Int32
 	start     time.Time
@@ -76,9 +80,20 @@ func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, bo
 	c := &pushCall{
 		b: b, tenant: tenant, items: items, start: time.Now(), transport: transport, answer: answer,
 		ids: make([][16]byte, len(items)), txids: make([]string, len(items)),
-		leader: make([]int32, len(items)), results: make([]itemResult, len(items)),
+		leader: make([]int32, len(items)), results: make([]itemResult, len(items)), frames: make([]*segment.Frame, len(items)),
 	}
 	groups := c.prepare(ctx)
+	if b.maintenance.Load() {
+		// Maintenance: nothing reaches PostgreSQL; every leader is spooled.
+		for _, g := range groups {
+			for _, idx := range g.items {
+				c.results[idx] = itemResult{status: statusError, errText: "maintenance mode"}
+			}
+		}
+		c.spoolErrors(ctx)
+		c.answerNow()
+		return
+	}
 	c.pending.Store(int32(len(groups)) + 1) // +1: submission in progress
 	for _, g := range groups {
 		c.submit(ctx, g)
@@ -133,6 +148,11 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 		g.frames = append(g.frames, f)
 		g.items = append(g.items, int32(i))
 	}
+	for _, g := range groups { // the frames slices are final now
+		for j, idx := range g.items {
+			c.frames[idx] = &g.frames[j]
+		}
+	}
 	return groups
 }
 
@@ -163,7 +183,7 @@ func (c *pushCall) submit(ctx context.Context, g *group) {
 	})
 	if err != nil {
 		for _, idx := range g.items {
-			c.results[idx] = itemResult{status: statusFailed, errText: fmt.Sprintf("not accepted: %v", err)}
+			c.results[idx] = itemResult{status: statusError, errText: fmt.Sprintf("not accepted: %v", err)}
 		}
 		c.groupDone()
 	}
@@ -180,7 +200,7 @@ func (c *pushCall) settle(g *group, vs []fusion.Verdict) {
 		case fusion.Duplicate:
 			*r = itemResult{status: statusDuplicate, messageID: v.MessageID, hasID: true, offset: v.Offset}
 		default:
-			*r = itemResult{status: statusFailed, errText: fmt.Sprintf("write failed: %v", v.Err)}
+			*r = itemResult{status: statusError, errText: fmt.Sprintf("write failed: %v", v.Err)}
 		}
 	}
 	c.groupDone()
@@ -193,9 +213,25 @@ func (c *pushCall) groupDone() {
 	c.finish()
 }
 
-// finish copies each leader's final verdict to its followers, renders, and
-// answers.
+// finish answers once every group settled. Items whose write failed are
+// spooled first; that fsync must not hold up the fusion goroutine that
+// settled the last group, so it runs on a goroutine of its own.
 func (c *pushCall) finish() {
+	for i := range c.results {
+		if c.results[i].status == statusError {
+			go func() {
+				c.spoolErrors(context.Background())
+				c.answerNow()
+			}()
+			return
+		}
+	}
+	c.answerNow()
+}
+
+// answerNow copies each leader's final verdict to its followers, renders,
+// and answers.
+func (c *pushCall) answerNow() {
 	status := http.StatusCreated
 	for i := range c.results {
 		if lead := c.leader[i]; lead != int32(i) {
@@ -217,5 +253,5 @@ func followerResult(lead itemResult) itemResult {
 	case statusQueued, statusDuplicate:
 		return itemResult{status: statusDuplicate, messageID: lead.messageID, hasID: true, offset: lead.offset}
 	}
-	return lead
+	return lead // buffered (the leader's id) or failed
 }

@@ -3,6 +3,8 @@ package fusion
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/queenbridge/queenbridge/internal/every"
 )
 
 // counters are updated by flush goroutines and read by Stats and the summary
@@ -88,32 +90,18 @@ func (f *Fusion) summaryLoop() {
 
 // Hot-path error lines are rate-limited: one per second per kind.
 var (
-	bundleErrLog = newRateLimit(time.Second)
-	idErrLog     = newRateLimit(time.Second)
+	bundleErrLog = every.New(time.Second)
+	idErrLog     = every.New(time.Second)
 )
 
 func (f *Fusion) logBundleError(err error, segments, items int) {
-	if bundleErrLog.allow() {
+	if bundleErrLog.Allow() {
 		f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Int("segments", segments).Int("items", items).Msg("bundle failed; its frames are answered error")
 	}
 }
 
 func (f *Fusion) logIDError(err error, pid, off int64) {
-	if idErrLog.allow() {
+	if idErrLog.Allow() {
 		f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Int64("partition_id", pid).Int64("offset", off).Msg("duplicate's original id not resolved; answering the zero id")
 	}
-}
-
-// rateLimit lets one event through per period.
-type rateLimit struct {
-	period time.Duration
-	next   atomic.Int64
-}
-
-func newRateLimit(p time.Duration) *rateLimit { return &rateLimit{period: p} }
-
-func (r *rateLimit) allow() bool {
-	now := time.Now().UnixNano()
-	next := r.next.Load()
-	return now >= next && r.next.CompareAndSwap(next, now+int64(r.period))
 }

@@ -21,6 +21,8 @@ type config struct {
 	natsListen, natsURL, natsPrefix string
 	pgDSN                           string
 	pgPoolSize                      int
+	pgStatementTimeoutMS            int
+	spoolMaxBytes                   int64
 	httpAddr                        string
 	dataDir, spoolDir               string
 	shards, bundleMax, holdMS       int
@@ -54,6 +56,12 @@ func (c *config) settings() []setting {
 		{"QUEEN_NATS_PREFIX", "queen", "subject prefix", str(&c.natsPrefix)},
 		{"QUEEN_PG_DSN", "", "connect to this PostgreSQL instead of embedding one", str(&c.pgDSN)},
 		{"QUEEN_PG_POOL_SIZE", "16", "PostgreSQL connections", num(&c.pgPoolSize)},
+		{"QUEEN_PG_STATEMENT_TIMEOUT_MS", "5000", "bundle call timeout, ms: then cancel on the server and spool the items", num(&c.pgStatementTimeoutMS)},
+		{"QUEEN_SPOOL_MAX_BYTES", strconv.Itoa(1 << 30), "spool size cap; past it items that cannot be written are answered failed", func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			c.spoolMaxBytes = n
+			return err
+		}},
 		{"QUEEN_HTTP_ADDR", "127.0.0.1:6632", "HTTP shim address (off disables it)", str(&c.httpAddr)},
 		{"QUEEN_DATA_DIR", "./data", "data directory (embedded PostgreSQL under pg/, spool under spool/)", str(&c.dataDir)},
 		{"QUEEN_SPOOL_DIR", "", "spool directory (default QUEEN_DATA_DIR/spool)", str(&c.spoolDir)},

@@ -22,6 +22,7 @@ import (
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/spool"
 	"github.com/rs/zerolog"
 )
 
@@ -98,7 +99,14 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	defer nc.Close()
 
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: int32(cfg.pgPoolSize), DefaultDedupWindowSeconds: cfg.dedupWindowS})
+	sp, err := spool.Open(spool.Config{Dir: cfg.spoolDir, MaxBytes: cfg.spoolMaxBytes})
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: int32(cfg.pgPoolSize), DefaultDedupWindowSeconds: cfg.dedupWindowS,
+		StatementTimeout: time.Duration(cfg.pgStatementTimeoutMS) * time.Millisecond})
 	if err != nil {
 		return err
 	}
@@ -122,7 +130,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
-		EncryptionKey: key, Tokens: tokens, Registry: reg, Logger: log,
+		EncryptionKey: key, Tokens: tokens, Registry: reg, Logger: log, Spool: sp,
 	}, metrics)
 	if err != nil {
 		return err
@@ -132,7 +140,8 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		return err
 	}
 	log.Info().Str("target", "bridge").Str("nats", natsWhere).Str("subject", cfg.natsPrefix+".v1.push").
-		Str("http", orOff(br.HTTPAddr())).Str("postgres", pgWhere).Msg("queen-bridge ready")
+		Str("http", orOff(br.HTTPAddr())).Str("postgres", pgWhere).Str("spool", cfg.spoolDir).
+		Int64("spooled", sp.Stats().Records).Msg("queen-bridge ready")
 
 	<-ctx.Done()
 	log.Info().Str("target", "bridge").Msg("shutting down: closing intake, draining in-flight pushes")

@@ -1,0 +1,48 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queenbridge/queenbridge/spool"
+)
+
+// spoolErrors writes every item whose status is statusError to the spool, as
+// the frame it became (encrypted already where the queue asks), and answers
+// it buffered; when the spool cannot take it, failed.
+func (c *pushCall) spoolErrors(ctx context.Context) {
+	var idx []int
+	for i := range c.results {
+		if c.results[i].status == statusError {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	if c.b.cfg.Spool == nil {
+		for _, i := range idx {
+			c.results[i] = itemResult{status: statusFailed, errText: c.results[i].errText}
+		}
+		return
+	}
+	now := time.Now()
+	recs := make([]spool.Record, len(idx))
+	for k, i := range idx {
+		f, it := c.frames[i], &c.items[i]
+		recs[k] = spool.Record{Tenant: c.tenant, Queue: it.Queue, Partition: it.Partition, MessageID: f.ID,
+			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, SpooledAt: now}
+	}
+	err := c.b.cfg.Spool.Append(ctx, recs)
+	for _, i := range idx {
+		if err != nil {
+			c.results[i] = itemResult{status: statusFailed, errText: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.results[i].errText)}
+		} else {
+			c.results[i] = itemResult{status: statusBuffered, messageID: c.ids[i], hasID: true}
+		}
+	}
+	if err == nil {
+		c.b.kickDrain()
+	}
+}
