@@ -18,6 +18,7 @@ import (
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/spool"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -30,6 +31,7 @@ type node struct {
 	fu     *fusion.Fusion
 	br     *bridge.Bridge
 	nc     *nats.Conn
+	sp     *spool.Spool
 	prefix string
 	base   string // http://addr
 }
@@ -42,6 +44,10 @@ type nodeOpts struct {
 	natsURL  string // default: the test binary's NATS
 	prefix   string
 	registry *prometheus.Registry
+	spoolDir string        // default: a new temporary directory
+	stmtTO   time.Duration // statement timeout; default pgwire's
+	poll     time.Duration // maintenance re-read; default the bridge's
+	spoolMax int64
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -59,7 +65,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	if o.registry == nil {
 		o.registry = prometheus.NewRegistry()
 	}
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: o.dsn, MaxConns: 8})
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: o.dsn, MaxConns: 8, StatementTimeout: o.stmtTO})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +73,13 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(o.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.spoolDir == "" {
+		o.spoolDir = t.TempDir()
+	}
+	sp, err := spool.Open(spool.Config{Dir: o.spoolDir, MaxBytes: o.spoolMax})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,14 +92,15 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, Registry: o.registry}, m)
+		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, Registry: o.registry, Spool: sp,
+		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := br.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := &node{t: t, db: db, fu: fu, br: br, nc: nc, prefix: o.prefix, base: "http://" + br.HTTPAddr()}
+	n := &node{t: t, db: db, fu: fu, br: br, nc: nc, sp: sp, prefix: o.prefix, base: "http://" + br.HTTPAddr()}
 	t.Cleanup(n.stop)
 	return n
 }
@@ -102,6 +116,7 @@ func (n *node) stop() {
 	}
 	n.nc.Close()
 	n.db.Close()
+	n.sp.Close()
 }
 
 // post sends body to an HTTP route and returns status and body.

@@ -141,6 +141,6 @@ func (b *Bridge) natsMaintenance(req micro.Request) {
 	b.enqueue(req, func() {
 		defer b.calls.Done()
 		status, out := b.maintenanceRequest(context.Background(), req.Data())
-		respondNATS(req, status, out)
+		respondNATS(b.cfg.NATS, req, status, out)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
 
@@ -48,16 +49,16 @@ func (b *Bridge) startNATS() error {
 func (b *Bridge) natsPush(req micro.Request) {
 	tenant, err := b.tenantFromSubject(req.Subject())
 	if err != nil {
-		respondNATS(req, http.StatusBadRequest, errorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, errorBody(err.Error()))
 		return
 	}
 	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
-		respondNATS(req, http.StatusRequestEntityTooLarge, errorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
+		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, errorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
 		return
 	}
 	b.enqueue(req, func() {
 		b.push(context.Background(), "nats", tenant, req.Data(), func(status int, body []byte) {
-			respondNATS(req, status, body)
+			respondNATS(b.cfg.NATS, req, status, body)
 			b.calls.Done()
 		})
 	})
@@ -67,7 +68,7 @@ func (b *Bridge) natsConfigure(req micro.Request) {
 	b.enqueue(req, func() {
 		defer b.calls.Done()
 		status, body := b.configure(context.Background(), [16]byte{}, req.Data())
-		respondNATS(req, status, body)
+		respondNATS(b.cfg.NATS, req, status, body)
 	})
 }
 
@@ -77,7 +78,7 @@ func (b *Bridge) enqueue(req micro.Request, fn func()) {
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	if b.stopping.Load() {
-		respondNATS(req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
 		return
 	}
 	b.calls.Add(1)
@@ -99,15 +100,21 @@ func (b *Bridge) tenantFromSubject(subject string) ([16]byte, error) {
 }
 
 // respondNATS answers with the body; request-level errors (4xx, 503) carry
-// the micro error headers.
-func respondNATS(req micro.Request, status int, body []byte) {
-	if status == http.StatusCreated || status == http.StatusOK || status == http.StatusInternalServerError {
-		_ = req.Respond(body)
+// the micro error headers. Answers usually leave long after the micro
+// handler returned (from the goroutine that settled the last verdict), and
+// micro.Request's own Respond/Error record state that micro reads when the
+// handler returns; so the reply is published directly on the connection.
+func respondNATS(nc *nats.Conn, req micro.Request, status int, body []byte) {
+	if req.Reply() == "" {
 		return
 	}
-	desc := string(body)
-	if m := errorMessage(body); m != "" {
-		desc = m
+	msg := &nats.Msg{Subject: req.Reply(), Data: body}
+	if status != http.StatusCreated && status != http.StatusOK && status != http.StatusInternalServerError {
+		desc := string(body)
+		if m := errorMessage(body); m != "" {
+			desc = m
+		}
+		msg.Header = nats.Header{micro.ErrorCodeHeader: []string{strconv.Itoa(status)}, micro.ErrorHeader: []string{desc}}
 	}
-	_ = req.Error(strconv.Itoa(status), desc, body)
+	_ = nc.PublishMsg(msg)
 }

@@ -331,6 +331,25 @@ func (p *Postgres) Stop(ctx context.Context) error {
 	return p.stopErr
 }
 
+// StopImmediate is what `pg_ctl stop -m immediate` does: SIGQUIT to the
+// postmaster, no shutdown checkpoint; the next start runs crash recovery.
+// Fault tests use it to take the database away under load. Like Stop, it
+// happens once.
+func (p *Postgres) StopImmediate() error {
+	p.stop.Do(func() {
+		defer p.logFile.Close()
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			p.stopErr = errors.New("embedded postgres: ignored SIGQUIT; killed")
+		}
+	})
+	return p.stopErr
+}
+
 // Exited is closed once the postmaster process has exited.
 func (p *Postgres) Exited() <-chan struct{} { return p.exited }
 

@@ -1,0 +1,319 @@
+package bridge_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// storedTxids counts every stored frame of queue by transactionId.
+func storedTxids(t testing.TB, n *node, queue string) map[string]int {
+	t.Helper()
+	rows, err := n.db.Pool().Query(context.Background(), `SELECT s.payload FROM queen.log_segments s
+		JOIN queen.log_partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var blob []byte
+		if err := rows.Scan(&blob); err != nil {
+			t.Fatal(err)
+		}
+		frames, err := segment.UnpackAll(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames {
+			out[f.TransactionID]++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func waitUntil(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// load pushes one-item requests with unique transactionIds from several
+// goroutines until stopped, recording each item's status.
+type load struct {
+	mu       sync.Mutex
+	statuses map[string]string
+	counts   map[string]*atomic.Int64
+	stop     atomic.Bool
+	wg       sync.WaitGroup
+}
+
+func startLoad(n *node, queue string, workers int) *load {
+	l := &load{statuses: map[string]string{}, counts: map[string]*atomic.Int64{}}
+	for _, s := range []string{"queued", "buffered", "failed", "duplicate", "other"} {
+		l.counts[s] = &atomic.Int64{}
+	}
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func(w int) {
+			defer l.wg.Done()
+			for i := 0; !l.stop.Load(); i++ {
+				tx := fmt.Sprintf("w%d-%d", w, i)
+				status, out := n.post("/api/v1/push", []byte(items(item(queue, fmt.Sprintf("p%d", i%4), tx))))
+				st := "other"
+				if status == http.StatusCreated || status == http.StatusInternalServerError {
+					if rs := decodeResults(n.t, out); len(rs) == 1 {
+						st = rs[0].Status
+					}
+				}
+				if _, ok := l.counts[st]; !ok {
+					st = "other"
+				}
+				l.counts[st].Add(1)
+				l.mu.Lock()
+				l.statuses[tx] = st
+				l.mu.Unlock()
+			}
+		}(w)
+	}
+	return l
+}
+
+func (l *load) finish() { l.stop.Store(true); l.wg.Wait() }
+
+func (l *load) count(s string) int64 { return l.counts[s].Load() }
+
+// checkExactlyOnce: every queued or buffered item is stored exactly once,
+// nothing is stored twice, nothing failed.
+func checkExactlyOnce(t *testing.T, n *node, l *load, queue string) {
+	t.Helper()
+	stored := storedTxids(t, n, queue)
+	acked := 0
+	for tx, st := range l.statuses {
+		switch st {
+		case "queued", "buffered":
+			acked++
+			if stored[tx] != 1 {
+				t.Errorf("%s answered %s, stored %d times", tx, st, stored[tx])
+			}
+		default:
+			t.Errorf("%s answered %s", tx, st)
+		}
+	}
+	for tx, c := range stored {
+		if c != 1 {
+			t.Errorf("%s stored %d times", tx, c)
+		}
+	}
+	t.Logf("%d pushed: %d queued, %d buffered, %d failed, %d other; %d stored, each once", len(l.statuses),
+		l.count("queued"), l.count("buffered"), l.count("failed"), l.count("other"), len(stored))
+	if acked != len(stored) {
+		t.Errorf("%d acknowledged, %d stored", acked, len(stored))
+	}
+}
+
+// PostgreSQL stopped (immediate) and restarted under a steady push load:
+// nothing fails, and after the drain every queued or buffered item is stored
+// exactly once.
+func TestPostgresStopAndRestartUnderLoad(t *testing.T) {
+	dir, err := os.MkdirTemp("", "queen-fault-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pgcfg := embedded.Config{DataDir: filepath.Join(dir, "pg"), NoSync: true}
+	pg, err := embedded.StartPostgres(ctx, pgcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgcfg.Port = pg.Port()
+	defer func() { pg.Stop(ctx) }()
+	n := newNode(t, nodeOpts{dsn: pg.DSN()})
+
+	l := startLoad(n, "steady", 8)
+	waitUntil(t, "load before the stop", 30*time.Second, func() bool { return l.count("queued") >= 200 })
+	if err := pg.StopImmediate(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "items buffered while PostgreSQL is down", 30*time.Second, func() bool { return l.count("buffered") >= 100 })
+	if status, _ := n.get("/health"); status != http.StatusServiceUnavailable {
+		t.Errorf("/health answered %d with PostgreSQL down", status)
+	}
+	if pg, err = embedded.StartPostgres(ctx, pgcfg); err != nil {
+		t.Fatal(err)
+	}
+	queuedBefore := l.count("queued")
+	waitUntil(t, "load after the restart", 60*time.Second, func() bool { return l.count("queued") >= queuedBefore+200 })
+	l.finish()
+	waitUntil(t, "the spool to drain", 60*time.Second, func() bool { return n.sp.Stats().Records == 0 })
+	checkExactlyOnce(t, n, l, "steady")
+}
+
+// A partition row held FOR UPDATE by another session: the push hits the
+// statement timeout, its items come back buffered, the server is no longer
+// running the statement, the metric counts it, and once the lock is released
+// the drain stores them.
+func TestStatementTimeoutBuffersAndDrains(t *testing.T) {
+	n := newNode(t, nodeOpts{stmtTO: 300 * time.Millisecond})
+	n.pushHTTP(items(item("locked", "p", "first")))
+	ctx := context.Background()
+	locker, err := pgx.Connect(ctx, n.db.Pool().Config().ConnConfig.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.log_partitions WHERE name = 'p' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	rs := n.pushHTTP(items(item("locked", "p", "a"), item("locked", "p", "b")))
+	for _, r := range rs {
+		if r.Status != "buffered" || r.MessageID == "" {
+			t.Fatalf("under a held lock: %+v", rs)
+		}
+	}
+	if v := metricValue(t, n, "queen_pg_statement_timeouts_total"); v < 1 {
+		t.Fatalf("statement timeouts metric %v", v)
+	}
+	// The drain keeps retrying the buffered items (each retry blocks on the
+	// lock and is cancelled in turn), so "no backend still running the
+	// cancelled statement" means: none runs past the timeout.
+	// pg_stat_activity is read on a connection of its own: inside the
+	// locker's transaction the statistics snapshot would stay frozen.
+	time.Sleep(time.Second) // let a retry or two run into the lock
+	for i := 0; i < 20; i++ {
+		var stale int
+		if err := n.db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active'
+			AND query LIKE '%log_push_multi_v1%' AND pid <> pg_backend_pid()
+			AND clock_timestamp() - query_start > interval '1 second'`).Scan(&stale); err != nil {
+			t.Fatal(err)
+		}
+		if stale != 0 {
+			t.Fatalf("%d backends still run a bundle call past the 300ms timeout", stale)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the drain to store the buffered items", 30*time.Second, func() bool { return n.sp.Stats().Records == 0 })
+	stored := storedTxids(t, n, "locked")
+	if stored["a"] != 1 || stored["b"] != 1 || stored["first"] != 1 {
+		t.Fatalf("stored %v", stored)
+	}
+	// the buffered items kept the ids they were answered with
+	for _, r := range rs {
+		found := false
+		for off := int64(1); off <= 3; off++ {
+			if f := storedFrame(t, n, "locked", "p", off); f.TransactionID == r.TransactionID {
+				found = strings.EqualFold(fmt.Sprintf("%x", f.ID), strings.ReplaceAll(r.MessageID, "-", ""))
+			}
+		}
+		if !found {
+			t.Fatalf("%s stored under another message id", r.TransactionID)
+		}
+	}
+}
+
+// Maintenance on: pushes are buffered and nothing reaches PostgreSQL; a
+// second bridge on the same NATS and database switches too (with its own
+// re-read disabled, only the broadcast can tell it); off: drained exactly once.
+func TestMaintenanceBuffersThenDrainsOnce(t *testing.T) {
+	dsn := ""
+	first := newNode(t, nodeOpts{})
+	dsn = first.db.Pool().Config().ConnConfig.ConnString()
+	second := newNode(t, nodeOpts{dsn: dsn, prefix: first.prefix, poll: time.Hour})
+
+	status, out := first.post("/api/v1/system/maintenance", []byte(`{"enabled": true}`))
+	if status != http.StatusOK || !strings.Contains(string(out), `"maintenanceMode":true`) {
+		t.Fatalf("enable: %d %s", status, out)
+	}
+	start := time.Now()
+	waitUntil(t, "the second bridge to see maintenance on", 10*time.Second, func() bool {
+		_, out := second.get("/api/v1/system/maintenance")
+		return strings.Contains(string(out), `"maintenanceMode":true`)
+	})
+	t.Logf("second bridge switched %s after the first", time.Since(start).Round(time.Millisecond))
+
+	var answered []result
+	for i := 0; i < 20; i++ {
+		via := first
+		if i%2 == 1 {
+			via = second
+		}
+		answered = append(answered, via.pushHTTP(items(item("maint", "p", fmt.Sprintf("m%d", i)), item("maint", "p", fmt.Sprintf("m%d", i))))...)
+	}
+	for i, r := range answered {
+		if r.Status != "buffered" || (i%2 == 1 && r.MessageID != answered[i-1].MessageID) {
+			t.Fatalf("result %d in maintenance: %+v", i, r)
+		}
+	}
+	if c := first.count(`SELECT count(*) FROM queen.log_segments`); c != 0 {
+		t.Fatalf("%d segments written in maintenance mode", c)
+	}
+	if v := metricValue(t, first, "queen_maintenance_mode_enabled"); v != 1 {
+		t.Fatalf("maintenance gauge %v", v)
+	}
+	reply, err := second.nc.Request(first.prefix+".v1.maintenance", []byte(`{}`), 5*time.Second)
+	if err != nil || !strings.Contains(string(reply.Data), `"maintenanceMode":true`) {
+		t.Fatalf("NATS maintenance read: %s %v", reply.Data, err)
+	}
+
+	if status, out := second.post("/api/v1/system/maintenance", []byte(`{"enabled": false}`)); status != http.StatusOK {
+		t.Fatalf("disable: %d %s", status, out)
+	}
+	waitUntil(t, "both spools to drain", 30*time.Second, func() bool {
+		return first.sp.Stats().Records == 0 && second.sp.Stats().Records == 0
+	})
+	stored := storedTxids(t, first, "maint")
+	if len(stored) != 20 {
+		t.Fatalf("%d transactionIds stored, want 20: %v", len(stored), stored)
+	}
+	for tx, c := range stored {
+		if c != 1 {
+			t.Fatalf("%s stored %d times", tx, c)
+		}
+	}
+}
+
+// When the spool cannot take an item either, it is answered failed, saying why.
+func TestSpoolFailureAnswersFailed(t *testing.T) {
+	n := newNode(t, nodeOpts{spoolMax: 10})
+	if _, err := n.db.Pool().Exec(context.Background(), `UPDATE queen.system_state SET value = '{"enabled": true}' WHERE key = 'maintenance'`); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := n.post("/api/v1/system/maintenance", []byte(`{"enabled": true}`)); status != http.StatusOK {
+		t.Fatal("enable maintenance")
+	}
+	status, out := n.post("/api/v1/push", []byte(items(item("full", "p", "x"))))
+	rs := decodeResults(t, out)
+	if status != http.StatusInternalServerError || rs[0].Status != "failed" || !strings.Contains(rs[0].Error, "spool write failed") {
+		t.Fatalf("%d %s", status, out)
+	}
+}
