@@ -18,6 +18,23 @@
 // the goroutine that settles a request's last group (a fusion flush) renders
 // and sends the reply. An HTTP request waits in its own net/http goroutine.
 //
+// Failure model:
+//
+//   - "queued" means committed in PostgreSQL; "buffered" means fsynced in the
+//     spool. Nothing else is answered as success.
+//   - An item whose bundle failed (database unreachable, statement timeout,
+//     a bad result) or that fusion did not accept is spooled (as the frame it
+//     became: encrypted already where the queue asks) and answered
+//     "buffered"; if the spool cannot take it, "failed", with the reason.
+//   - Maintenance mode (queen.system_state, broadcast on
+//     <prefix>.v1.maintenance.changed, re-read every MaintenancePoll): every
+//     item goes to the spool; nothing reaches PostgreSQL.
+//   - The drain replays the spool, oldest first, with the original message
+//     ids and transactionIds, always probed for duplicates over at least the
+//     time since spooling, so a replay after a crash (of the bridge, or in the
+//     middle of a drain), or of a record whose bundle did commit after all,
+//     writes nothing twice.
+//
 // Only bridge (and cmd) import NATS, net/http and Prometheus. bridge reads
 // request headers, never the environment.
 package bridge
