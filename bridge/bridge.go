@@ -45,6 +45,14 @@ type Bridge struct {
 	quit        chan struct{} // closed by Stop: background loops end
 	bg          sync.WaitGroup
 
+	parked            *parked
+	hot               *hotlist
+	availSub          *nats.Subscription
+	fetchSlots        chan struct{}
+	announced         atomic.Uint64
+	peerAnnouncements atomic.Uint64
+	retainedSegments  atomic.Uint64
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -62,7 +70,8 @@ func New(cfg Config, m *Metrics) (*Bridge, error) {
 		m = NewMetrics(cfg.Registry)
 	}
 	b := &Bridge{cfg: cfg, metrics: m, queues: newQueueCache(cfg.DB, cfg.QueueCacheTTL), sealer: s,
-		id: uuid.NewString(), drainKick: make(chan struct{}, 1), quit: make(chan struct{})}
+		id: uuid.NewString(), drainKick: make(chan struct{}, 1), quit: make(chan struct{}),
+		parked: newParked(), hot: newHotlist(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
 	m.registerFusion(cfg.Fusion)
 	m.registerBridge(b)
 	return b, nil
@@ -81,7 +90,20 @@ func (b *Bridge) Start(ctx context.Context) error {
 		go b.drainLoop()
 		b.kickDrain() // records left from an earlier run
 	}
+	if !b.cfg.DisableHotlist {
+		b.bg.Add(1)
+		go b.hotlistLoop()
+	}
+	if b.cfg.RetentionInterval > 0 {
+		b.bg.Add(1)
+		go b.retentionLoop()
+	}
 	if b.cfg.NATS != nil {
+		sub, err := b.cfg.NATS.Subscribe(b.availableSubject(), b.onAvailable)
+		if err != nil {
+			return err
+		}
+		b.availSub = sub
 		b.work = make(chan func(), 4*b.cfg.Workers)
 		for i := 0; i < b.cfg.Workers; i++ {
 			b.workWG.Add(1)
@@ -151,8 +173,10 @@ func (b *Bridge) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", ctx.Err()))
 		}
 		close(b.quit)
-		if b.maintSub != nil {
-			_ = b.maintSub.Unsubscribe()
+		for _, sub := range []*nats.Subscription{b.maintSub, b.availSub} {
+			if sub != nil {
+				_ = sub.Unsubscribe()
+			}
 		}
 		b.bg.Wait() // a drain in progress finishes its chunk: fusion is still running
 		b.stopErr = errors.Join(errs...)

@@ -50,6 +50,14 @@ type Config struct {
 	// DrainInterval is how often the drain looks at the spool when nothing
 	// wakes it. Default 1s.
 	DrainInterval time.Duration
+	// DisableHotlist makes announcements wake parked reads directly instead
+	// of through the 5 ms hot-list tick (QUEEN_HOTLIST=0). Default false.
+	DisableHotlist bool
+	// RetentionInterval is how often retention runs; negative disables it.
+	// Default 5s.
+	RetentionInterval time.Duration
+	// MaxParkedFetches bounds NATS reads parked at once. Default 1024.
+	MaxParkedFetches int
 	// Registry receives the Prometheus collectors. Default: a new registry.
 	Registry *prometheus.Registry
 	// Logger for the bridge and http targets. Default: disabled.
@@ -83,6 +91,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.DrainInterval == 0 {
 		c.DrainInterval = time.Second
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = 5 * time.Second
+	}
+	if c.MaxParkedFetches == 0 {
+		c.MaxParkedFetches = 1024
 	}
 	if c.Workers == 0 {
 		c.Workers = 32

@@ -18,6 +18,7 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.HandleFunc("POST /api/v1/configure", b.httpConfigure)
 	mux.HandleFunc("GET /api/v1/system/maintenance", b.httpMaintenance)
 	mux.HandleFunc("POST /api/v1/system/maintenance", b.httpMaintenance)
+	mux.HandleFunc("GET /api/v1/messages", b.httpMessages)
 	mux.HandleFunc("GET /health", b.httpHealth)
 	mux.Handle("GET /metrics/prometheus", promhttp.HandlerFor(b.cfg.Registry, promhttp.HandlerOpts{}))
 	return mux

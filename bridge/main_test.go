@@ -48,6 +48,8 @@ type nodeOpts struct {
 	stmtTO   time.Duration // statement timeout; default pgwire's
 	poll     time.Duration // maintenance re-read; default the bridge's
 	spoolMax int64
+	noHot    bool          // QUEEN_HOTLIST=0
+	retain   time.Duration // retention interval; default: off
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -93,7 +95,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
 		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, Registry: o.registry, Spool: sp,
-		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond}, m)
+		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,4 +233,11 @@ func (n *node) count(sql string, args ...any) int64 {
 func pgwireEncrypt() pgwire.QueueUpdate {
 	on := true
 	return pgwire.QueueUpdate{EncryptionEnabled: &on}
+}
+
+func retention(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

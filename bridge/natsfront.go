@@ -35,6 +35,7 @@ func (b *Bridge) startNATS() error {
 		{"push-tenant", pfx + "push.*", b.natsPush},
 		{"configure", pfx + "configure", b.natsConfigure},
 		{"maintenance", pfx + "maintenance", b.natsMaintenance},
+		{"fetch", pfx + "fetch", b.natsFetch},
 	} {
 		if err := svc.AddEndpoint(ep.name, ep.h, micro.WithEndpointSubject(ep.subject)); err != nil {
 			return err

@@ -244,6 +244,24 @@ func (c *pushCall) answerNow() {
 	}
 	c.b.metrics.latency.WithLabelValues(c.transport).Observe(time.Since(c.start).Seconds())
 	c.answer(status, c.render())
+	c.b.announce(c.written())
+}
+
+// written lists the partitions this request added messages to.
+func (c *pushCall) written() []partKey {
+	var keys []partKey
+	seen := map[partKey]bool{}
+	for i := range c.results {
+		if c.results[i].status != statusQueued {
+			continue
+		}
+		k := partKey{tenant: c.tenant, queue: c.items[i].Queue, partition: c.items[i].Partition}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // followerResult is what a repeat inside one request is answered: a

@@ -28,6 +28,7 @@ type config struct {
 	shards, bundleMax, holdMS       int
 	vegasMin, vegasMax              int
 	hotlist                         bool
+	retentionMS                     int
 	maxBodyBytes                    int64
 	dedupWindowS                    int
 	encryptionKeyHex                string
@@ -75,6 +76,7 @@ func (c *config) settings() []setting {
 			c.hotlist = b
 			return err
 		}},
+		{"QUEEN_RETENTION_INTERVAL_MS", "5000", "how often retention removes expired segments, ms (0: never)", num(&c.retentionMS)},
 		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", func(v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
 			c.maxBodyBytes = n

@@ -131,6 +131,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
 		EncryptionKey: key, Tokens: tokens, Registry: reg, Logger: log, Spool: sp,
+		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 	}, metrics)
 	if err != nil {
 		return err
@@ -158,6 +159,15 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	log.Info().Str("target", "bridge").Msg("stopped")
 	return nil
+}
+
+// retentionInterval maps QUEEN_RETENTION_INTERVAL_MS (0: never) to the
+// bridge's setting (negative: never).
+func retentionInterval(ms int) time.Duration {
+	if ms <= 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 func orOff(addr string) string {

@@ -1,0 +1,194 @@
+package bridge
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+)
+
+// Discovery: after a push is answered, every partition it wrote to is
+// announced. Locally, the hot-list marks it pending and wakes the partition's
+// parked reads on the next 5 ms tick, so a hot partition costs at most one
+// wake per tick however many pushes it takes. Peers get the announcement at
+// once, batched per request, on <prefix>.v1.available; a bridge ignores its
+// own and feeds peers' into its hot-list. With the hot-list off
+// (QUEEN_HOTLIST=0) announcements wake parked reads directly.
+
+// HotlistTick is the period of the coalesced local wake.
+const HotlistTick = 5 * time.Millisecond
+
+type partKey struct {
+	tenant           [16]byte
+	queue, partition string
+}
+
+// parked holds the reads waiting for a partition. Read handlers (one
+// goroutine each) park and unpark, announcers wake: a mutex guards the map,
+// held only for map operations.
+type parked struct {
+	mu    sync.Mutex
+	m     map[partKey]map[chan struct{}]struct{}
+	n     atomic.Int64  // reads parked now
+	wakes atomic.Uint64 // partition wake events
+}
+
+func newParked() *parked { return &parked{m: map[partKey]map[chan struct{}]struct{}{}} }
+
+// park registers a read; its channel receives (at most one pending) wake.
+func (p *parked) park(k partKey) chan struct{} {
+	ch := make(chan struct{}, 1)
+	p.mu.Lock()
+	set := p.m[k]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		p.m[k] = set
+	}
+	set[ch] = struct{}{}
+	p.mu.Unlock()
+	p.n.Add(1)
+	return ch
+}
+
+func (p *parked) unpark(k partKey, ch chan struct{}) {
+	p.mu.Lock()
+	if set := p.m[k]; set != nil {
+		delete(set, ch)
+		if len(set) == 0 {
+			delete(p.m, k)
+		}
+	}
+	p.mu.Unlock()
+	p.n.Add(-1)
+}
+
+// wake wakes every read parked on k.
+func (p *parked) wake(k partKey) {
+	p.wakes.Add(1)
+	p.mu.Lock()
+	for ch := range p.m[k] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	p.mu.Unlock()
+}
+
+// hotlist collects partitions marked since the last tick. Announcers mark
+// from many goroutines; the hot-list goroutine swaps the set out each tick:
+// a mutex guards the set.
+type hotlist struct {
+	mu      sync.Mutex
+	pending map[partKey]struct{}
+	signal  chan struct{} // cap 1: something is pending
+}
+
+func newHotlist() *hotlist {
+	return &hotlist{pending: map[partKey]struct{}{}, signal: make(chan struct{}, 1)}
+}
+
+func (h *hotlist) mark(k partKey) {
+	h.mu.Lock()
+	h.pending[k] = struct{}{}
+	h.mu.Unlock()
+	select {
+	case h.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (h *hotlist) take() map[partKey]struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.pending) == 0 {
+		return nil
+	}
+	out := h.pending
+	h.pending = map[partKey]struct{}{}
+	return out
+}
+
+// hotlistLoop wakes marked partitions once per tick, and only while there
+// are marks: an idle bridge does not tick.
+func (b *Bridge) hotlistLoop() {
+	defer b.bg.Done()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-b.hot.signal:
+		}
+		select { // let the tick's marks gather
+		case <-b.quit:
+			return
+		case <-time.After(HotlistTick):
+		}
+		for k := range b.hot.take() {
+			b.parked.wake(k)
+		}
+	}
+}
+
+// availableMsg is MESSAGE_AVAILABLE on <prefix>.v1.available.
+type availableMsg struct {
+	Origin string          `json:"origin"`
+	Items  []availableItem `json:"items"`
+}
+
+type availableItem struct {
+	Tenant    string `json:"tenant"`
+	Queue     string `json:"queue"`
+	Partition string `json:"partition"`
+}
+
+func (b *Bridge) availableSubject() string { return b.cfg.Prefix + ".v1.available" }
+
+// announce tells local parked reads and peers that keys have new messages.
+func (b *Bridge) announce(keys []partKey) {
+	if len(keys) == 0 {
+		return
+	}
+	for _, k := range keys {
+		b.notify(k)
+	}
+	if b.cfg.NATS == nil {
+		return
+	}
+	msg := availableMsg{Origin: b.id, Items: make([]availableItem, len(keys))}
+	for i, k := range keys {
+		msg.Items[i] = availableItem{Tenant: uuid.UUID(k.tenant).String(), Queue: k.queue, Partition: k.partition}
+	}
+	data, _ := json.Marshal(msg)
+	if err := b.cfg.NATS.Publish(b.availableSubject(), data); err == nil {
+		b.announced.Add(1)
+	}
+}
+
+// notify wakes k's parked reads: through the hot-list tick, or directly.
+func (b *Bridge) notify(k partKey) {
+	if b.cfg.DisableHotlist {
+		b.parked.wake(k)
+		return
+	}
+	b.hot.mark(k)
+}
+
+// onAvailable feeds a peer's announcement into this bridge.
+func (b *Bridge) onAvailable(m *nats.Msg) {
+	var msg availableMsg
+	if json.Unmarshal(m.Data, &msg) != nil || msg.Origin == b.id {
+		return
+	}
+	b.peerAnnouncements.Add(1)
+	for _, it := range msg.Items {
+		tenant, err := uuid.Parse(it.Tenant)
+		if err != nil {
+			continue
+		}
+		b.notify(partKey{tenant: tenant, queue: it.Queue, partition: it.Partition})
+	}
+}

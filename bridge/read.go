@@ -1,0 +1,203 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// fetchRequest is a read: GET /api/v1/messages query parameters, or the
+// JSON body of <prefix>.v1.fetch.
+type fetchRequest struct {
+	Queue     string `json:"queue"`
+	Partition string `json:"partition"`
+	From      int64  `json:"from"`
+	Limit     int    `json:"limit"`
+	WaitMs    int    `json:"waitMs"`
+}
+
+const (
+	maxReadLimit = 1000
+	maxWait      = 5 * time.Minute
+)
+
+func (r *fetchRequest) validate() error {
+	if _, err := checkName("queue", field{set: r.Queue != "", str: true, value: r.Queue}, true, 1); err != nil {
+		return err
+	}
+	if r.Partition == "" {
+		r.Partition = DefaultPartition
+	}
+	if _, err := checkName("partition", field{set: true, str: true, value: r.Partition}, true, 1); err != nil {
+		return err
+	}
+	switch {
+	case r.From == 0:
+		r.From = 1
+	case r.From < 0:
+		return badf("from must be at least 1, got %d", r.From)
+	}
+	switch {
+	case r.Limit == 0:
+		r.Limit = 100
+	case r.Limit < 0 || r.Limit > maxReadLimit:
+		return badf("limit must be 1..%d, got %d", maxReadLimit, r.Limit)
+	}
+	if r.WaitMs < 0 || time.Duration(r.WaitMs)*time.Millisecond > maxWait {
+		return badf("waitMs must be 0..%d, got %d", maxWait.Milliseconds(), r.WaitMs)
+	}
+	return nil
+}
+
+// fetch reads messages from an offset. With waitMs and nothing there yet it
+// parks, costing no query, until a push to the partition is announced (here
+// or by a peer) or the wait ends, then reads again.
+func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req fetchRequest) (int, []byte) {
+	if err := req.validate(); err != nil {
+		return http.StatusBadRequest, errorBody(err.Error())
+	}
+	k := partKey{tenant: tenant, queue: req.Queue, partition: req.Partition}
+	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	var wake chan struct{}
+	var timer *time.Timer
+	defer func() {
+		if wake != nil {
+			b.parked.unpark(k, wake)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		msgs, err := b.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit)
+		if err != nil {
+			return http.StatusServiceUnavailable, errorBody(err.Error())
+		}
+		if len(msgs) > 0 || req.WaitMs == 0 || !time.Now().Before(deadline) {
+			return b.renderMessages(req, msgs)
+		}
+		if wake == nil {
+			// Park before looking again, so a push that lands between the
+			// read above and the wait below still wakes us.
+			wake = b.parked.park(k)
+			timer = time.NewTimer(time.Until(deadline))
+			continue
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return b.renderMessages(req, nil)
+		case <-b.quit:
+			return b.renderMessages(req, nil)
+		case <-ctx.Done():
+			return http.StatusServiceUnavailable, errorBody("read abandoned: " + ctx.Err().Error())
+		}
+	}
+}
+
+// renderMessages writes {"messages": [...], "next": n}; payloads go out as
+// stored (decrypted first for encrypted queues), never re-encoded.
+func (b *Bridge) renderMessages(req fetchRequest, msgs []pgwire.Message) (int, []byte) {
+	out := make([]byte, 0, 64+len(msgs)*256)
+	out = append(out, `{"messages":[`...)
+	next := req.From
+	for i, m := range msgs {
+		payload := m.Frame.Payload
+		if m.Frame.Flags&segment.FlagEncrypted != 0 {
+			if b.sealer == nil {
+				return http.StatusInternalServerError, errorBody(fmt.Sprintf("queue %q holds encrypted messages and no QUEEN_ENCRYPTION_KEY is configured", req.Queue))
+			}
+			plain, err := b.sealer.open(payload)
+			if err != nil {
+				return http.StatusInternalServerError, errorBody(fmt.Sprintf("message at offset %d: %v", m.Offset, err))
+			}
+			payload = plain
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"offset":`...)
+		out = strconv.AppendInt(out, m.Offset, 10)
+		out = append(out, `,"messageId":"`...)
+		out = appendUUID(out, m.Frame.ID)
+		out = append(out, `","transactionId":`...)
+		out = appendJSONString(out, m.Frame.TransactionID)
+		out = append(out, `,"traceId":`...)
+		out = appendJSONString(out, m.Frame.TraceID)
+		out = append(out, `,"payload":`...)
+		out = append(out, payload...)
+		out = append(out, `,"createdAt":"`...)
+		out = m.CreatedAt.UTC().AppendFormat(out, time.RFC3339Nano)
+		out = append(out, `"}`...)
+		next = m.Offset + 1
+	}
+	out = append(out, `],"next":`...)
+	out = strconv.AppendInt(out, next, 10)
+	return http.StatusOK, append(out, '}')
+}
+
+func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request) {
+	tenant, ok := b.tenantOf(r)
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
+		return
+	}
+	q := r.URL.Query()
+	req := fetchRequest{Queue: q.Get("queue"), Partition: q.Get("partition")}
+	var from, limit, wait int64
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"from", &from}, {"limit", &limit}, {"waitMs", &wait}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if p.name == "from" {
+				n, err = strconv.ParseInt(v, 10, 64)
+			}
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, errorBody(p.name+" must be an integer"))
+				return
+			}
+			*p.dst = n
+		}
+	}
+	req.From, req.Limit, req.WaitMs = from, int(limit), int(wait)
+	status, out := b.fetch(r.Context(), tenant, req)
+	writeJSON(w, status, out)
+}
+
+// natsFetch: a parked read may wait for minutes, so it does not take a push
+// worker; it runs on a goroutine of its own, at most Config.MaxParkedFetches
+// at once.
+func (b *Bridge) natsFetch(req micro.Request) {
+	var fr fetchRequest
+	if err := json.Unmarshal(req.Data(), &fr); err != nil {
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, errorBody("fetch body: "+err.Error()))
+		return
+	}
+	b.gate.RLock()
+	defer b.gate.RUnlock()
+	if b.stopping.Load() {
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		return
+	}
+	select {
+	case b.fetchSlots <- struct{}{}:
+	default:
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("too many parked reads"))
+		return
+	}
+	b.calls.Add(1)
+	go func() {
+		defer func() { <-b.fetchSlots; b.calls.Done() }()
+		status, out := b.fetch(context.Background(), [16]byte{}, fr)
+		respondNATS(b.cfg.NATS, req, status, out)
+	}()
+}

@@ -1,0 +1,79 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// Message is one stored message, decoded from its segment.
+type Message struct {
+	Offset    int64
+	Frame     segment.Frame
+	CreatedAt time.Time
+}
+
+// ReadMessages returns up to limit messages of a partition at offsets >=
+// from, in offset order. Offsets removed by retention are skipped; a
+// partition that does not exist reads as empty.
+func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partition string, from int64, limit int) ([]Message, error) {
+	var out []Message
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT s.base_offset, s.created_at, s.payload FROM queen.log_segments s
+			WHERE s.partition_id = (SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+			                        WHERE q.tenant = $1 AND q.name = $2 AND p.name = $3)
+			  AND s.end_offset >= $4
+			ORDER BY s.end_offset LIMIT $5`, pgtype.UUID{Bytes: tenant, Valid: true}, queue, partition, from, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() && len(out) < limit {
+			var base int64
+			var at time.Time
+			var blob []byte
+			if err := rows.Scan(&base, &at, &blob); err != nil {
+				return err
+			}
+			frames, err := segment.UnpackAll(blob)
+			if err != nil {
+				return fmt.Errorf("segment at %d: %w", base, err)
+			}
+			for k, f := range frames {
+				off := base + int64(k)
+				if off >= from && len(out) < limit {
+					out = append(out, Message{Offset: off, Frame: f, CreatedAt: at})
+				}
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: read %s/%s from %d: %w", queue, partition, from, err)
+	}
+	return out, nil
+}
+
+// RetentionResult is what one retention step removed.
+type RetentionResult struct {
+	Partitions int
+	Segments   int64
+	Txns       int64
+}
+
+// RetentionStep runs one bounded retention step (log_retention_step_v1).
+func (db *DB) RetentionStep(ctx context.Context, maxPartitions, batch int) (RetentionResult, error) {
+	var r RetentionResult
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, `SELECT o_partitions, o_segments, o_txns FROM queen.log_retention_step_v1($1, $2)`, maxPartitions, batch).
+			Scan(&r.Partitions, &r.Segments, &r.Txns)
+	})
+	if err != nil {
+		return r, fmt.Errorf("pgwire: retention step: %w", err)
+	}
+	return r, nil
+}
