@@ -46,7 +46,8 @@ type Bridge struct {
 	bg          sync.WaitGroup
 
 	parked            *parked
-	hot               *hotlist
+	hot               *keySet // partitions whose parked reads wake on the next tick
+	toPeers           *keySet // partitions to announce to peers
 	availSub          *nats.Subscription
 	fetchSlots        chan struct{}
 	announced         atomic.Uint64
@@ -71,7 +72,7 @@ func New(cfg Config, m *Metrics) (*Bridge, error) {
 	}
 	b := &Bridge{cfg: cfg, metrics: m, queues: newQueueCache(cfg.DB, cfg.QueueCacheTTL), sealer: s,
 		id: uuid.NewString(), drainKick: make(chan struct{}, 1), quit: make(chan struct{}),
-		parked: newParked(), hot: newHotlist(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
+		parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
 	m.registerFusion(cfg.Fusion)
 	m.registerBridge(b)
 	return b, nil
@@ -104,6 +105,8 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return err
 		}
 		b.availSub = sub
+		b.bg.Add(1)
+		go b.publishLoop()
 		b.work = make(chan func(), 4*b.cfg.Workers)
 		for i := 0; i < b.cfg.Workers; i++ {
 			b.workWG.Add(1)

@@ -14,9 +14,12 @@ import (
 // announced. Locally, the hot-list marks it pending and wakes the partition's
 // parked reads on the next 5 ms tick, so a hot partition costs at most one
 // wake per tick however many pushes it takes. Peers get the announcement at
-// once, batched per request, on <prefix>.v1.available; a bridge ignores its
-// own and feeds peers' into its hot-list. With the hot-list off
-// (QUEEN_HOTLIST=0) announcements wake parked reads directly.
+// once on <prefix>.v1.available: a publisher goroutine sends whatever was
+// marked since its last message, so an idle bridge announces each push right
+// away and a busy one batches many pushes (and their repeated partitions)
+// into one message. The Queen-Origin header lets a bridge drop its own
+// announcements without decoding them; peers' go into its hot-list. With the
+// hot-list off (QUEEN_HOTLIST=0) announcements wake parked reads directly.
 
 // HotlistTick is the period of the coalesced local wake.
 const HotlistTick = 5 * time.Millisecond
@@ -78,20 +81,21 @@ func (p *parked) wake(k partKey) {
 	p.mu.Unlock()
 }
 
-// hotlist collects partitions marked since the last tick. Announcers mark
-// from many goroutines; the hot-list goroutine swaps the set out each tick:
-// a mutex guards the set.
-type hotlist struct {
+// keySet collects partitions marked since it was last taken: the hot-list
+// (taken once per tick) and the peer announcements (taken by the publisher).
+// Announcers mark from many goroutines and one loop takes: a mutex guards
+// the set.
+type keySet struct {
 	mu      sync.Mutex
 	pending map[partKey]struct{}
 	signal  chan struct{} // cap 1: something is pending
 }
 
-func newHotlist() *hotlist {
-	return &hotlist{pending: map[partKey]struct{}{}, signal: make(chan struct{}, 1)}
+func newKeySet() *keySet {
+	return &keySet{pending: map[partKey]struct{}{}, signal: make(chan struct{}, 1)}
 }
 
-func (h *hotlist) mark(k partKey) {
+func (h *keySet) mark(k partKey) {
 	h.mu.Lock()
 	h.pending[k] = struct{}{}
 	h.mu.Unlock()
@@ -101,7 +105,7 @@ func (h *hotlist) mark(k partKey) {
 	}
 }
 
-func (h *hotlist) take() map[partKey]struct{} {
+func (h *keySet) take() map[partKey]struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.pending) == 0 {
@@ -147,24 +151,42 @@ type availableItem struct {
 
 func (b *Bridge) availableSubject() string { return b.cfg.Prefix + ".v1.available" }
 
+// originHeader carries the announcing bridge's id.
+const originHeader = "Queen-Origin"
+
 // announce tells local parked reads and peers that keys have new messages.
 func (b *Bridge) announce(keys []partKey) {
-	if len(keys) == 0 {
-		return
-	}
 	for _, k := range keys {
 		b.notify(k)
+		if b.cfg.NATS != nil {
+			b.toPeers.mark(k)
+		}
 	}
-	if b.cfg.NATS == nil {
-		return
-	}
-	msg := availableMsg{Origin: b.id, Items: make([]availableItem, len(keys))}
-	for i, k := range keys {
-		msg.Items[i] = availableItem{Tenant: uuid.UUID(k.tenant).String(), Queue: k.queue, Partition: k.partition}
-	}
-	data, _ := json.Marshal(msg)
-	if err := b.cfg.NATS.Publish(b.availableSubject(), data); err == nil {
-		b.announced.Add(1)
+}
+
+// publishLoop sends MESSAGE_AVAILABLE with every partition marked since the
+// previous message.
+func (b *Bridge) publishLoop() {
+	defer b.bg.Done()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-b.toPeers.signal:
+		}
+		keys := b.toPeers.take()
+		if len(keys) == 0 {
+			continue
+		}
+		msg := availableMsg{Origin: b.id, Items: make([]availableItem, 0, len(keys))}
+		for k := range keys {
+			msg.Items = append(msg.Items, availableItem{Tenant: uuid.UUID(k.tenant).String(), Queue: k.queue, Partition: k.partition})
+		}
+		data, _ := json.Marshal(msg)
+		out := &nats.Msg{Subject: b.availableSubject(), Data: data, Header: nats.Header{originHeader: []string{b.id}}}
+		if err := b.cfg.NATS.PublishMsg(out); err == nil {
+			b.announced.Add(1)
+		}
 	}
 }
 
@@ -179,6 +201,9 @@ func (b *Bridge) notify(k partKey) {
 
 // onAvailable feeds a peer's announcement into this bridge.
 func (b *Bridge) onAvailable(m *nats.Msg) {
+	if m.Header.Get(originHeader) == b.id {
+		return // our own
+	}
 	var msg availableMsg
 	if json.Unmarshal(m.Data, &msg) != nil || msg.Origin == b.id {
 		return

@@ -202,3 +202,14 @@ func (r *idResolver) id(pid, off int64) [16]byte {
 	r.cache[k] = id
 	return id
 }
+
+// fill reads the hashes stored in (lo, hi] of partition pid for its shard.
+// It touches no shard state: part only travels back with the result.
+func (f *Fusion) fill(s *shard, part *partState, pid, lo, hi int64, window int32) {
+	defer f.flushWG.Done()
+	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.FlushTimeout)
+	hashes, err := f.hashes.StoredHashes(ctx, pid, lo, hi, window)
+	cancel()
+	f.stats.fills.Add(1)
+	s.fills <- &fillResult{part: part, hi: hi, hashes: hashes, err: err}
+}

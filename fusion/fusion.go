@@ -17,6 +17,7 @@ type Fusion struct {
 	shards []*shard
 	vegas  *vegas
 	stats  counters
+	hashes HashSource // the Sink's, when it has one
 
 	// gate orders Submit against Stop: Submit holds it shared while it
 	// checks `stopped` and enqueues; Stop takes it exclusively to set
@@ -50,6 +51,7 @@ func New(cfg Config) (*Fusion, error) {
 		stopping: make(chan struct{}),
 		abort:    make(chan struct{}),
 	}
+	f.hashes, _ = cfg.Sink.(HashSource)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	for i := 0; i < cfg.Shards; i++ {
 		f.shards = append(f.shards, newShard(f, i))

@@ -203,3 +203,24 @@ func (m *memSink) lastVerified(q, p string) int64 {
 	}
 	return -1
 }
+
+// hashingSink is a memSink that can also read stored hashes (HashSource).
+type hashingSink struct{ *memSink }
+
+func (h hashingSink) StoredHashes(_ context.Context, pid, after, upTo int64, window int32) ([]segment.HashAt, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []segment.HashAt
+	for _, p := range h.parts {
+		if p.pid != pid {
+			continue
+		}
+		for off := after + 1; off <= upTo && off <= int64(len(p.frames)); off++ {
+			f := p.frames[off-1]
+			if time.Since(f.at) <= time.Duration(window)*time.Second {
+				out = append(out, segment.HashAt{Hash: f.hash, Offset: off, At: f.at})
+			}
+		}
+	}
+	return out, nil
+}

@@ -28,7 +28,11 @@ type partState struct {
 	verified, latestEnd int64
 	// gapAt is when this bridge last saw offsets written by someone else
 	// (a commit that did not start at latestEnd+1); zero when no gap is open.
-	gapAt time.Time
+	// gapHi is the highest such offset. filling: their hashes are being read
+	// (HashSource), after which verified can jump over them.
+	gapAt   time.Time
+	gapHi   int64
+	filling bool
 
 	recent recentSet
 }
@@ -45,9 +49,9 @@ func (p *partState) committed(base int64, leaders []item, window int32, now time
 	end := base + int64(len(leaders)) - 1
 	if base != p.latestEnd+1 {
 		// (latestEnd, base-1] was written by another writer (another bridge,
-		// or this one before a restart): SQL keeps probing it until it is
-		// older than the window.
-		p.gapAt = now
+		// or this one before a restart): SQL keeps probing it until its
+		// hashes are read (fill) or it is older than the window.
+		p.gapAt, p.gapHi = now, base-1
 	}
 	p.latestEnd = end
 	if p.gapAt.IsZero() {
@@ -56,11 +60,29 @@ func (p *partState) committed(base int64, leaders []item, window int32, now time
 	p.maybeCloseGap(now)
 	if window > 0 {
 		for k, it := range leaders {
-			p.recent.add(it.hash(), base+int64(k), now, p.windowDur())
+			p.recent.add(it.hash(), base+int64(k), now, now, p.windowDur())
 		}
 	} else {
 		p.recent.reset()
 	}
+}
+
+// filled records the hashes stored in (lo, hi], read by a fill, and moves
+// verified over them. It reports whether another gap opened meanwhile and
+// needs a fill of its own.
+func (p *partState) filled(hi int64, hashes []segment.HashAt, now time.Time) (again bool) {
+	for _, h := range hashes {
+		p.recent.add(h.Hash, h.Offset, h.At, now, p.windowDur())
+	}
+	if p.gapHi <= hi {
+		// Every foreign offset this bridge saw is known now; the rest up
+		// to latestEnd is its own writing.
+		p.verified = max(p.verified, p.latestEnd)
+		p.gapAt = time.Time{}
+		return false
+	}
+	p.verified = max(p.verified, hi)
+	return true
 }
 
 // maybeCloseGap lets verified jump over foreign offsets once every one of
@@ -137,7 +159,8 @@ func (s *recentSet) reset() {
 	*s = recentSet{capacity: s.capacity}
 }
 
-func (s *recentSet) add(h [segment.HashSize]byte, off int64, now time.Time, window time.Duration) {
+// add records hash h stored at off, committed at `at`.
+func (s *recentSet) add(h [segment.HashSize]byte, off int64, at, now time.Time, window time.Duration) {
 	if s.byHash == nil {
 		s.byHash = make(map[[segment.HashSize]byte]recentEntry)
 		s.order = make([]recentKey, 0, min(s.capacity, 64))
@@ -153,7 +176,11 @@ func (s *recentSet) add(h [segment.HashSize]byte, off int64, now time.Time, wind
 		}
 	}
 	s.push(recentKey{h, off})
-	s.byHash[h] = recentEntry{off: off, at: now}
+	// The original is the earliest copy still inside the window (a hash can
+	// be stored again once its first copy has left the window).
+	if e, ok := s.byHash[h]; !ok || now.Sub(e.at) > window || (off < e.off && now.Sub(at) <= window) {
+		s.byHash[h] = recentEntry{off: off, at: at}
+	}
 }
 
 func (s *recentSet) lookup(h [segment.HashSize]byte, now time.Time, window time.Duration) (int64, bool) {

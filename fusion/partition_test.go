@@ -12,7 +12,8 @@ func TestForgottenFloorMovesWithTheWindow(t *testing.T) {
 	window := 10 * time.Second
 	t0 := time.Now()
 	for off := int64(1); off <= 40; off++ {
-		s.add([16]byte{byte(off)}, off, t0.Add(time.Duration(off)*time.Second/4), window) // 4 per second
+		at := t0.Add(time.Duration(off) * time.Second / 4) // 4 per second
+		s.add([16]byte{byte(off)}, off, at, at, window)
 	}
 	now := t0.Add(10 * time.Second)
 	if got := s.forgottenFloor(now, window); got != 1 {

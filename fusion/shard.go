@@ -10,11 +10,12 @@ import (
 // by the shard's goroutine (run), except the channels, which are how the rest
 // of the world reaches it.
 type shard struct {
-	f    *Fusion
-	id   int
-	in   chan *request    // submissions (bounded: Config.ShardQueue)
-	done chan *completion // flush completions; never blocks a flush (cap = bundle cap)
-	kick chan struct{}    // a Vegas permit was freed somewhere (cap 1)
+	f     *Fusion
+	id    int
+	in    chan *request    // submissions (bounded: Config.ShardQueue)
+	done  chan *completion // flush completions; never blocks a flush (cap = bundle cap)
+	kick  chan struct{}    // a Vegas permit was freed somewhere (cap 1)
+	fills chan *fillResult // gap reads; never blocks (cap = maxFills)
 
 	parts    map[partKey]*partState
 	ready    []*partState // pending frames, no flush in flight, FIFO
@@ -23,6 +24,21 @@ type shard struct {
 	held     bool // ready partitions wait for a permit or the bundle cap
 	dedup    map[[segment.HashSize]byte]int32
 	lastSwp  time.Time
+
+	fillQueue []*partState // partitions waiting to have a gap read
+	filling   int          // gap reads in flight
+}
+
+// maxFills bounds one shard's gap reads at once: after a restart every
+// partition has a gap, and they should not all query at the same moment.
+const maxFills = 2
+
+// fillResult is a gap read: the hashes stored in (lo, hi] of part.
+type fillResult struct {
+	part   *partState
+	hi     int64
+	hashes []segment.HashAt
+	err    error
 }
 
 // completion is a finished flush, sent to the shard after the Sink call
@@ -39,6 +55,7 @@ func newShard(f *Fusion, id int) *shard {
 		in:    make(chan *request, f.cfg.ShardQueue),
 		done:  make(chan *completion, f.cfg.MaxBundlesPerShard),
 		kick:  make(chan struct{}, 1),
+		fills: make(chan *fillResult, maxFills),
 		parts: map[partKey]*partState{},
 		dedup: map[[segment.HashSize]byte]int32{},
 	}
@@ -68,6 +85,8 @@ func (s *shard) run() {
 			}
 		case c := <-s.done:
 			s.complete(c)
+		case r := <-s.fills:
+			s.filled(r)
 		case <-s.kick:
 		case <-tick:
 			s.sweep()
@@ -192,6 +211,7 @@ func (s *shard) complete(c *completion) {
 			switch r.Status {
 			case segment.Queued:
 				p.committed(r.BaseOffset, seg.leaders, r.WindowSeconds, now)
+				s.maybeFill(p)
 			case segment.Duplicate:
 				p.window = r.WindowSeconds
 				if again := seg.unwritten(r.Dups); len(again) > 0 {
@@ -202,6 +222,45 @@ func (s *shard) complete(c *completion) {
 		}
 		s.markReady(p)
 	}
+}
+
+// maybeFill queues a read of the foreign offsets a commit revealed, when the
+// sink can do it.
+func (s *shard) maybeFill(p *partState) {
+	if s.f.hashes == nil || p.gapAt.IsZero() || p.filling || p.window <= 0 || p.pid == 0 || s.draining {
+		return
+	}
+	p.filling = true
+	s.fillQueue = append(s.fillQueue, p)
+	s.startFills()
+}
+
+func (s *shard) startFills() {
+	for s.filling < maxFills && len(s.fillQueue) > 0 {
+		p := s.fillQueue[0]
+		s.fillQueue[0] = nil
+		s.fillQueue = s.fillQueue[1:]
+		if p.gapHi <= p.verified {
+			p.filling = false
+			continue
+		}
+		s.filling++
+		s.f.flushWG.Add(1)
+		go s.f.fill(s, p, p.pid, p.verified, p.gapHi, p.window)
+	}
+}
+
+// filled applies a gap read; another gap opened meanwhile gets its own.
+func (s *shard) filled(r *fillResult) {
+	s.filling--
+	p := r.part
+	p.filling = false
+	if r.err != nil {
+		s.f.logFillError(r.err, p.pid)
+	} else if p.filled(r.hi, r.hashes, time.Now()) {
+		s.maybeFill(p)
+	}
+	s.startFills()
 }
 
 // failPending answers every frame not yet dispatched with ErrAborted.

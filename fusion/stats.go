@@ -16,6 +16,7 @@ type counters struct {
 	items        atomic.Uint64
 	localDups    atomic.Uint64
 	requeued     atomic.Uint64
+	fills        atomic.Uint64
 }
 
 func (c *counters) bundleDone(segments, items int, err error) {
@@ -35,6 +36,7 @@ type Stats struct {
 	ItemsFired      uint64 // frames sent (leaders)
 	LocalDuplicates uint64 // frames answered from this bridge's recent hashes
 	Requeued        uint64 // frames sent again after a duplicate segment
+	Fills           uint64 // reads of offsets written by another writer
 	VegasLimit      int    // current permit limit
 	PermitsInUse    int    // bundles in flight, all shards
 	PendingBytes    int64  // payload bytes accepted, not yet answered
@@ -50,6 +52,7 @@ func (f *Fusion) Stats() Stats {
 		ItemsFired:      f.stats.items.Load(),
 		LocalDuplicates: f.stats.localDups.Load(),
 		Requeued:        f.stats.requeued.Load(),
+		Fills:           f.stats.fills.Load(),
 		VegasLimit:      limit,
 		PermitsInUse:    inUse,
 		PendingBytes:    f.pendingBytes.Load(),
@@ -92,11 +95,18 @@ func (f *Fusion) summaryLoop() {
 var (
 	bundleErrLog = every.New(time.Second)
 	idErrLog     = every.New(time.Second)
+	fillErrLog   = every.New(time.Second)
 )
 
 func (f *Fusion) logBundleError(err error, segments, items int) {
 	if bundleErrLog.Allow() {
 		f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Int("segments", segments).Int("items", items).Msg("bundle failed; its frames are answered error")
+	}
+}
+
+func (f *Fusion) logFillError(err error, pid int64) {
+	if fillErrLog.Allow() {
+		f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Int64("partition_id", pid).Msg("reading another writer's hashes failed; the probe keeps covering them")
 	}
 }
 

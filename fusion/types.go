@@ -18,6 +18,15 @@ type Sink interface {
 	SegmentAt(ctx context.Context, pid, off int64) (segment.Stored, error)
 }
 
+// HashSource is implemented by Sinks that can read back the hashes stored in
+// a range of a partition (pgwire.DB does). With it, fusion reads a range
+// written by another writer (another bridge, or this one before a restart)
+// once and then stops probing it; without it, the probe keeps covering the
+// range until the range is older than the window.
+type HashSource interface {
+	StoredHashes(ctx context.Context, pid, after, upTo int64, window int32) ([]segment.HashAt, error)
+}
+
 // Status is a frame's verdict.
 type Status uint8
 

@@ -167,3 +167,29 @@ func TestTenantsAccumulateSeparately(t *testing.T) {
 		}
 	}
 }
+
+// Offsets written by another writer are read once (HashSource); from then on
+// the probe starts above them and repeats of them are answered locally.
+func TestForeignRangeIsReadOnceThenSkipped(t *testing.T) {
+	sink := newMemSink(t)
+	sink.foreignWrite("q", "p", "x1", "x2", "x3") // offsets 1..3, e.g. before a restart
+	f := startFusion(t, hashingSink{sink}, nil)
+	if v := submit(t, f, "q", "p", "a"); statuses(v) != "queued@4" {
+		t.Fatalf("verdict %s", statuses(v))
+	}
+	if got := sink.lastVerified("q", "p"); got != 0 {
+		t.Fatalf("first flush of an unseen partition sent verified %d, want 0", got)
+	}
+	waitFor(t, "the gap read", func() bool { return f.Stats().Fills == 1 })
+	calls := sink.callCount()
+	if v := submit(t, f, "q", "p", "x2"); statuses(v) != "duplicate@2" || sink.callCount() != calls {
+		t.Fatalf("a repeat of a foreign frame: %s (sink calls %d -> %d)", statuses(v), calls, sink.callCount())
+	}
+	submit(t, f, "q", "p", "b")
+	if got := sink.lastVerified("q", "p"); got != 4 {
+		t.Fatalf("verified sent %d after the gap was read, want 4", got)
+	}
+	if f.Stats().Fills != 1 {
+		t.Fatalf("%d gap reads, want 1", f.Stats().Fills)
+	}
+}

@@ -67,3 +67,11 @@ type Stored struct {
 	CreatedAt   time.Time
 	Blob        []byte
 }
+
+// HashAt is one stored frame's deduplication hash, its offset, and when its
+// segment was committed.
+type HashAt struct {
+	Hash   [HashSize]byte
+	Offset int64
+	At     time.Time
+}

@@ -35,6 +35,7 @@ type config struct {
 	httpTokens                      string
 	logLevel, logFormat             string
 	shutdownTimeout                 time.Duration
+	pprofAddr                       string
 }
 
 type setting struct {
@@ -86,6 +87,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 key for encrypted queues, 64 hex characters", str(&c.encryptionKeyHex)},
 		{"QUEEN_HTTP_TOKENS", "", "bearer tokens for HTTP: token=tenant-uuid,... (empty: no authentication)", str(&c.httpTokens)},
 		{"QUEEN_LOG_LEVEL", "info", "debug, info, warn, error", str(&c.logLevel)},
+		{"QUEEN_PPROF_ADDR", "", "serve net/http/pprof on this address (empty: off)", str(&c.pprofAddr)},
 		{"QUEEN_LOG_FORMAT", "json", "json, or console for people", str(&c.logFormat)},
 		{"QUEEN_SHUTDOWN_TIMEOUT_MS", "30000", "how long SIGINT/SIGTERM waits for in-flight work, ms", func(v string) error {
 			n, err := strconv.Atoi(v)

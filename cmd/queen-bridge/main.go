@@ -140,6 +140,13 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		_ = fu.Stop(context.Background())
 		return err
 	}
+	if cfg.pprofAddr != "" {
+		stopPprof, err := servePprof(cfg.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	log.Info().Str("target", "bridge").Str("nats", natsWhere).Str("subject", cfg.natsPrefix+".v1.push").
 		Str("http", orOff(br.HTTPAddr())).Str("postgres", pgWhere).Str("spool", cfg.spoolDir).
 		Int64("spooled", sp.Stats().Records).Msg("queen-bridge ready")
