@@ -27,69 +27,90 @@ func (e *badRequest) Error() string { return e.msg }
 
 func badf(format string, args ...any) error { return &badRequest{msg: fmt.Sprintf(format, args...)} }
 
+// notJSON is the 400 for a body that does not parse.
+func notJSON(err error) error { return badf("body is not JSON: %v", err) }
+
+// members walks the object at the cursor (a '{'), calling fn with each
+// member's name (unescaped) with the cursor on its value; fn consumes the
+// value. The name is only valid during the call: switch on string(name)
+// does not allocate.
+func (s *scanner) members(fn func(name []byte) error) error {
+	s.i++ // '{'
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		key, esc, err := s.str()
+		if err != nil {
+			return notJSON(err)
+		}
+		if err := s.consume(':'); err != nil {
+			return notJSON(err)
+		}
+		if esc {
+			key = []byte(unescape(key))
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case '}':
+			s.i++
+			return nil
+		case ',':
+			s.i++
+		default:
+			return notJSON(s.errAt("expected ',' or '}'"))
+		}
+	}
+}
+
+// skip consumes one value; what it is does not matter, only that it parses.
+func (s *scanner) skip(depth int) error {
+	if _, err := s.value(depth); err != nil {
+		return notJSON(err)
+	}
+	return nil
+}
+
 // decodePush parses and validates a push body. Every item is checked before
 // anything is returned; the first invalid one rejects the whole body.
 func decodePush(body []byte) ([]pushItem, error) {
 	s := &scanner{b: body}
 	if s.peek() != '{' {
-		if _, err := s.value(0); err != nil {
-			return nil, badf("body is not JSON: %v", err)
+		if err := s.skip(0); err != nil {
+			return nil, err
 		}
 		return nil, badf("body must be a JSON object with an items array")
 	}
-	s.i++
 	var items []pushItem
 	seen := false
-	if s.peek() == '}' {
-		s.i++
-	} else {
-		for {
-			key, esc, err := s.str()
-			if err != nil {
-				return nil, badf("body is not JSON: %v", err)
-			}
-			if err := s.consume(':'); err != nil {
-				return nil, badf("body is not JSON: %v", err)
-			}
-			if keyIs(key, esc, "items") {
-				if s.peek() != '[' {
-					if _, err := s.value(0); err != nil {
-						return nil, badf("body is not JSON: %v", err)
-					}
-					return nil, badf("items must be an array")
-				}
-				if items, err = decodeItems(s); err != nil {
-					return nil, err
-				}
-				seen = true
-			} else if _, err := s.value(0); err != nil {
-				return nil, badf("body is not JSON: %v", err)
-			}
-			c := s.peek()
-			if c == '}' {
-				s.i++
-				break
-			}
-			if c != ',' {
-				return nil, badf("body is not JSON: %v", s.errAt("expected ',' or '}'"))
-			}
-			s.i++
+	err := s.members(func(name []byte) error {
+		if string(name) != "items" {
+			return s.skip(0)
 		}
+		if s.peek() != '[' {
+			if err := s.skip(0); err != nil {
+				return err
+			}
+			return badf("items must be an array")
+		}
+		var err error
+		items, err = decodeItems(s)
+		seen = true
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if s.peek() != 0 {
-		return nil, badf("body is not JSON: %v", s.errAt("data after the top-level value"))
+		return nil, notJSON(s.errAt("data after the top-level value"))
 	}
 	if !seen {
 		return nil, badf("items is required")
 	}
 	return items, nil
-}
-
-func keyIs(raw []byte, escaped bool, name string) bool {
-	if escaped {
-		return unescape(raw) == name
-	}
-	return string(raw) == name
 }
 
 func decodeItems(s *scanner) ([]pushItem, error) {
@@ -112,7 +133,7 @@ func decodeItems(s *scanner) ([]pushItem, error) {
 			s.i++
 			return items, nil
 		default:
-			return nil, badf("body is not JSON: %v", s.errAt("expected ',' or ']'"))
+			return nil, notJSON(s.errAt("expected ',' or ']'"))
 		}
 	}
 }
@@ -125,66 +146,37 @@ type field struct {
 }
 
 func decodeItem(s *scanner, idx int) (pushItem, error) {
-	if s.peek() != '{' {
-		if _, err := s.value(1); err != nil {
-			return pushItem{}, badf("body is not JSON: %v", err)
-		}
-		return pushItem{}, badf("items[%d] must be an object", idx)
-	}
-	s.i++
-	var queue, partition, txid, trace field
 	it := pushItem{Payload: nullPayload}
-	if s.peek() == '}' {
-		s.i++
-	} else {
-		for {
-			key, esc, err := s.str()
-			if err != nil {
-				return it, badf("body is not JSON: %v", err)
-			}
-			if err := s.consume(':'); err != nil {
-				return it, badf("body is not JSON: %v", err)
-			}
-			name := string(key)
-			if esc {
-				name = unescape(key)
-			}
-			var dst *field
-			switch name {
-			case "queue":
-				dst = &queue
-			case "partition":
-				dst = &partition
-			case "transactionId":
-				dst = &txid
-			case "traceId":
-				dst = &trace
-			}
-			if dst != nil {
-				if err := scanField(s, dst); err != nil {
-					return it, err
-				}
-			} else {
-				v, err := s.value(2)
-				if err != nil {
-					return it, badf("body is not JSON: %v", err)
-				}
-				if name == "payload" {
-					it.Payload = v
-				}
-			}
-			c := s.peek()
-			if c == '}' {
-				s.i++
-				break
-			}
-			if c != ',' {
-				return it, badf("body is not JSON: %v", s.errAt("expected ',' or '}'"))
-			}
-			s.i++
+	if s.peek() != '{' {
+		if err := s.skip(1); err != nil {
+			return it, err
 		}
+		return it, badf("items[%d] must be an object", idx)
 	}
-	var err error
+	var queue, partition, txid, trace field
+	err := s.members(func(name []byte) error {
+		switch string(name) {
+		case "queue":
+			return scanField(s, &queue)
+		case "partition":
+			return scanField(s, &partition)
+		case "transactionId":
+			return scanField(s, &txid)
+		case "traceId":
+			return scanField(s, &trace)
+		case "payload":
+			v, err := s.value(2)
+			if err != nil {
+				return notJSON(err)
+			}
+			it.Payload = v
+			return nil
+		}
+		return s.skip(2)
+	})
+	if err != nil {
+		return it, err
+	}
 	label := func(name string) string { return fmt.Sprintf("items[%d].%s", idx, name) }
 	if it.Queue, err = checkName(label("queue"), queue, true, 1); err != nil {
 		return it, err
@@ -210,7 +202,7 @@ func scanField(s *scanner, f *field) error {
 	case '"':
 		raw, esc, err := s.str()
 		if err != nil {
-			return badf("body is not JSON: %v", err)
+			return notJSON(err)
 		}
 		f.set, f.str = true, true
 		if esc {
@@ -221,13 +213,13 @@ func scanField(s *scanner, f *field) error {
 		return nil
 	case 'n':
 		if _, err := s.literal("null"); err != nil {
-			return badf("body is not JSON: %v", err)
+			return notJSON(err)
 		}
 		*f = field{}
 		return nil
 	default:
-		if _, err := s.value(2); err != nil {
-			return badf("body is not JSON: %v", err)
+		if err := s.skip(2); err != nil {
+			return err
 		}
 		f.set, f.str = true, false
 		return nil

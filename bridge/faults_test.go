@@ -14,36 +14,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queenbridge/queenbridge/embedded"
-	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // storedTxids counts every stored frame of queue by transactionId.
 func storedTxids(t testing.TB, n *node, queue string) map[string]int {
 	t.Helper()
-	rows, err := n.db.Pool().Query(context.Background(), `SELECT s.payload FROM queen.log_segments s
-		JOIN queen.log_partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var blob []byte
-		if err := rows.Scan(&blob); err != nil {
-			t.Fatal(err)
-		}
-		frames, err := segment.UnpackAll(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range frames {
-			out[f.TransactionID]++
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testkit.StoredTransactionIDs(t, n.db.Pool(), queue)
 }
 
 func waitUntil(t testing.TB, what string, limit time.Duration, cond func() bool) {

@@ -67,16 +67,26 @@ func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 	return body, 0, nil
 }
 
-func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
+// request resolves the tenant and reads the body; on failure it has
+// answered already and reports false.
+func (b *Bridge) request(w http.ResponseWriter, r *http.Request) ([16]byte, []byte, bool) {
 	tenant, ok := b.tenantOf(r)
 	if !ok {
 		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
-		return
+		return tenant, nil, false
 	}
 	body, status, err := b.readBody(w, r)
 	if err != nil {
-		b.metrics.requests.WithLabelValues("http").Inc()
 		writeJSON(w, status, errorBody(err.Error()))
+		return tenant, nil, false
+	}
+	return tenant, body, true
+}
+
+func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
+	tenant, body, ok := b.request(w, r)
+	if !ok {
+		b.metrics.requests.WithLabelValues("http").Inc()
 		return
 	}
 	type answer struct {
@@ -90,14 +100,8 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
 }
 
 func (b *Bridge) httpConfigure(w http.ResponseWriter, r *http.Request) {
-	tenant, ok := b.tenantOf(r)
+	tenant, body, ok := b.request(w, r)
 	if !ok {
-		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
-		return
-	}
-	body, status, err := b.readBody(w, r)
-	if err != nil {
-		writeJSON(w, status, errorBody(err.Error()))
 		return
 	}
 	status, out := b.configure(r.Context(), tenant, body)

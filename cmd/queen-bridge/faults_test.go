@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/segment"
 )
 
 func post(addr, path, body string) (int, []byte, error) {
@@ -130,25 +130,7 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Pool().Query(context.Background(), `SELECT payload FROM queen.log_segments`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := map[string]int{}
-	for rows.Next() {
-		var blob []byte
-		if err := rows.Scan(&blob); err != nil {
-			t.Fatal(err)
-		}
-		frames, err := segment.UnpackAll(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range frames {
-			stored[f.TransactionID]++
-		}
-	}
-	rows.Close()
+	stored := testkit.StoredTransactionIDs(t, db.Pool(), "")
 	for tx, st := range a.txs {
 		if stored[tx] != 1 {
 			t.Errorf("%s answered %s, stored %d times", tx, st, stored[tx])

@@ -1,0 +1,4 @@
+// Package testkit holds test helpers that need the project's own packages
+// (testenv must not import them): reading back what a test stored.
+// Only _test.go files of other packages import it.
+package testkit
