@@ -49,10 +49,12 @@ type Bridge struct {
 	hot               *keySet // partitions whose parked reads wake on the next tick
 	toPeers           *keySet // partitions to announce to peers
 	availSub          *nats.Subscription
+	queueSub          *nats.Subscription
 	fetchSlots        chan struct{}
 	announced         atomic.Uint64
 	peerAnnouncements atomic.Uint64
 	retainedSegments  atomic.Uint64
+	queueSettings     atomic.Uint64 // queue settings taken from peers
 
 	stopOnce sync.Once
 	stopErr  error
@@ -105,6 +107,9 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return err
 		}
 		b.availSub = sub
+		if b.queueSub, err = b.cfg.NATS.Subscribe(b.queueChangedSubject(), b.onQueueChanged); err != nil {
+			return err
+		}
 		b.bg.Add(1)
 		go b.publishLoop()
 		b.work = make(chan func(), 4*b.cfg.Workers)
@@ -176,7 +181,7 @@ func (b *Bridge) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", ctx.Err()))
 		}
 		close(b.quit)
-		for _, sub := range []*nats.Subscription{b.maintSub, b.availSub} {
+		for _, sub := range []*nats.Subscription{b.maintSub, b.availSub, b.queueSub} {
 			if sub != nil {
 				_ = sub.Unsubscribe()
 			}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
@@ -59,8 +60,44 @@ func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (i
 		return http.StatusInternalServerError, errorBody(err.Error())
 	}
 	b.queues.put(queueKey{tenant, q.Name}, q.Options)
-	out, _ := json.Marshal(configureAnswer{Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task, Options: q.Options})
+	ans := configureAnswer{Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task, Options: q.Options}
+	out, _ := json.Marshal(ans)
+	b.broadcastQueue(out)
 	return http.StatusOK, out
+}
+
+// Queue settings are cached for QueueCacheTTL; a change is broadcast on
+// <prefix>.v1.queue.changed so that peers drop their cached copy at once
+// rather than, say, writing plaintext to a queue that was just switched to
+// encryption for the rest of their TTL.
+
+func (b *Bridge) queueChangedSubject() string { return b.cfg.Prefix + ".v1.queue.changed" }
+
+func (b *Bridge) broadcastQueue(answer []byte) {
+	if b.cfg.NATS == nil {
+		return
+	}
+	msg := &nats.Msg{Subject: b.queueChangedSubject(), Data: answer, Header: nats.Header{originHeader: []string{b.id}}}
+	if err := b.cfg.NATS.PublishMsg(msg); err != nil {
+		b.cfg.Logger.Warn().Str("target", "bridge").Err(err).Msg("queue settings broadcast failed; peers keep their copy for up to the cache TTL")
+	}
+}
+
+// onQueueChanged takes a peer's new queue settings into the cache.
+func (b *Bridge) onQueueChanged(m *nats.Msg) {
+	if m.Header.Get(originHeader) == b.id {
+		return
+	}
+	var a configureAnswer
+	if json.Unmarshal(m.Data, &a) != nil {
+		return
+	}
+	tenant, err := uuid.Parse(a.Tenant)
+	if err != nil {
+		return
+	}
+	b.queues.put(queueKey{tenant, a.Queue}, a.Options)
+	b.queueSettings.Add(1)
 }
 
 // errorMessage extracts msg from {"error": msg}, or "".

@@ -106,6 +106,8 @@ func (m *Metrics) registerBridge(b *Bridge) {
 			func() float64 { return float64(b.announced.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_available_received_total", Help: "MESSAGE_AVAILABLE announcements received from peers."},
 			func() float64 { return float64(b.peerAnnouncements.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_queue_settings_received_total", Help: "Queue settings changes taken from peers."},
+			func() float64 { return float64(b.queueSettings.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_retention_segments_removed_total", Help: "Segments removed by retention."},
 			func() float64 { return float64(b.retainedSegments.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_pg_statement_timeouts_total", Help: "Bundle calls cancelled at the statement timeout."},

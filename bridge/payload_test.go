@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -94,5 +95,23 @@ func TestEncryptedQueueWithoutKeyFailsTheItem(t *testing.T) {
 	}
 	if c := n.count(`SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'secret'`); c != 0 {
 		t.Fatal("an item of an encrypted queue was stored without a key")
+	}
+}
+
+// A queue switched to encryption through one bridge is encrypted by its peer
+// from then on, without waiting for the peer's cached settings to expire.
+func TestEncryptionSwitchReachesPeers(t *testing.T) {
+	a := newNode(t, nodeOpts{key: testKey})
+	b := newNode(t, nodeOpts{key: testKey, dsn: a.db.Pool().Config().ConnConfig.ConnString(), prefix: a.prefix})
+	b.pushHTTP(items(`{"queue":"turned","payload":"before"}`)) // b caches: plaintext
+	if status, out := a.post("/api/v1/configure", []byte(`{"queue":"turned","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	waitUntil(t, "the peer to take the new settings", 10*time.Second, func() bool {
+		return metricValue(t, b, "queen_queue_settings_received_total") >= 1
+	})
+	rs := b.pushHTTP(items(`{"queue":"turned","payload":"after"}`))
+	if f := storedFrame(t, b, "turned", "Default", rs[0].Offset); f.Flags&segment.FlagEncrypted == 0 || bytes.Contains(f.Payload, []byte("after")) {
+		t.Fatalf("the peer stored %q unencrypted after the switch", f.Payload)
 	}
 }
