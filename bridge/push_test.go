@@ -209,3 +209,21 @@ func TestBearerTokensSelectTheTenant(t *testing.T) {
 		t.Fatalf("the token's tenant has %d queues", c)
 	}
 }
+
+// A window raised through configure covers what was written before it:
+// a repeat of a message pushed at window 0 is a duplicate once the window is
+// 60 s.
+func TestWindowGrowthViaConfigure(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	if status, out := n.post("/api/v1/configure", []byte(`{"queue":"grow","options":{"dedupWindowSeconds":0}}`)); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	first := n.pushHTTP(items(item("grow", "p", "a")))[0]
+	if status, out := n.post("/api/v1/configure", []byte(`{"queue":"grow","options":{"dedupWindowSeconds":60}}`)); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	n.pushHTTP(items(item("grow", "p", "b")))
+	if r := n.pushHTTP(items(item("grow", "p", "a")))[0]; r.Status != "duplicate" || r.MessageID != first.MessageID {
+		t.Fatalf("repeat after the window grew: %+v, original %+v", r, first)
+	}
+}

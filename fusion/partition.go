@@ -43,9 +43,23 @@ func newPartState(k partKey, capacity int) *partState {
 
 func (p *partState) windowDur() time.Duration { return time.Duration(p.window) * time.Second }
 
+// setWindow records the queue's window as the latest result reports it. A
+// larger window than before brings frames back inside it that this bridge no
+// longer remembers (expired under the old window, or never kept at window
+// 0), although verified vouches for them. So everything up to latestEnd is
+// reopened to the probe, as if another writer had written it; with a
+// HashSource a fill reads it back once.
+func (p *partState) setWindow(w int32, now time.Time) {
+	if p.window >= 0 && w > p.window && p.latestEnd > 0 {
+		p.verified = 0
+		p.gapAt, p.gapHi = now, max(p.gapHi, p.latestEnd)
+	}
+	p.window = w
+}
+
 // committed records a queued segment at base whose frames are leaders.
 func (p *partState) committed(base int64, leaders []item, window int32, now time.Time) {
-	p.window = window
+	p.setWindow(window, now)
 	end := base + int64(len(leaders)) - 1
 	if base != p.latestEnd+1 {
 		// (latestEnd, base-1] was written by another writer (another bridge,

@@ -213,7 +213,7 @@ func (s *shard) complete(c *completion) {
 				p.committed(r.BaseOffset, seg.leaders, r.WindowSeconds, now)
 				s.maybeFill(p)
 			case segment.Duplicate:
-				p.window = r.WindowSeconds
+				p.setWindow(r.WindowSeconds, now)
 				if again := seg.unwritten(r.Dups); len(again) > 0 {
 					p.pending = append(again, p.pending...)
 					s.f.stats.requeued.Add(uint64(len(again)))

@@ -193,3 +193,25 @@ func TestForeignRangeIsReadOnceThenSkipped(t *testing.T) {
 		t.Fatalf("%d gap reads, want 1", f.Stats().Fills)
 	}
 }
+
+// When a queue's window grows, frames this bridge forgot (or, at window 0,
+// never kept) are inside the window again: the probe must cover them.
+func TestWindowGrowthReopensTheProbe(t *testing.T) {
+	for _, name := range []string{"plain", "hashing"} {
+		t.Run(name, func(t *testing.T) {
+			sink := newMemSink(t)
+			var s Sink = sink
+			if name == "hashing" {
+				s = hashingSink{sink}
+			}
+			sink.setWindow("q", "p", 0)
+			f := startFusion(t, s, nil)
+			submit(t, f, "q", "p", "a") // window 0: not kept locally
+			sink.setWindow("q", "p", 60)
+			submit(t, f, "q", "p", "b") // the result tells fusion the window is 60 now
+			if v := submit(t, f, "q", "p", "a"); statuses(v) != "duplicate@1" {
+				t.Fatalf("a repeat after the window grew: %s, want duplicate@1", statuses(v))
+			}
+		})
+	}
+}
