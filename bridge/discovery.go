@@ -12,8 +12,9 @@ import (
 
 // Discovery: after a push is answered, every partition it wrote to is
 // announced. Locally, the hot-list marks it pending and wakes the partition's
-// parked reads on the next 5 ms tick, so a hot partition costs at most one
-// wake per tick however many pushes it takes. Peers get the announcement at
+// parked reads at most once per 5 ms tick (at once when the partition was
+// quiet), so a hot partition costs at most one wake per tick however many
+// pushes it takes. Peers get the announcement at
 // once on <prefix>.v1.available: a publisher goroutine sends whatever was
 // marked since its last message, so an idle bridge announces each push right
 // away and a busy one batches many pushes (and their repeated partitions)
@@ -116,8 +117,11 @@ func (h *keySet) take() map[partKey]struct{} {
 	return out
 }
 
-// hotlistLoop wakes marked partitions once per tick, and only while there
-// are marks: an idle bridge does not tick.
+// hotlistLoop wakes marked partitions at most once per tick. The first mark
+// after a quiet tick wakes at once (an idle partition's reader hears of a
+// push without waiting for a tick); marks that arrive during the following
+// tick gather and are woken together when it ends. An idle bridge does not
+// tick.
 func (b *Bridge) hotlistLoop() {
 	defer b.bg.Done()
 	for {
@@ -126,13 +130,13 @@ func (b *Bridge) hotlistLoop() {
 			return
 		case <-b.hot.signal:
 		}
-		select { // let the tick's marks gather
+		for k := range b.hot.take() {
+			b.parked.wake(k)
+		}
+		select { // the tick: what is marked now waits for its end
 		case <-b.quit:
 			return
 		case <-time.After(HotlistTick):
-		}
-		for k := range b.hot.take() {
-			b.parked.wake(k)
 		}
 	}
 }
