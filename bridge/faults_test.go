@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 )
@@ -157,18 +156,7 @@ func TestStatementTimeoutBuffersAndDrains(t *testing.T) {
 	n := newNode(t, nodeOpts{stmtTO: 300 * time.Millisecond})
 	n.pushHTTP(items(item("locked", "p", "first")))
 	ctx := context.Background()
-	locker, err := pgx.Connect(ctx, n.db.Pool().Config().ConnConfig.ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.log_partitions WHERE name = 'p' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	release := testkit.LockPartition(t, n.db.Pool().Config().ConnConfig.ConnString(), "p")
 	rs := n.pushHTTP(items(item("locked", "p", "a"), item("locked", "p", "b")))
 	for _, r := range rs {
 		if r.Status != "buffered" || r.MessageID == "" {
@@ -196,9 +184,7 @@ func TestStatementTimeoutBuffersAndDrains(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	waitUntil(t, "the drain to store the buffered items", 30*time.Second, func() bool { return n.sp.Stats().Records == 0 })
 	stored := storedTxids(t, n, "locked")
 	if stored["a"] != 1 || stored["b"] != 1 || stored["first"] != 1 {

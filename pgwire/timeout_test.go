@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -29,18 +29,7 @@ func TestStatementTimeoutCancelsAndQuarantines(t *testing.T) {
 	}
 	push(t, db, write("q", "p", "a"))
 
-	locker, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.log_partitions WHERE name = 'p' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	release := testkit.LockPartition(t, dsn, "p")
 	_, err = db.PushBundle(ctx, []segment.Write{write("q", "p", "b")})
 	if !pgwire.IsTimeout(err) || !errors.Is(err, pgwire.ErrStatementTimeout) {
 		t.Fatalf("want a statement timeout, got %v", err)
@@ -65,9 +54,7 @@ func TestStatementTimeoutCancelsAndQuarantines(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if r := push(t, db, write("q", "p", "b"))[0]; r.Status != segment.Queued || r.BaseOffset != 2 {
 		t.Fatalf("after the lock is released: %+v", r)
 	}
