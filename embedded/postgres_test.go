@@ -189,3 +189,28 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// A data directory below a parent of mode 0700 (like /root): run as root,
+// PostgreSQL runs as the postgres account, which cannot reach it, so the
+// cluster goes to a stable place under /var/lib/queenbridge and DataDir says
+// so. Run as anyone else, PostgreSQL runs as that user and uses it.
+func TestUnreachableDataDirFallsBack(t *testing.T) {
+	private := t.TempDir() // mode 0700, owned by the user running the tests
+	want := filepath.Join(private, "pg")
+	pg := startPG(t, want)
+	defer func() {
+		pg.Stop(context.Background())
+		if pg.DataDir() != want {
+			os.RemoveAll(pg.DataDir())
+		}
+	}()
+	if os.Geteuid() != 0 {
+		if pg.DataDir() != want {
+			t.Fatalf("not root: data dir %s, want %s", pg.DataDir(), want)
+		}
+		return
+	}
+	if pg.DataDir() == want || !strings.HasPrefix(pg.DataDir(), "/var/lib/queenbridge/pg-") {
+		t.Fatalf("data dir %s, want a fallback under /var/lib/queenbridge", pg.DataDir())
+	}
+}

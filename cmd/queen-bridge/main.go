@@ -79,6 +79,10 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 			}
 		}()
 		dsn, pgWhere = pg.DSN(), fmt.Sprintf("embedded 127.0.0.1:%d, data %s", pg.Port(), pg.DataDir())
+		if want, _ := filepath.Abs(filepath.Join(cfg.dataDir, "pg")); pg.DataDir() != want {
+			log.Warn().Str("target", "bridge").Str("wanted", want).Str("using", pg.DataDir()).
+				Msg("the postgres account cannot reach the data directory (a parent is not searchable); the embedded cluster lives elsewhere")
+		}
 	}
 	natsURL, natsWhere := cfg.natsURL, "external "+cfg.natsURL
 	if natsURL == "" {
