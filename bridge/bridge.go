@@ -132,7 +132,11 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return fmt.Errorf("bridge: http listen %s: %w", b.cfg.HTTPAddr, err)
 		}
 		b.httpLn = ln
-		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+		// Reading a request (a body of up to MaxBodyBytes) and idling are
+		// bounded; writing is not, because a parked read holds its answer
+		// for up to its waitMs.
+		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 		go func() {
 			if err := b.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				b.cfg.Logger.Error().Str("target", "bridge").Err(err).Msg("http server stopped")
