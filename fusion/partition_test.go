@@ -8,7 +8,7 @@ import (
 // The forgotten floor follows the window: once the oldest forgotten frames
 // are older than the window, the floor moves up to newer forgotten ones.
 func TestForgottenFloorMovesWithTheWindow(t *testing.T) {
-	s := newRecentSet(16) // chunks of one entry
+	s := newRecentTable(16) // chunks of one entry
 	window := 10 * time.Second
 	t0 := time.Now()
 	for off := int64(1); off <= 40; off++ {
