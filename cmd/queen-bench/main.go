@@ -47,7 +47,7 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long to push")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
-	if err := run(o); err != nil {
+	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "queen-bench:", err)
 		os.Exit(1)
 	}
@@ -81,7 +81,7 @@ func (s *stats) percentiles(from int) (p50, p99 time.Duration) {
 	return l[len(l)/2], l[len(l)*99/100]
 }
 
-func run(o options) error {
+func run(o options, out io.Writer) error {
 	if o.clients < 1 || o.items < 1 || o.partitions < 1 || o.queues < 1 {
 		return fmt.Errorf("clients, items, partitions and queues must be at least 1")
 	}
@@ -146,7 +146,7 @@ func run(o options) error {
 	for {
 		select {
 		case <-done:
-			report(o, st, time.Since(start))
+			report(out, o, st, time.Since(start))
 			return nil
 		case <-tick.C:
 			items := st.items.Load()
@@ -154,14 +154,14 @@ func run(o options) error {
 			n := len(st.lat)
 			st.mu.Unlock()
 			p50, p99 := st.percentiles(lastLat)
-			fmt.Printf("%5.0fs  %8d items/s  p50 %-8s p99 %-8s errors %d\n", time.Since(start).Seconds(), items-lastItems,
+			fmt.Fprintf(out, "%5.0fs  %8d items/s  p50 %-8s p99 %-8s errors %d\n", time.Since(start).Seconds(), items-lastItems,
 				p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), st.errors.Load())
 			lastItems, lastLat = items, n
 		}
 	}
 }
 
-func report(o options, st *stats, elapsed time.Duration) {
+func report(out io.Writer, o options, st *stats, elapsed time.Duration) {
 	p50, p99 := st.percentiles(0)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -171,18 +171,18 @@ func report(o options, st *stats, elapsed time.Duration) {
 			max = d
 		}
 	}
-	fmt.Printf("\n%s, %d clients, %d items/request, %d partitions over %d queues, %d-byte payloads, %s\n",
+	fmt.Fprintf(out, "\n%s, %d clients, %d items/request, %d partitions over %d queues, %d-byte payloads, %s\n",
 		o.transport, o.clients, o.items, o.partitions, o.queues, o.payload, elapsed.Round(time.Millisecond))
-	fmt.Printf("requests   %d (%.0f/s), errors %d\n", st.requests.Load(), float64(st.requests.Load())/elapsed.Seconds(), st.errors.Load())
-	fmt.Printf("items      %d (%.0f/s)\n", st.items.Load(), float64(st.items.Load())/elapsed.Seconds())
-	fmt.Printf("latency    p50 %s  p99 %s  max %s\n", p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), max.Round(10*time.Microsecond))
+	fmt.Fprintf(out, "requests   %d (%.0f/s), errors %d\n", st.requests.Load(), float64(st.requests.Load())/elapsed.Seconds(), st.errors.Load())
+	fmt.Fprintf(out, "items      %d (%.0f/s)\n", st.items.Load(), float64(st.items.Load())/elapsed.Seconds())
+	fmt.Fprintf(out, "latency    p50 %s  p99 %s  max %s\n", p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), max.Round(10*time.Microsecond))
 	keys := make([]string, 0, len(st.statuses))
 	for k := range st.statuses {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Printf("status     %-10s %d\n", k, st.statuses[k])
+		fmt.Fprintf(out, "status     %-10s %d\n", k, st.statuses[k])
 	}
 }
 
