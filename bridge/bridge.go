@@ -99,7 +99,7 @@ func (b *Bridge) Start(ctx context.Context) error {
 	}
 	if b.cfg.RetentionInterval > 0 {
 		b.bg.Add(1)
-		go b.retentionLoop()
+		go b.tickLoop(b.cfg.RetentionInterval, b.retentionStep)
 	}
 	if b.cfg.NATS != nil {
 		sub, err := b.cfg.NATS.Subscribe(b.availableSubject(), b.onAvailable)

@@ -71,25 +71,31 @@ func (b *Bridge) startMaintenance(ctx context.Context) error {
 		b.maintSub = sub
 	}
 	b.bg.Add(1)
-	go func() {
-		defer b.bg.Done()
-		t := time.NewTicker(b.cfg.MaintenancePoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.quit:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			on, err := b.cfg.DB.Maintenance(ctx)
-			cancel()
-			if err == nil {
-				b.applyMaintenance(on)
-			}
+	go b.tickLoop(b.cfg.MaintenancePoll, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		on, err := b.cfg.DB.Maintenance(ctx)
+		cancel()
+		if err == nil {
+			b.applyMaintenance(on)
 		}
-	}()
+	})
 	return nil
+}
+
+// tickLoop calls fn every period until Stop; the caller has counted it in
+// b.bg.
+func (b *Bridge) tickLoop(period time.Duration, fn func()) {
+	defer b.bg.Done()
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-t.C:
+		}
+		fn()
+	}
 }
 
 // maintenanceAnswer is what both transports answer.
