@@ -188,3 +188,43 @@ func TestHotPartitionWakesAreCoalesced(t *testing.T) {
 		t.Fatalf("%.0f wakes in %s: more than one per 5 ms tick (%.0f)", wakes, elapsed, limit)
 	}
 }
+
+// MESSAGE_AVAILABLE on <prefix>.v1.available: the origin bridge and the
+// partitions a push wrote to.
+func TestMessageAvailableFormat(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	sub, err := n.nc.SubscribeSync(n.prefix + ".v1.available")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	n.pushHTTP(items(item("avail.q", "p1", "a"), item("avail.q", "p2", "b"), item("avail.q", "p1", "c")))
+	// The publisher batches what was marked since its last message: the two
+	// partitions may come in one message or two.
+	parts := map[string]bool{}
+	for len(parts) < 2 {
+		msg, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("after %v: %v", parts, err)
+		}
+		var m struct {
+			Origin string
+			Items  []struct{ Tenant, Queue, Partition string }
+		}
+		if err := json.Unmarshal(msg.Data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Origin != n.br.ID() || len(m.Items) == 0 {
+			t.Fatalf("MESSAGE_AVAILABLE %s (bridge %s)", msg.Data, n.br.ID())
+		}
+		for _, it := range m.Items {
+			if it.Tenant != "00000000-0000-0000-0000-000000000000" || it.Queue != "avail.q" || parts[it.Partition] {
+				t.Fatalf("item %+v (seen %v)", it, parts)
+			}
+			parts[it.Partition] = true
+		}
+	}
+	if !parts["p1"] || !parts["p2"] {
+		t.Fatalf("announced %v", parts)
+	}
+}

@@ -2,12 +2,16 @@ package fusion
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // A lone submission commits without any timer: the hold tick is an hour.
@@ -224,3 +228,42 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// The fusion summary line: commits, segments, segments_per_commit, items,
+// written while there is traffic.
+func TestSummaryLineWhileThereIsTraffic(t *testing.T) {
+	var mu sync.Mutex
+	var buf strings.Builder
+	w := zerolog.SyncWriter(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}))
+	f := startFusion(t, newMemSink(t), func(c *Config) { c.SummaryEvery = 20 * time.Millisecond; c.Logger = zerolog.New(w) })
+	submit(t, f, "q", "p1", "a", "b")
+	submit(t, f, "q", "p2", "c")
+	waitFor(t, "a summary line", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), `"message":"bundle summary"`)
+	})
+	mu.Lock()
+	line := strings.SplitN(buf.String(), "\n", 2)[0]
+	mu.Unlock()
+	var ev struct {
+		Target            string  `json:"target"`
+		Commits, Segments uint64
+		PerCommit         float64 `json:"segments_per_commit"`
+		Items             uint64
+	}
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Target != "fusion" || ev.Commits < 1 || ev.Segments < 2 || ev.Items != 3 || ev.PerCommit <= 0 {
+		t.Fatalf("summary %s", line)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
