@@ -251,7 +251,7 @@ func TestSummaryLineWhileThereIsTraffic(t *testing.T) {
 	line := strings.SplitN(buf.String(), "\n", 2)[0]
 	mu.Unlock()
 	var ev struct {
-		Target            string  `json:"target"`
+		Target            string `json:"target"`
 		Commits, Segments uint64
 		PerCommit         float64 `json:"segments_per_commit"`
 		Items             uint64
