@@ -147,3 +147,49 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 		t.Fatalf("%d transactionIds stored more than once", twice)
 	}
 }
+
+// SIGTERM under load: intake stops, in-flight work commits or spools, every
+// waiting request is answered, the process exits 0; after a restart every
+// acknowledged item is stored exactly once.
+func TestSIGTERMUnderLoad(t *testing.T) {
+	bin := binary(t)
+	dsn := testenv.NewDatabase(t)
+	env := []string{"QUEEN_PG_DSN=" + dsn, "QUEEN_DATA_DIR=" + t.TempDir()}
+	a := &acked{txs: map[string]string{}}
+	r := startBinary(t, bin, env...)
+	stop := make(chan struct{})
+	wg := a.pushUntil(r.http, stop, "s")
+	waitFor(t, "load", func() bool { return a.n.Load() >= 300 })
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-r.done; err != nil {
+		t.Fatalf("exit after SIGTERM under load: %v\n%s", err, r.logs)
+	}
+	close(stop)
+	wg.Wait()
+	if !strings.Contains(r.logs.String(), `"message":"stopped"`) {
+		t.Fatalf("no clean stop:\n%s", r.logs)
+	}
+
+	r = startBinary(t, bin, env...) // whatever was spooled drains
+	waitFor(t, "the spool to drain", func() bool { return spoolEmpty(r.http) })
+	r.interrupt(t)
+	db, err := pgwire.Open(context.Background(), pgwire.Config{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stored := testkit.StoredTransactionIDs(t, db.Pool(), "")
+	for tx, st := range a.txs {
+		if stored[tx] != 1 {
+			t.Errorf("%s answered %s, stored %d times", tx, st, stored[tx])
+		}
+	}
+	for tx, c := range stored {
+		if c != 1 {
+			t.Errorf("%s stored %d times", tx, c)
+		}
+	}
+	t.Logf("%d acknowledged before SIGTERM, %d stored, each once", len(a.txs), len(stored))
+}
