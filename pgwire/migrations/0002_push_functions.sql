@@ -162,12 +162,15 @@ BEGIN
 
     -- 2. Provisioning skip: one existence count; the inserts run only when
     -- something is missing. Each insert is ordered on its unique key, because
-    -- ON CONFLICT takes its speculative locks in row order.
+    -- ON CONFLICT takes its speculative locks in row order. The look-up is a
+    -- correlated scalar subquery on purpose: it runs once per input row
+    -- through the unique indexes, where NOT EXISTS let the planner pick a
+    -- hash anti-join that read every partition row on every call (0.38 ms at
+    -- 1,000 partitions, growing with their number, against 0.10 ms).
     SELECT count(*) INTO v_missing
     FROM unnest(p_queues, p_partitions, v_tenants) AS u(qn, pn, t)
-    WHERE NOT EXISTS (
-        SELECT 1 FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
-        WHERE q.tenant = u.t AND q.name = u.qn AND p.name = u.pn);
+    WHERE (SELECT p.id FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+           WHERE q.tenant = u.t AND q.name = u.qn AND p.name = u.pn) IS NULL;
     IF v_missing > 0 THEN
         INSERT INTO queen.queues (tenant, name, namespace, task)
         SELECT DISTINCT u.t, u.qn, split_part(u.qn, '.', 1), split_part(u.qn, '.', 2)
