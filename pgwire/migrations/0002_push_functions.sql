@@ -214,7 +214,10 @@ BEGIN
         IF v_res_pid[v_ord] IS NOT NULL THEN
             RAISE EXCEPTION 'log_push_multi_v1: ordinal % resolved twice', v_ord USING ERRCODE = 'XX000';
         END IF;
-        SELECT * INTO v_one FROM queen.log_push_one_v1(
+        -- An assignment, not SELECT INTO: PL/pgSQL evaluates it as a simple
+        -- expression, without starting an executor per segment (about 10 %
+        -- of a 12-segment call here).
+        v_one := queen.log_push_one_v1(
             v_pids[i],
             greatest(v_wins[i], coalesce(p_min_windows[v_ord], 0)),
             v_tenants[v_ord], p_msg_counts[v_ord], p_hashes[v_ord],
