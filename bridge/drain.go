@@ -55,7 +55,7 @@ func (b *Bridge) drainLoop() {
 		backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
 		retryAt = time.Now().Add(backoff)
 		b.drainErrors.Add(1)
-		if !errors.Is(err, errMaintenance) && drainErrLog.Allow() {
+		if !errors.Is(err, errMaintenance) && !errors.Is(err, context.Canceled) && drainErrLog.Allow() {
 			b.cfg.Logger.Warn().Str("target", "spool").Err(err).Dur("retry_in", backoff).Msg("drain stopped; records stay in the spool")
 		}
 	}
@@ -68,7 +68,19 @@ func (b *Bridge) drainOnce() error {
 	if err != nil {
 		return err
 	}
-	n, err := b.cfg.Spool.Drain(context.Background(), b.replay)
+	// Stop ends a drain between chunks: the file in progress stays and is
+	// replayed (deduplicated) by the next start, rather than holding Stop
+	// until the whole spool is through.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-b.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	n, err := b.cfg.Spool.Drain(ctx, b.replay)
 	b.replayed.Add(uint64(n))
 	return err
 }
@@ -77,6 +89,9 @@ func (b *Bridge) drainOnce() error {
 func (b *Bridge) replay(ctx context.Context, recs []spool.Record) ([]spool.Record, error) {
 	if b.maintenance.Load() {
 		return nil, errMaintenance
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	type pkey struct {
 		tenant           [16]byte
