@@ -28,8 +28,14 @@
 // Deduplication here is layer 2: inside one flush, frames of a partition with
 // the same 16-byte hash collapse onto the first (the leader); followers inherit
 // its verdict. Each partition also keeps a bounded set of the hashes this
-// bridge wrote inside the queue's window, which answers repeats without SQL and
-// lets fusion pass a tight p_verified (DESIGN.md, "The dedup probe").
+// bridge wrote inside the queue's window (recent.go), which answers repeats
+// without SQL and lets fusion pass a tight p_verified (DESIGN.md, "The dedup
+// probe"). The invariant, enforced in partition.go: every frame stored at or
+// below verified inside the window is in that set (or older than the window).
+// Offsets another writer wrote are read into the set once when the Sink is a
+// HashSource (shard.go, maybeFill); a set that must forget entries still in
+// the window lowers the p_verified it sends; a window that grows reopens
+// everything to the probe.
 //
 // Failure model: a frame is Queued only when the Sink reported its segment
 // committed. A Sink error makes every frame of the bundle Error; the caller
