@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -12,6 +13,11 @@ const (
 	codecRaw  byte = 0
 	codecZstd byte = 1
 )
+
+// minCompress: packed frames shorter than this are stored raw; zstd's own
+// framing costs about as much as it could save, and a lone small push is the
+// common case it would be tried on.
+const minCompress = 256
 
 // MaxPacked bounds the decompressed size of one payload blob. A segment holds
 // at most one request body's worth of frames per request feeding it; this is
@@ -34,11 +40,18 @@ func Pack(dst []byte, frames []Frame) []byte {
 	}
 	raw = appendFrames(raw, frames)
 	start := len(dst)
-	dst = append(dst, FormatV1, codecZstd)
-	dst = encoder.EncodeAll(raw, dst)
-	if len(dst)-start-2 >= len(raw) {
-		dst = append(dst[:start], FormatV1, codecRaw)
+	// Room for either outcome up front, so neither path grows dst again.
+	dst = slices.Grow(dst, 2+len(raw)+len(raw)/8+64)
+	if len(raw) < minCompress {
+		dst = append(dst, FormatV1, codecRaw)
 		dst = append(dst, raw...)
+	} else {
+		dst = append(dst, FormatV1, codecZstd)
+		dst = encoder.EncodeAll(raw, dst)
+		if len(dst)-start-2 >= len(raw) {
+			dst = append(dst[:start], FormatV1, codecRaw)
+			dst = append(dst, raw...)
+		}
 	}
 	if cap(raw) <= 4<<20 { // do not keep huge scratch buffers alive
 		*bp = raw
