@@ -7,7 +7,8 @@
 //     identity (its transactionId; the partition is implied by where the
 //     segment is stored) at position 16·k, big-endian;
 //   - the payload blob: a version byte, a codec byte, then the packed frames,
-//     zstd-compressed (or stored raw when compression would not shrink them).
+//     zstd-compressed, or stored raw when they are small (under 256 bytes)
+//     or compression would not shrink them.
 //
 // Packed frames (after decompression): uvarint K, then per frame
 // flags(1) | message id(16) | uvarint+transactionId | uvarint+traceId |
