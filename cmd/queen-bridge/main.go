@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -23,6 +24,10 @@ import (
 )
 
 func main() {
+	// Message ids are UUIDv7: draw their random bits from a pool rather
+	// than one crypto/rand read per id. Ids are not secrets; this must happen
+	// before any goroutine mints one.
+	uuid.EnableRandPool()
 	cfg, err := load(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
