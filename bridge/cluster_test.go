@@ -181,3 +181,28 @@ func TestTwoBridgesOnANATSCluster(t *testing.T) {
 		t.Fatalf("parked read on bridge 2: %+v", r)
 	}
 }
+
+// Two bridges write one partition. A retry that reaches the bridge that did
+// not write the original is still a duplicate: each bridge's p_verified only
+// vouches for what it wrote or read back, so the other's writes are probed.
+func TestDuplicatesAcrossBridges(t *testing.T) {
+	a := newNode(t, nodeOpts{})
+	b := newNode(t, nodeOpts{dsn: a.db.Pool().Config().ConnConfig.ConnString(), prefix: a.prefix})
+	b.pushHTTP(items(item("shared", "p", "b1")))           // offset 1, by b
+	orig := a.pushHTTP(items(item("shared", "p", "x")))[0] // offset 2, by a
+	if r := b.pushHTTP(items(item("shared", "p", "x")))[0]; r.Status != "duplicate" || r.MessageID != orig.MessageID || r.Offset != 2 {
+		t.Fatalf("retry on the other bridge: %+v, original %+v", r, orig)
+	}
+	b.pushHTTP(items(item("shared", "p", "b2"))) // offset 3: b sees a's offset 2 as foreign
+	a.pushHTTP(items(item("shared", "p", "a2"))) // offset 4, by a
+	for _, n := range []*node{a, b} {            // both, after gaps and gap reads
+		for _, tx := range []string{"b1", "x", "b2", "a2"} {
+			if r := n.pushHTTP(items(item("shared", "p", tx)))[0]; r.Status != "duplicate" {
+				t.Fatalf("retry of %s: %+v", tx, r)
+			}
+		}
+	}
+	if stored := storedTxids(t, a, "shared"); len(stored) != 4 {
+		t.Fatalf("stored %v", stored)
+	}
+}
