@@ -71,3 +71,28 @@ func BenchmarkSubmitToVerdict(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSmallAfterLarge: one-frame submissions after the shard once took
+// a 20,000-frame segment (the layer-2 dedup map must not keep that size).
+func BenchmarkSmallAfterLarge(b *testing.B) {
+	f := startFusion(b, &fastSink{last: map[string]int64{}}, func(c *Config) { c.Shards = 1 })
+	big := make([]segment.Frame, 20000)
+	for i := range big {
+		big[i] = segment.Frame{TransactionID: fmt.Sprint("big-", i), Payload: []byte("1")}
+	}
+	done := make(chan []Verdict, 1)
+	if err := f.Submit(context.Background(), Submission{Queue: "q", Partition: "big", Frames: big, Done: func(v []Verdict) { done <- v }}); err != nil {
+		b.Fatal(err)
+	}
+	<-done
+	fr := []segment.Frame{{Payload: []byte("1")}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fr[0].TransactionID = fmt.Sprint(i)
+		if err := f.Submit(context.Background(), Submission{Queue: "q", Partition: fmt.Sprint("p", i%100), Frames: fr,
+			Done: func(v []Verdict) { done <- v }}); err != nil {
+			b.Fatal(err)
+		}
+		<-done
+	}
+}

@@ -168,10 +168,17 @@ func (s *shard) dispatch() {
 // write.
 func (s *shard) take(p *partState, now time.Time) *segFlight {
 	seg := &segFlight{part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition}}
-	clear(s.dedup)
+	// Small segments (the usual case) find an earlier leader by scanning;
+	// only large ones use the shard's map. Clearing a map costs its
+	// capacity, so a map that grew with one large segment is dropped rather
+	// than cleared for every small one after it.
+	useMap := len(p.pending) > smallSegment
+	if useMap {
+		clear(s.dedup)
+	}
 	for _, it := range p.pending {
 		h := it.hash()
-		if pos, ok := s.dedup[h]; ok {
+		if pos, ok := s.leaderOf(seg, h, useMap); ok {
 			seg.addFollower(pos, it)
 			continue
 		}
@@ -179,11 +186,16 @@ func (s *shard) take(p *partState, now time.Time) *segFlight {
 			seg.localDups = append(seg.localDups, localDup{it: it, off: off})
 			continue
 		}
-		s.dedup[h] = int32(len(seg.leaders))
+		if useMap {
+			s.dedup[h] = int32(len(seg.leaders))
+		}
 		seg.leaders = append(seg.leaders, it)
 		if mw := it.req.sub.MinWindowSeconds; mw > seg.write.MinWindowSeconds {
 			seg.write.MinWindowSeconds = mw
 		}
+	}
+	if len(s.dedup) > 4*smallSegment*smallSegment {
+		s.dedup = map[[segment.HashSize]byte]int32{}
 	}
 	clear(p.pending) // drop references for the collector
 	p.pending = p.pending[:0]
@@ -194,6 +206,23 @@ func (s *shard) take(p *partState, now time.Time) *segFlight {
 	}
 	p.inFlight = len(seg.leaders) > 0
 	return seg
+}
+
+// smallSegment is the size up to which take finds repeats by scanning.
+const smallSegment = 16
+
+// leaderOf finds the leader already taken into seg with hash h.
+func (s *shard) leaderOf(seg *segFlight, h [segment.HashSize]byte, useMap bool) (int32, bool) {
+	if useMap {
+		pos, ok := s.dedup[h]
+		return pos, ok
+	}
+	for k, l := range seg.leaders {
+		if l.hash() == h {
+			return int32(k), true
+		}
+	}
+	return 0, false
 }
 
 // complete reopens the partitions of a finished bundle and updates what they
