@@ -55,7 +55,10 @@ func TestRetentionWhilePushing(t *testing.T) {
 		return n.count(`SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
 			WHERE p.name = 'p0' AND s.base_offset = 1`) == 0
 	})
-	time.Sleep(500 * time.Millisecond) // keep pushing while retention keeps running
+	removed := metricValue(t, n, "queen_retention_segments_removed_total")
+	waitUntil(t, "retention to go on removing while pushes continue", 30*time.Second, func() bool {
+		return metricValue(t, n, "queen_retention_segments_removed_total") > removed
+	})
 	close(stop)
 	wg.Wait()
 

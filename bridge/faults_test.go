@@ -170,8 +170,11 @@ func TestStatementTimeoutBuffersAndDrains(t *testing.T) {
 	// lock and is cancelled in turn), so "no backend still running the
 	// cancelled statement" means: none runs past the timeout.
 	// pg_stat_activity is read on a connection of its own: inside the
-	// locker's transaction the statistics snapshot would stay frozen.
-	time.Sleep(time.Second) // let a retry or two run into the lock
+	// locker's transaction the statistics snapshot would stay frozen. Look
+	// once the drain's retry has run into the lock and been cancelled too.
+	waitUntil(t, "a drain retry to time out as well", 30*time.Second, func() bool {
+		return metricValue(t, n, "queen_pg_statement_timeouts_total") >= 2
+	})
 	for i := 0; i < 20; i++ {
 		var stale int
 		if err := n.db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active'

@@ -52,6 +52,13 @@ func (c *config) settings() []setting {
 			return err
 		}
 	}
+	num64 := func(p *int64) func(string) error {
+		return func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			*p = n
+			return err
+		}
+	}
 	return []setting{
 		{"QUEEN_NATS_LISTEN", "127.0.0.1:4222", "address of the embedded NATS server (when QUEEN_NATS_URL is empty)", str(&c.natsListen)},
 		{"QUEEN_NATS_URL", "", "connect to this NATS (comma list) instead of embedding one", str(&c.natsURL)},
@@ -59,11 +66,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_PG_DSN", "", "connect to this PostgreSQL instead of embedding one", str(&c.pgDSN)},
 		{"QUEEN_PG_POOL_SIZE", "16", "PostgreSQL connections", num(&c.pgPoolSize)},
 		{"QUEEN_PG_STATEMENT_TIMEOUT_MS", "5000", "bundle call timeout, ms: then cancel on the server and spool the items", num(&c.pgStatementTimeoutMS)},
-		{"QUEEN_SPOOL_MAX_BYTES", strconv.Itoa(1 << 30), "spool size cap; past it items that cannot be written are answered failed", func(v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			c.spoolMaxBytes = n
-			return err
-		}},
+		{"QUEEN_SPOOL_MAX_BYTES", strconv.Itoa(1 << 30), "spool size cap; past it items that cannot be written are answered failed", num64(&c.spoolMaxBytes)},
 		{"QUEEN_HTTP_ADDR", "127.0.0.1:6632", "HTTP shim address (off disables it)", str(&c.httpAddr)},
 		{"QUEEN_DATA_DIR", "./data", "data directory (embedded PostgreSQL under pg/, spool under spool/)", str(&c.dataDir)},
 		{"QUEEN_SPOOL_DIR", "", "spool directory (default QUEEN_DATA_DIR/spool)", str(&c.spoolDir)},
@@ -78,11 +81,7 @@ func (c *config) settings() []setting {
 			return err
 		}},
 		{"QUEEN_RETENTION_INTERVAL_MS", "5000", "how often retention removes expired segments, ms (0: never)", num(&c.retentionMS)},
-		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", func(v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			c.maxBodyBytes = n
-			return err
-		}},
+		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", num64(&c.maxBodyBytes)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 key for encrypted queues, 64 hex characters", str(&c.encryptionKeyHex)},
 		{"QUEEN_HTTP_TOKENS", "", "bearer tokens for HTTP: token=tenant-uuid,... (empty: no authentication)", str(&c.httpTokens)},
