@@ -167,7 +167,7 @@ func (s *shard) dispatch() {
 // bridge wrote inside the window. p goes in flight when anything is left to
 // write.
 func (s *shard) take(p *partState, now time.Time) *segFlight {
-	seg := &segFlight{part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition}}
+	seg := &segFlight{part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid}}
 	// Small segments (the usual case) find an earlier leader by scanning;
 	// only large ones use the shard's map. Clearing a map costs its
 	// capacity, so a map that grew with one large segment is dropped rather
@@ -234,7 +234,11 @@ func (s *shard) complete(c *completion) {
 		p := seg.part
 		p.inFlight = false
 		p.lastUsed = now
-		if c.err == nil {
+		if c.err != nil {
+			// The id may be what failed the bundle (a partition recreated
+			// under another id): the next flush resolves it by name again.
+			p.pid = 0
+		} else {
 			r := c.results[i]
 			p.pid = r.PartitionID
 			switch r.Status {

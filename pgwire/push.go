@@ -2,7 +2,6 @@ package pgwire
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,7 +13,8 @@ import (
 
 // pushSQL is prepared once per connection and cached by pgx (its default
 // statement-cache mode), so the hot path sends only Bind/Execute.
-const pushSQL = `SELECT queen.log_push_multi_v1($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[])`
+const pushSQL = `SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs
+FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[])`
 
 // bundleArgs are the typed parallel arrays of one call.
 type bundleArgs struct {
@@ -24,6 +24,7 @@ type bundleArgs struct {
 	verified           []int64
 	tenants            []pgtype.UUID // nil: every segment is the default tenant
 	minWindows         []int32       // nil: no segment widens its probe
+	pids               []int64       // nil: no partition id is known
 }
 
 func newBundleArgs(writes []segment.Write) *bundleArgs {
@@ -48,34 +49,77 @@ func newBundleArgs(writes []segment.Write) *bundleArgs {
 				a.minWindows[j] = writes[j].MinWindowSeconds
 			}
 		}
+		if w.PartitionID != 0 && a.pids == nil {
+			a.pids = make([]int64, n)
+			for j := range a.pids {
+				a.pids[j] = writes[j].PartitionID
+			}
+		}
 	}
 	return a
 }
 
-// wireResult is one element of log_push_multi_v1's answer.
-type wireResult struct {
-	PID  int64         `json:"pid"`
-	Win  int32         `json:"win"`
-	TS   time.Time     `json:"ts"`
-	Base *int64        `json:"base"`
-	Dups []segment.Dup `json:"dups"`
+// wireResults are log_push_multi_v2's typed result arrays.
+type wireResults struct {
+	pids, bases     []int64
+	wins            []int32
+	ts              time.Time
+	dupSegs, dupIdx []int32
+	dupOffs         []int64
 }
 
-// PushBundle writes every segment of writes in one log_push_multi_v1
-// transaction and returns one result per write, in input order.
+// PushBundle writes every segment of writes in one log_push_multi_v2
+// transaction and returns one result per write, in input order. The writes
+// must name distinct partitions (fusion's in-flight gate guarantees it).
 func (db *DB) PushBundle(ctx context.Context, writes []segment.Write) ([]segment.Result, error) {
 	if len(writes) == 0 {
 		return nil, nil
 	}
 	a := newBundleArgs(writes)
-	var raw []byte
+	var w wireResults
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows).Scan(&raw)
+		return conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids).
+			Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgwire: log_push_multi_v1 (%d segments): %w", len(writes), err)
+		return nil, fmt.Errorf("pgwire: log_push_multi_v2 (%d segments): %w", len(writes), err)
 	}
-	return decodeResults(raw, len(writes))
+	return w.results(len(writes))
+}
+
+// results turns the arrays into one Result per segment, checking that they
+// are well formed: every segment either queued (base > 0, no duplicate
+// frames) or duplicate (base 0, at least one).
+func (w *wireResults) results(n int) ([]segment.Result, error) {
+	if len(w.pids) != n || len(w.wins) != n || len(w.bases) != n {
+		return nil, fmt.Errorf("%w: %d/%d/%d results for %d segments", ErrBadResult, len(w.pids), len(w.wins), len(w.bases), n)
+	}
+	if len(w.dupIdx) != len(w.dupSegs) || len(w.dupOffs) != len(w.dupSegs) {
+		return nil, fmt.Errorf("%w: misaligned duplicate arrays", ErrBadResult)
+	}
+	out := make([]segment.Result, n)
+	for i := range out {
+		out[i] = segment.Result{PartitionID: w.pids[i], WindowSeconds: w.wins[i], CreatedAt: w.ts, BaseOffset: w.bases[i]}
+	}
+	for k, s := range w.dupSegs {
+		if s < 1 || int(s) > n || w.bases[s-1] != 0 {
+			return nil, fmt.Errorf("%w: duplicate frame names segment %d", ErrBadResult, s)
+		}
+		r := &out[s-1]
+		r.Dups = append(r.Dups, segment.Dup{Index: int(w.dupIdx[k]), Offset: w.dupOffs[k]})
+	}
+	for i := range out {
+		r := &out[i]
+		switch {
+		case r.BaseOffset > 0 && len(r.Dups) == 0:
+			r.Status = segment.Queued
+		case r.BaseOffset == 0 && len(r.Dups) > 0:
+			r.Status = segment.Duplicate
+		default:
+			return nil, fmt.Errorf("%w: result %d is neither queued nor duplicate", ErrBadResult, i)
+		}
+	}
+	return out, nil
 }
 
 // withConn runs fn on a pooled connection with the acquire and statement
@@ -109,30 +153,6 @@ func (db *DB) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Co
 	}
 	conn.Release()
 	return err
-}
-
-func decodeResults(raw []byte, n int) ([]segment.Result, error) {
-	var wire []wireResult
-	if err := json.Unmarshal(raw, &wire); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadResult, err)
-	}
-	if len(wire) != n {
-		return nil, fmt.Errorf("%w: %d results for %d segments", ErrBadResult, len(wire), n)
-	}
-	out := make([]segment.Result, n)
-	for i, w := range wire {
-		r := segment.Result{PartitionID: w.PID, WindowSeconds: w.Win, CreatedAt: w.TS}
-		switch {
-		case w.Base != nil && len(w.Dups) == 0:
-			r.Status, r.BaseOffset = segment.Queued, *w.Base
-		case w.Base == nil && len(w.Dups) > 0:
-			r.Status, r.Dups = segment.Duplicate, w.Dups
-		default:
-			return nil, fmt.Errorf("%w: result %d is neither queued nor duplicate", ErrBadResult, i)
-		}
-		out[i] = r
-	}
-	return out, nil
 }
 
 // SegmentAt returns the stored segment of partition pid that covers offset

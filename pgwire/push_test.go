@@ -64,11 +64,13 @@ func TestMisalignedArraysRaiseAndWriteNothing(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	w := write("q", "p", "a")
-	_, err := db.Pool().Exec(context.Background(),
-		`SELECT queen.log_push_multi_v1($1, $2, $3, $4, $5, $6)`,
-		[]string{"q", "q"}, []string{"p"}, []int32{1, 1}, [][]byte{w.Hashes, w.Hashes}, []int64{0, 0}, [][]byte{w.Blob, w.Blob})
-	if err == nil || !strings.Contains(err.Error(), "misaligned arrays") {
-		t.Fatalf("want a misaligned-arrays error, got %v", err)
+	for _, fn := range []string{"log_push_multi_v1", "log_push_multi_v2"} {
+		_, err := db.Pool().Exec(context.Background(),
+			`SELECT queen.`+fn+`($1, $2, $3, $4, $5, $6)`,
+			[]string{"q", "q"}, []string{"p"}, []int32{1, 1}, [][]byte{w.Hashes, w.Hashes}, []int64{0, 0}, [][]byte{w.Blob, w.Blob})
+		if err == nil || !strings.Contains(err.Error(), "misaligned arrays") {
+			t.Fatalf("%s: want a misaligned-arrays error, got %v", fn, err)
+		}
 	}
 	if n := rowsWritten(t, db); n != 0 {
 		t.Fatalf("%d rows written by a rejected bundle", n)
@@ -214,5 +216,76 @@ func TestSegmentAtUnpacksTheFrame(t *testing.T) {
 	}
 	if _, err := db.SegmentAt(ctx, res.PartitionID, 6); !errors.Is(err, pgwire.ErrSegmentGone) {
 		t.Fatalf("past the end: want ErrSegmentGone, got %v", err)
+	}
+}
+
+// log_push_multi_v2 takes one segment per partition (fusion's in-flight gate
+// guarantees it); a bundle naming a partition twice is refused whole.
+func TestRepeatedPartitionInBundleRaisesAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	_, err := db.PushBundle(context.Background(), []segment.Write{write("q", "p", "a"), write("q", "other", "b"), write("q", "p", "c")})
+	if err == nil || !strings.Contains(err.Error(), "one segment per partition per bundle") {
+		t.Fatalf("want a repeated-partition error, got %v", err)
+	}
+	if n := rowsWritten(t, db); n != 0 {
+		t.Fatalf("%d rows written by a rejected bundle", n)
+	}
+}
+
+// A known partition id is checked against the names it is sent with: an id
+// that names another partition fails the bundle instead of writing there.
+func TestWrongPartitionIDFailsTheBundle(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	a := push(t, db, write("q", "a", "1"))[0]
+	push(t, db, write("q", "b", "1"))
+	w := write("q", "b", "2")
+	w.PartitionID = a.PartitionID // a's id, b's name
+	_, err := db.PushBundle(context.Background(), []segment.Write{w})
+	if err == nil || !strings.Contains(err.Error(), "0 of 1 segments produced a result") {
+		t.Fatalf("want a completeness error, got %v", err)
+	}
+	if lastOffset(t, db, "q", "a") != 1 || lastOffset(t, db, "q", "b") != 1 {
+		t.Fatal("a bundle with a wrong partition id wrote something")
+	}
+	// The right id writes, and answers like a look-up by name.
+	w.PartitionID = push(t, db, write("q", "b", "3"))[0].PartitionID
+	res := push(t, db, w)[0]
+	if res.Status != segment.Queued || res.BaseOffset != 3 {
+		t.Fatalf("with its own id: %+v", res)
+	}
+}
+
+// log_push_multi_v1 stays for bridges that still call it: same arguments,
+// same JSON answer, written through log_push_multi_v2.
+func TestV1StillAnswersItsJSON(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	call := func(ws ...segment.Write) string {
+		t.Helper()
+		qs, ps, hs, bs := []string{}, []string{}, [][]byte{}, [][]byte{}
+		cs, vs := []int32{}, []int64{}
+		for _, w := range ws {
+			qs, ps, cs = append(qs, w.Queue), append(ps, w.Partition), append(cs, w.Count)
+			hs, bs, vs = append(hs, w.Hashes), append(bs, w.Blob), append(vs, 0)
+		}
+		var out string
+		if err := db.Pool().QueryRow(context.Background(), `SELECT queen.log_push_multi_v1($1, $2, $3, $4, $5, $6)::text`,
+			qs, ps, cs, hs, vs, bs).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first := call(write("q", "p", "t1", "t2"), write("q", "r", "t1"))
+	if !strings.Contains(first, `"base": 1`) || strings.Contains(first, "dups") {
+		t.Fatalf("first call: %s", first)
+	}
+	again := call(write("q", "p", "t3", "t2"))
+	if !strings.Contains(again, `"dups": [{"i": 1, "off": 2}]`) || strings.Contains(again, "base") {
+		t.Fatalf("repeat: %s", again)
+	}
+	if lastOffset(t, db, "q", "p") != 2 {
+		t.Fatal("the duplicate segment was written")
 	}
 }

@@ -19,6 +19,10 @@ type Write struct {
 	// spool records are always probed. Default 0 (the queue's window).
 	MinWindowSeconds int32
 	Blob             []byte // the payload blob
+	// PartitionID is the partition's id when the writer knows it from an
+	// earlier result, 0 when not: known ids spare the bundle call the look-up
+	// by name (it still checks that the id names this partition).
+	PartitionID int64
 }
 
 // Status is the verdict of one segment.

@@ -1,0 +1,181 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/queenbridge/queenbridge/internal/proccpu"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// pushV1SQL is the previous bundle call, kept for bridges that still use it
+// and for this comparison.
+const pushV1SQL = `SELECT queen.log_push_multi_v1($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[])`
+
+// BenchmarkBundleBackendCPU measures what one bundle call costs the
+// PostgreSQL backends that run it: their CPU time from /proc, per call,
+// for log_push_multi_v1 and log_push_multi_v2 at callers × segments of one
+// 200-byte frame each, with a tight p_verified (no probe), beside one
+// INSERT + COMMIT of the same payload in the same run. Metrics:
+//
+//	backend-µs/call   backend CPU per call
+//	x-commit          that, as a multiple of one INSERT + COMMIT
+//	seg-x-commit      (1 × 64 rows) the cost of each further segment:
+//	                  (call(64) - call(1)) / 63, as a multiple of the commit
+//
+// Machines of this kind differ by 2× in absolute µs; the ratios carry over.
+// Run with: go test ./pgwire -run '^$' -bench BundleBackendCPU -benchtime 2000x
+func BenchmarkBundleBackendCPU(b *testing.B) {
+	dsn := testenv.NewDatabase(b)
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: dsn, MaxConns: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `CREATE TABLE public.bench_commit (id bigserial PRIMARY KEY, payload bytea NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	payload := []byte(`{"data":"` + strings.Repeat("x", 189) + `"}`)
+	var commitCPU float64 // µs, from the commit sub-benchmark
+	oneSeg := map[string]float64{}
+
+	b.Run("insert-commit", func(b *testing.B) {
+		commitCPU = backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+			_, err := conn.Exec(ctx, `INSERT INTO public.bench_commit (payload) VALUES ($1)`, payload)
+			return err
+		})
+	})
+	for _, fn := range []string{"v1", "v2"} {
+		for _, shape := range [][2]int{{1, 1}, {1, 64}, {16, 64}} {
+			callers, segs := shape[0], shape[1]
+			b.Run(fmt.Sprintf("%s/callers=%d/segments=%d", fn, callers, segs), func(b *testing.B) {
+				// Writes and partitions are made before the measured loop;
+				// each caller writes its own partitions, one frame each.
+				pids := make([][]int64, callers)
+				var seq int64
+				build := func(c int) []segment.Write {
+					writes := make([]segment.Write, segs)
+					for s := range writes {
+						seq++
+						fr := []segment.Frame{{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprint(fn, seq), Payload: payload}}
+						writes[s] = segment.Write{Queue: "bench." + fn, Partition: fmt.Sprintf("c%d-p%d", c, s), Count: 1,
+							Hashes: segment.AppendHashes(nil, fr), Blob: segment.Pack(nil, fr), Verified: 1 << 62}
+						if pids[c] != nil {
+							writes[s].PartitionID = pids[c][s]
+						}
+					}
+					return writes
+				}
+				for c := range pids {
+					res, err := db.PushBundle(ctx, build(c))
+					if err != nil {
+						b.Fatal(err)
+					}
+					pids[c] = make([]int64, segs)
+					for s, r := range res {
+						pids[c][s] = r.PartitionID
+					}
+				}
+				var mu sync.Mutex // guards seq and build's use of it
+				cpu := backendCPU(b, dsn, callers, func(conn *pgx.Conn, c, _ int) error {
+					mu.Lock()
+					a := newBundleArgs(build(c))
+					mu.Unlock()
+					if fn == "v1" {
+						var raw []byte
+						return conn.QueryRow(ctx, pushV1SQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows).Scan(&raw)
+					}
+					var w wireResults
+					err := conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids).
+						Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
+					if err == nil {
+						_, err = w.results(segs)
+					}
+					return err
+				})
+				if commitCPU > 0 {
+					b.ReportMetric(cpu/commitCPU, "x-commit")
+				}
+				if callers == 1 && segs == 1 {
+					oneSeg[fn] = cpu
+				}
+				if callers == 1 && segs == 64 && commitCPU > 0 && oneSeg[fn] > 0 {
+					b.ReportMetric((cpu-oneSeg[fn])/63/commitCPU, "seg-x-commit")
+				}
+			})
+		}
+	}
+}
+
+// backendCPU runs call b.N times on each of callers connections of their
+// own and reports (and returns) the CPU their backends used per call, in µs.
+func backendCPU(b *testing.B, dsn string, callers int, call func(conn *pgx.Conn, caller, i int) error) float64 {
+	ctx := context.Background()
+	conns := make([]*pgx.Conn, callers)
+	pids := make([]int, callers)
+	for c := range conns {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		conns[c] = conn
+		var pid int32
+		if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		pids[c] = int(pid)
+		for i := 0; i < 3; i++ { // warm the plan caches outside the measurement
+			if err := call(conn, c, -1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	total := func() time.Duration {
+		var sum time.Duration
+		for _, pid := range pids {
+			d, err := proccpu.Process(pid)
+			if err != nil {
+				b.Fatalf("backend CPU of pid %d (the benchmark needs a PostgreSQL on this machine): %v", pid, err)
+			}
+			sum += d
+		}
+		return sum
+	}
+	before := total()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for c := range conns {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := 0; i < b.N; i++ {
+				if err := call(conns[c], c, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	perCall := float64(total()-before) / float64(time.Microsecond) / float64(b.N*callers)
+	b.ReportMetric(perCall, "backend-µs/call")
+	return perCall
+}
