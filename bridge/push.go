@@ -56,6 +56,7 @@ type pushCall struct {
 type group struct {
 	queue, partition string
 	frames           []segment.Frame
+	minted           []bool  // per frame: its transactionId was minted here; nil while none is
 	items            []int32 // request index of each frame
 }
 
@@ -145,6 +146,12 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 			byPart[pk] = g
 			groups = append(groups, g)
 		}
+		if it.TransactionID == "" && g.minted == nil {
+			g.minted = make([]bool, len(g.frames), len(g.frames)+1)
+		}
+		if g.minted != nil {
+			g.minted = append(g.minted, it.TransactionID == "")
+		}
 		g.frames = append(g.frames, f)
 		g.items = append(g.items, int32(i))
 	}
@@ -178,7 +185,7 @@ func (b *Bridge) encryptionFor(ctx context.Context, k queueKey) error {
 
 func (c *pushCall) submit(ctx context.Context, g *group) {
 	err := c.b.cfg.Fusion.Submit(ctx, fusion.Submission{
-		Tenant: c.tenant, Queue: g.queue, Partition: g.partition, Frames: g.frames,
+		Tenant: c.tenant, Queue: g.queue, Partition: g.partition, Frames: g.frames, Minted: g.minted,
 		Done: func(v []fusion.Verdict) { c.settle(g, v) },
 	})
 	if err != nil {

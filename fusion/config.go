@@ -30,11 +30,13 @@ type Config struct {
 	// VegasMin, VegasMax and VegasInitial bound the shared push-lane limiter.
 	// VegasMax should be the database pool size. Defaults 2, 16, 4.
 	VegasMin, VegasMax, VegasInitial int
-	// RecentHashes caps the per-partition set of hashes this bridge wrote
-	// inside the window (about 50 bytes each). A partition that writes more
-	// than this inside one window has its probe widened to what was
-	// forgotten. Default 65536.
-	RecentHashes int
+	// RecentHashBytes is the memory all partitions' recent-hash sets share:
+	// the hashes this bridge wrote inside each queue's window, which spare
+	// the probe and answer repeats locally (48 bytes per frame held). A
+	// partition that cannot hold its whole window forgets its oldest
+	// entries, and only their range is probed. Default 256 MiB: a full
+	// 60 s window of ≈ 90 k frames/s.
+	RecentHashBytes int64
 	// FlushTimeout bounds one Sink call. Default 30s.
 	FlushTimeout time.Duration
 	// SummaryEvery is the period of the `fusion` bundle summary log line,
@@ -71,9 +73,11 @@ func (c *Config) applyDefaults() error {
 	def(&c.VegasMin, 2)
 	def(&c.VegasMax, 16)
 	def(&c.VegasInitial, 4)
-	def(&c.RecentHashes, 65536)
 	if c.HoldTick == 0 {
 		c.HoldTick = 15 * time.Millisecond
+	}
+	if c.RecentHashBytes == 0 {
+		c.RecentHashBytes = 256 << 20
 	}
 	if c.MaxPendingBytes == 0 {
 		c.MaxPendingBytes = 512 << 20
@@ -85,7 +89,7 @@ func (c *Config) applyDefaults() error {
 		c.SummaryEvery = 10 * time.Second
 	}
 	for name, v := range map[string]int{"Shards": c.Shards, "BundleMax": c.BundleMax, "MaxBundlesPerShard": c.MaxBundlesPerShard,
-		"ShardQueue": c.ShardQueue, "VegasMin": c.VegasMin, "RecentHashes": c.RecentHashes} {
+		"ShardQueue": c.ShardQueue, "VegasMin": c.VegasMin} {
 		if v < 1 {
 			return fmt.Errorf("fusion: Config.%s must be at least 1, got %d", name, v)
 		}
@@ -99,7 +103,7 @@ func (c *Config) applyDefaults() error {
 	if c.VegasInitial > c.VegasMax {
 		c.VegasInitial = c.VegasMax
 	}
-	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.MaxPendingBytes < 0 {
+	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.MaxPendingBytes < 0 || c.RecentHashBytes < 0 {
 		return errors.New("fusion: durations and byte caps must not be negative")
 	}
 	return nil

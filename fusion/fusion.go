@@ -28,6 +28,7 @@ type Fusion struct {
 	stopped bool
 
 	pendingBytes atomic.Int64
+	recentBudget hashBudget // shared by every partition's recent-hash set
 
 	ctx      context.Context // Sink calls; cancelled when Stop gives up waiting
 	cancel   context.CancelFunc
@@ -51,6 +52,7 @@ func New(cfg Config) (*Fusion, error) {
 		stopping: make(chan struct{}),
 		abort:    make(chan struct{}),
 	}
+	f.recentBudget.limit = cfg.RecentHashBytes
 	f.hashes, _ = cfg.Sink.(HashSource)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	for i := 0; i < cfg.Shards; i++ {
@@ -86,6 +88,9 @@ func (f *Fusion) Submit(ctx context.Context, s Submission) error {
 	}
 	if s.Queue == "" || s.Partition == "" {
 		return fmt.Errorf("fusion: submission needs a queue and a partition (got %q, %q)", s.Queue, s.Partition)
+	}
+	if s.Minted != nil && len(s.Minted) != len(s.Frames) {
+		return fmt.Errorf("fusion: Minted has %d entries for %d frames", len(s.Minted), len(s.Frames))
 	}
 	if len(s.Frames) == 0 {
 		s.Done(nil)

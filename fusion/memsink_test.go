@@ -136,7 +136,10 @@ func (m *memSink) PushBundle(ctx context.Context, writes []segment.Write) ([]seg
 			for k := 0; k < int(w.Count); k++ {
 				var h [16]byte
 				copy(h[:], w.Hashes[16*k:])
-				for off := w.Verified + 1; off <= int64(len(mp.frames)); off++ {
+				for off := int64(1); off <= int64(len(mp.frames)); off++ {
+					if off <= w.Verified && (off <= w.ForgottenLo || off > w.ForgottenHi) {
+						continue // outside both probe ranges
+					}
 					f := mp.frames[off-1]
 					if f.hash == h && now.Sub(f.at) <= time.Duration(win)*time.Second {
 						res.Dups = append(res.Dups, segment.Dup{Index: k, Offset: off})
@@ -192,16 +195,24 @@ func (m *memSink) stored(q, p string) int {
 
 // lastVerified returns the Verified sent with the latest write of (q, p).
 func (m *memSink) lastVerified(q, p string) int64 {
+	if w := m.lastWrite(q, p); w.Queue != "" {
+		return w.Verified
+	}
+	return -1
+}
+
+// lastWrite returns the latest write of (q, p) (zero if none).
+func (m *memSink) lastWrite(q, p string) segment.Write {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i := len(m.writes) - 1; i >= 0; i-- {
 		for _, w := range m.writes[i] {
 			if w.Queue == q && w.Partition == p {
-				return w.Verified
+				return w
 			}
 		}
 	}
-	return -1
+	return segment.Write{}
 }
 
 // hashingSink is a memSink that can also read stored hashes (HashSource).

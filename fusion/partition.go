@@ -37,8 +37,8 @@ type partState struct {
 	recent recentTable
 }
 
-func newPartState(k partKey, capacity int) *partState {
-	return &partState{key: k, window: -1, recent: newRecentTable(capacity)}
+func newPartState(k partKey, budget *hashBudget) *partState {
+	return &partState{key: k, window: -1, recent: newRecentTable(budget)}
 }
 
 func (p *partState) windowDur() time.Duration { return time.Duration(p.window) * time.Second }
@@ -109,14 +109,17 @@ func (p *partState) maybeCloseGap(now time.Time) {
 	}
 }
 
-// probeFrom is the p_verified to send for the next segment.
-func (p *partState) probeFrom(now time.Time) int64 {
+// probeRanges sets what the next segment's probe must cover: above
+// Verified (offsets this bridge has not seen), and the range of frames it
+// wrote but had to forget while they may still be inside the window. The
+// second range is bounded by what was forgotten, so a hot partition's probe
+// does not grow with its history.
+func (p *partState) probeRanges(w *segment.Write, now time.Time) {
 	p.maybeCloseGap(now)
-	v := p.verified
-	if lo := p.recent.forgottenFloor(now, p.windowDur()); lo > 0 && lo-1 < v {
-		v = lo - 1
+	w.Verified = p.verified
+	if lo, hi := p.recent.forgottenRange(now, p.windowDur()); hi > 0 && lo <= p.verified {
+		w.ForgottenLo, w.ForgottenHi = lo-1, min(hi, p.verified)
 	}
-	return v
 }
 
 // localDuplicate reports the offset of a frame with hash h that this bridge

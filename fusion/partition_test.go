@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// The forgotten floor follows the window: once the oldest forgotten frames
-// are older than the window, the floor moves up to newer forgotten ones.
-func TestForgottenFloorMovesWithTheWindow(t *testing.T) {
-	s := newRecentTable(16) // chunks of one entry
+// The forgotten range follows the window: once the oldest forgotten frames
+// are older than the window, its floor moves up to newer forgotten ones.
+func TestForgottenRangeMovesWithTheWindow(t *testing.T) {
+	s := testTable(16) // chunks of one entry
 	window := 10 * time.Second
 	t0 := time.Now()
 	for off := int64(1); off <= 40; off++ {
@@ -16,12 +16,12 @@ func TestForgottenFloorMovesWithTheWindow(t *testing.T) {
 		s.add([16]byte{byte(off)}, off, at, at, window)
 	}
 	now := t0.Add(10 * time.Second)
-	if got := s.forgottenFloor(now, window); got != 1 {
-		t.Fatalf("floor %d at t0+10s, want 1", got)
+	if lo, hi := s.forgottenRange(now, window); lo != 1 || hi != 24 {
+		t.Fatalf("forgotten [%d, %d] at t0+10s, want [1, 24]", lo, hi)
 	}
 	// 5 s later, offsets added before t0+5s are out of the window.
 	later := now.Add(5 * time.Second)
-	if got := s.forgottenFloor(later, window); got < 20 || got > 24 {
+	if got, _ := s.forgottenRange(later, window); got < 20 || got > 24 {
 		t.Fatalf("floor %d at t0+15s, want the first in-window forgotten offset (20..24)", got)
 	}
 	if s.len() > 16 {

@@ -190,3 +190,39 @@ func TestSinkErrorWithRealDatabase(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// A hot partition writes more than the recent-hash budget holds: the oldest
+// frames are forgotten while still inside the window. A retry of one of them
+// (a client transactionId) is still answered duplicate with the original's
+// offset and id, by PostgreSQL's probe of the forgotten range.
+func TestRetryOfForgottenTransactionIsDuplicate(t *testing.T) {
+	db := openDB(t, 4)
+	// room for one table of 64 entries (64 ring slots, 128 index slots)
+	f := start(t, db, func(c *fusion.Config) { c.RecentHashBytes = 64*32 + 128*8 })
+	var first []fusion.Verdict
+	for i := 0; i < 300; i++ {
+		v := submitWait(t, f, "hot", "p", oneFrame(fmt.Sprintf("client-%d", i)))
+		if len(v) != 1 || v[0].Status != fusion.Queued {
+			t.Fatalf("push %d: %+v", i, v)
+		}
+		if i == 0 {
+			first = v
+		}
+	}
+	for _, i := range []int{0, 100, 299} { // forgotten, forgotten, remembered
+		v := submitWait(t, f, "hot", "p", oneFrame(fmt.Sprintf("client-%d", i)))
+		if len(v) != 1 || v[0].Status != fusion.Duplicate || v[0].Offset != int64(i+1) {
+			t.Fatalf("retry of client-%d: %+v, want duplicate at %d", i, v, i+1)
+		}
+		if i == 0 && v[0].MessageID != first[0].MessageID {
+			t.Fatalf("retry of client-0 answered id %x, the original is %x", v[0].MessageID, first[0].MessageID)
+		}
+	}
+	var last int64
+	if err := db.Pool().QueryRow(context.Background(), `SELECT last_offset FROM queen.log_partitions WHERE name = 'p'`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if last != 300 {
+		t.Fatalf("last_offset %d after 300 pushes and 3 retries, want 300", last)
+	}
+}

@@ -2,6 +2,8 @@ package fusion
 
 import (
 	"encoding/binary"
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -19,6 +21,11 @@ import (
 // copy left the window); look-up answers the earliest one still inside the
 // window.
 type recentTable struct {
+	// budget is shared by every partition's table; bytes is what this one
+	// holds of it (ring and index as allocated). capacity is a hard cap on
+	// entries, for tests; unlimited otherwise.
+	budget   *hashBudget
+	bytes    int64
 	capacity int
 	ring     []recentSlot // circular, oldest at head
 	head     int
@@ -30,13 +37,39 @@ type recentTable struct {
 	forgotten []forgottenChunk
 }
 
-// forgottenChunk: offsets from lo on were evicted while inside the window,
-// the newest of them added at `at`.
+// forgottenChunk: offsets lo..hi were evicted (some of them) while inside the
+// window, the newest of them added at `at`.
 type forgottenChunk struct {
-	lo    int64
-	at    time.Time
-	count int
+	lo, hi int64
+	at     time.Time
+	count  int
 }
+
+// hashBudget is the byte budget all recent tables of one Fusion share
+// (Config.RecentHashBytes). Tables live on different shard goroutines, so
+// the count is atomic; a table only ever takes or gives back its own bytes.
+type hashBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+func (b *hashBudget) take(n int64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *hashBudget) give(n int64) { b.used.Add(-n) }
+
+// Bytes per entry: a ring slot (16-byte hash, offset, time) and, at the
+// index's load factor of at most one half, two 8-byte index slots.
+const (
+	slotBytes  = 32
+	indexBytes = 8
+	minRing    = 64
+)
 
 type recentSlot struct {
 	h   [segment.HashSize]byte
@@ -44,7 +77,9 @@ type recentSlot struct {
 	at  int64 // unix nanoseconds
 }
 
-func newRecentTable(capacity int) recentTable { return recentTable{capacity: capacity} }
+func newRecentTable(budget *hashBudget) recentTable {
+	return recentTable{budget: budget, capacity: math.MaxInt}
+}
 
 func homeOf(h *[segment.HashSize]byte) uint64 { return binary.LittleEndian.Uint64(h[0:8]) }
 
@@ -52,11 +87,13 @@ func fpOf(h *[segment.HashSize]byte) uint64 { return uint64(binary.LittleEndian.
 
 func (s *recentTable) len() int { return s.size }
 
+// reset empties the table and gives its bytes back to the budget.
 func (s *recentTable) reset() {
 	if s.size == 0 && s.ring == nil && s.forgotten == nil {
 		return
 	}
-	*s = recentTable{capacity: s.capacity}
+	s.budget.give(s.bytes)
+	*s = recentTable{budget: s.budget, capacity: s.capacity}
 }
 
 // lookup answers the earliest offset stored for h inside the window.
@@ -82,15 +119,18 @@ func (s *recentTable) lookup(h [segment.HashSize]byte, now time.Time, window tim
 // add records hash h stored at off, committed at `at`.
 func (s *recentTable) add(h [segment.HashSize]byte, off int64, at, now time.Time, window time.Duration) {
 	s.expire(now, window)
-	if s.size == s.capacity {
+	if s.size == len(s.ring) && (s.size == s.capacity || !s.resize(min(s.capacity, max(minRing, 2*len(s.ring))))) {
+		// Full, and the budget (or the cap) allows no more: the oldest entry
+		// is forgotten; with nothing held at all, the new one is.
+		if s.size == 0 {
+			s.forget(off, at)
+			return
+		}
 		old := s.ring[s.head]
 		s.pop()
 		if now.UnixNano()-old.at <= int64(window) {
 			s.forget(old.off, time.Unix(0, old.at))
 		}
-	}
-	if s.size == len(s.ring) {
-		s.grow()
 	}
 	pos := (s.head + s.size) % len(s.ring)
 	s.ring[pos] = recentSlot{h: h, off: off, at: at.UnixNano()}
@@ -139,38 +179,58 @@ func (s *recentTable) pop() {
 	s.size--
 }
 
-// grow doubles the ring (up to capacity) and rebuilds the index.
-func (s *recentTable) grow() {
-	n := min(s.capacity, max(64, 2*len(s.ring)))
+// resize moves the entries to a ring of n slots (n >= size) with an index
+// to match, if the budget allows the bytes; it reports whether it did.
+func (s *recentTable) resize(n int) bool {
+	size := uint64(1)
+	for size < uint64(2*n) {
+		size <<= 1
+	}
+	want := int64(n)*slotBytes + int64(size)*indexBytes
+	if want > s.bytes && !s.budget.take(want-s.bytes) {
+		return false
+	}
+	if want < s.bytes {
+		s.budget.give(s.bytes - want)
+	}
+	s.bytes = want
 	ring := make([]recentSlot, n)
 	for i := 0; i < s.size; i++ {
 		ring[i] = s.ring[(s.head+i)%len(s.ring)]
 	}
 	s.ring, s.head = ring, 0
-	size := uint64(1)
-	for size < uint64(2*n) {
-		size <<= 1
-	}
 	s.index, s.mask = make([]uint64, size), size-1
 	for i := 0; i < s.size; i++ {
 		s.insert(i)
 	}
+	return true
+}
+
+// shrink gives memory back once the table holds less than a quarter of its
+// ring (after a burst, or as the window empties it).
+func (s *recentTable) shrink() {
+	if len(s.ring) > minRing && s.size < len(s.ring)/4 {
+		s.resize(max(minRing, 2*s.size))
+	}
 }
 
 // forget notes an entry evicted while still inside the window. Chunks keep
-// this coarse: each covers capacity/16 evictions.
+// this coarse: each covers 1/16 of the table's size in evictions (at least
+// 64 without a hard cap), so their number stays small.
 func (s *recentTable) forget(off int64, at time.Time) {
-	chunk := max(1, s.capacity/16)
+	chunk := max(1, min(s.capacity, max(16*minRing, len(s.ring)))/16)
 	if n := len(s.forgotten); n > 0 && s.forgotten[n-1].count < chunk {
-		s.forgotten[n-1].at, s.forgotten[n-1].count = at, s.forgotten[n-1].count+1
+		c := &s.forgotten[n-1]
+		c.at, c.count, c.hi = at, c.count+1, max(c.hi, off)
 		return
 	}
-	s.forgotten = append(s.forgotten, forgottenChunk{lo: off, at: at, count: 1})
+	s.forgotten = append(s.forgotten, forgottenChunk{lo: off, hi: off, at: at, count: 1})
 }
 
-// forgottenFloor is the lowest forgotten offset that may still be inside the
-// window, or 0.
-func (s *recentTable) forgottenFloor(now time.Time, window time.Duration) int64 {
+// forgottenRange is [lo, hi]: the offsets of forgotten entries that may still
+// be inside the window lie in it (0, 0 when there are none). A gap read adds
+// older offsets after newer ones, so every live chunk is looked at.
+func (s *recentTable) forgottenRange(now time.Time, window time.Duration) (lo, hi int64) {
 	drop := 0
 	for drop < len(s.forgotten) && now.Sub(s.forgotten[drop].at) > window {
 		drop++
@@ -178,8 +238,11 @@ func (s *recentTable) forgottenFloor(now time.Time, window time.Duration) int64 
 	if drop > 0 {
 		s.forgotten = append(s.forgotten[:0], s.forgotten[drop:]...)
 	}
-	if len(s.forgotten) == 0 {
-		return 0
+	for i, c := range s.forgotten {
+		if i == 0 || c.lo < lo {
+			lo = c.lo
+		}
+		hi = max(hi, c.hi)
 	}
-	return s.forgotten[0].lo
+	return lo, hi
 }

@@ -1,12 +1,18 @@
 package fusion
 
 import (
+	"math"
 	"math/rand"
 	"testing"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
 )
+
+// testTable is a table capped at capacity entries, with no byte budget.
+func testTable(capacity int) recentTable {
+	return recentTable{budget: &hashBudget{limit: math.MaxInt64}, capacity: capacity}
+}
 
 // refRecent is the recent-hash set's meaning, by brute force: a FIFO list,
 // and the evictions inside the window in chunks of capacity/16.
@@ -27,9 +33,10 @@ func (r *refRecent) add(h [16]byte, off int64, at, now time.Time, window time.Du
 		if now.UnixNano()-old.at <= int64(window) {
 			n := len(r.forgotten)
 			if n > 0 && r.forgotten[n-1].count < max(1, r.capacity/16) {
-				r.forgotten[n-1].at, r.forgotten[n-1].count = time.Unix(0, old.at), r.forgotten[n-1].count+1
+				c := &r.forgotten[n-1]
+				c.at, c.count, c.hi = time.Unix(0, old.at), c.count+1, max(c.hi, old.off)
 			} else {
-				r.forgotten = append(r.forgotten, forgottenChunk{lo: old.off, at: time.Unix(0, old.at), count: 1})
+				r.forgotten = append(r.forgotten, forgottenChunk{lo: old.off, hi: old.off, at: time.Unix(0, old.at), count: 1})
 			}
 		}
 	}
@@ -47,15 +54,19 @@ func (r *refRecent) lookup(h [16]byte, now time.Time, window time.Duration) (int
 	return best, found
 }
 
-// floor is the first forgotten chunk still inside the window.
-func (r *refRecent) floor(now time.Time, window time.Duration) int64 {
+// span is the lowest and highest offset of the forgotten chunks still
+// inside the window.
+func (r *refRecent) span(now time.Time, window time.Duration) (lo, hi int64) {
 	for len(r.forgotten) > 0 && now.Sub(r.forgotten[0].at) > window {
 		r.forgotten = r.forgotten[1:]
 	}
-	if len(r.forgotten) == 0 {
-		return 0
+	for i, c := range r.forgotten {
+		if i == 0 || c.lo < lo {
+			lo = c.lo
+		}
+		hi = max(hi, c.hi)
 	}
-	return r.forgotten[0].lo
+	return lo, hi
 }
 
 // randomHash draws from a tiny space so that probe starts, fingerprints and
@@ -76,7 +87,7 @@ func TestRecentTableMatchesTheModel(t *testing.T) {
 		rng := rand.New(rand.NewSource(seed))
 		capacity := 1 + rng.Intn(40)
 		window := time.Duration(1+rng.Intn(20)) * time.Second
-		tab, ref := newRecentTable(capacity), &refRecent{capacity: capacity}
+		tab, ref := testTable(capacity), &refRecent{capacity: capacity}
 		now := time.Unix(1_700_000_000, 0)
 		off := int64(0)
 		for op := 0; op < 400; op++ {
@@ -101,8 +112,9 @@ func TestRecentTableMatchesTheModel(t *testing.T) {
 			if tab.len() != len(ref.entries) {
 				t.Fatalf("seed %d op %d: %d entries, model %d", seed, op, tab.len(), len(ref.entries))
 			}
-			if tf, rf := tab.forgottenFloor(now, window), ref.floor(now, window); tf != rf {
-				t.Fatalf("seed %d op %d: forgotten floor %d, model %d", seed, op, tf, rf)
+			tl, th := tab.forgottenRange(now, window)
+			if rl, rh := ref.span(now, window); tl != rl || th != rh {
+				t.Fatalf("seed %d op %d: forgotten range [%d, %d], model [%d, %d]", seed, op, tl, th, rl, rh)
 			}
 		}
 	}
@@ -121,7 +133,7 @@ func BenchmarkRecentSets(b *testing.B) {
 	b.Run("table", func(b *testing.B) {
 		sets := make([]recentTable, parts)
 		for p := range sets {
-			sets[p] = newRecentTable(perPart)
+			sets[p] = testTable(perPart)
 			for i := 0; i < perPart; i++ {
 				sets[p].add(hash(), int64(i), now, now, window)
 			}
@@ -134,4 +146,56 @@ func BenchmarkRecentSets(b *testing.B) {
 			s.add(h, int64(perPart+i), now, now, window)
 		}
 	})
+}
+
+// Tables sharing a byte budget never hold more than it, forget what they
+// cannot hold (and say which offsets), give memory back when they shrink or
+// reset, and answer look-ups for what they still hold.
+func TestRecentTablesShareTheBudget(t *testing.T) {
+	budget := &hashBudget{limit: 3 * (minRing*slotBytes + 2*minRing*indexBytes)} // three tables of 64
+	window := time.Minute
+	now := time.Now()
+	a, b := newRecentTable(budget), newRecentTable(budget)
+	for off := int64(1); off <= 200; off++ {
+		a.add([16]byte{1, byte(off), byte(off >> 8)}, off, now, now, window)
+		if used := budget.used.Load(); used > budget.limit {
+			t.Fatalf("budget overdrawn: %d of %d", used, budget.limit)
+		}
+	}
+	if a.len() != 128 {
+		t.Fatalf("a holds %d, want 128 (two thirds of the budget)", a.len())
+	}
+	if lo, hi := a.forgottenRange(now, window); lo != 1 || hi != 72 {
+		t.Fatalf("a forgot [%d, %d], want [1, 72]", lo, hi)
+	}
+	if _, ok := a.lookup([16]byte{1, 200}, now, window); !ok {
+		t.Fatal("a lost its newest entry")
+	}
+	for off := int64(1); off <= 100; off++ {
+		b.add([16]byte{2, byte(off)}, off, now, now, window)
+	}
+	if b.len() != 64 {
+		t.Fatalf("b holds %d, want the 64 left in the budget", b.len())
+	}
+	// Once a's entries leave the window, a shrinks and b may grow.
+	later := now.Add(2 * window)
+	a.expire(later, window)
+	a.shrink()
+	for off := int64(101); off <= 200; off++ {
+		b.add([16]byte{2, byte(off)}, off, later, later, window)
+	}
+	if b.len() != 100 {
+		t.Fatalf("b holds %d after a shrank, want all 100 of its window", b.len())
+	}
+	a.reset()
+	b.reset()
+	if used := budget.used.Load(); used != 0 {
+		t.Fatalf("%d bytes still counted after both tables reset", used)
+	}
+	// With no budget at all, a table remembers nothing and forgets all.
+	none := newRecentTable(&hashBudget{})
+	none.add([16]byte{9}, 5, now, now, window)
+	if lo, hi := none.forgottenRange(now, window); none.len() != 0 || lo != 5 || hi != 5 {
+		t.Fatalf("unbudgeted table: %d entries, forgot [%d, %d]", none.len(), lo, hi)
+	}
 }

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"math"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -111,7 +112,7 @@ func (s *shard) accept(r *request) {
 	k := partKey{r.sub.Tenant, r.sub.Queue, r.sub.Partition}
 	p := s.parts[k]
 	if p == nil {
-		p = newPartState(k, s.f.cfg.RecentHashes)
+		p = newPartState(k, &s.f.recentBudget)
 		s.parts[k] = p
 	}
 	for i := range r.sub.Frames {
@@ -176,13 +177,16 @@ func (s *shard) take(p *partState, now time.Time) *segFlight {
 	if useMap {
 		clear(s.dedup)
 	}
+	allMinted := true
 	for _, it := range p.pending {
 		h := it.hash()
 		if pos, ok := s.leaderOf(seg, h, useMap); ok {
 			seg.addFollower(pos, it)
 			continue
 		}
-		if off, ok := p.localDuplicate(h, now); ok {
+		minted := it.minted()
+		allMinted = allMinted && minted
+		if off, ok := p.localDuplicate(h, now); ok && !minted {
 			seg.localDups = append(seg.localDups, localDup{it: it, off: off})
 			continue
 		}
@@ -199,10 +203,16 @@ func (s *shard) take(p *partState, now time.Time) *segFlight {
 	}
 	clear(p.pending) // drop references for the collector
 	p.pending = p.pending[:0]
-	if seg.write.MinWindowSeconds > 0 {
+	switch {
+	case seg.write.MinWindowSeconds > 0:
 		seg.write.Verified = 0 // replayed frames: probe the whole window
-	} else {
-		seg.write.Verified = p.probeFrom(now)
+	case allMinted:
+		// Ids minted for this request match nothing stored (a replay of
+		// them is probed above), so the probe is skipped whatever this
+		// bridge remembers or forgot.
+		seg.write.Verified = math.MaxInt64
+	default:
+		p.probeRanges(&seg.write, now)
 	}
 	p.inFlight = len(seg.leaders) > 0
 	return seg
@@ -341,9 +351,11 @@ func (s *shard) sweep() {
 		idle := now.Sub(p.lastUsed)
 		switch {
 		case idle > idleForget:
+			p.recent.reset() // gives its bytes back to the budget
 			delete(s.parts, k)
-		case p.window >= 0 && idle > p.windowDur():
+		case p.window >= 0:
 			p.recent.expire(now, p.windowDur())
+			p.recent.shrink()
 		}
 	}
 }

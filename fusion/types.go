@@ -69,6 +69,11 @@ type Submission struct {
 	Queue     string
 	Partition string
 	Frames    []segment.Frame
+	// Minted, when set, has one entry per frame: true where the frame's
+	// transactionId is an id the bridge has just minted (the client sent
+	// none). Nothing stored can carry it yet, so a segment of only such
+	// frames needs neither the local check nor the probe. Default nil: none.
+	Minted []bool
 	// MinWindowSeconds > 0 marks replayed frames: their segment is probed
 	// over at least this window whatever the queue's. Default 0.
 	MinWindowSeconds int32
@@ -106,7 +111,11 @@ type item struct {
 }
 
 func (it item) hash() [segment.HashSize]byte { return it.req.hashes[it.idx] }
-func (it item) frame() *segment.Frame        { return &it.req.sub.Frames[it.idx] }
+func (it item) minted() bool {
+	m := it.req.sub.Minted
+	return int(it.idx) < len(m) && m[it.idx]
+}
+func (it item) frame() *segment.Frame { return &it.req.sub.Frames[it.idx] }
 
 // partKey identifies a partition: tenant \x1f queue \x1f partition, as a
 // comparable struct so that map look-ups build no string.

@@ -3,6 +3,8 @@ package fusion
 import (
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
+	"math"
 	"testing"
 )
 
@@ -112,26 +114,56 @@ func TestForeignWritesKeepTheProbeOpen(t *testing.T) {
 	}
 }
 
-// When the recent-hash set must forget entries still inside the window, the
-// probe is widened to cover them: a repeat of a forgotten frame is still
-// caught.
+// When the recent-hash sets must forget entries still inside the window, the
+// probe covers what was forgotten, and only that: a repeat of a forgotten
+// frame is still caught, and the probe range does not grow with history.
 func TestForgottenHashesAreProbedAgain(t *testing.T) {
 	sink := newMemSink(t)
-	f := startFusion(t, sink, func(c *Config) { c.RecentHashes = 4 })
-	for i := 0; i < 10; i++ {
+	f := startFusion(t, sink, func(c *Config) { c.RecentHashBytes = minRing*slotBytes + 2*minRing*indexBytes })
+	for i := 0; i < 100; i++ { // one table of 64 entries: the first 36 are forgotten
 		submit(t, f, "q", "p", fmt.Sprintf("t%d", i))
 	}
 	v := submit(t, f, "q", "p", "t0")
 	if statuses(v) != "duplicate@1" {
 		t.Fatalf("verdict %s", statuses(v))
 	}
-	if got := sink.lastVerified("q", "p"); got > 0 {
-		t.Fatalf("verified sent %d; t0 at offset 1 was forgotten, so it must be below 1", got)
+	w := sink.lastWrite("q", "p")
+	if w.Verified != 100 || w.ForgottenLo != 0 || w.ForgottenHi < 36 || w.ForgottenHi > 100-minRing+4 {
+		t.Fatalf("sent verified %d, forgotten (%d, %d]; want verified 100 and about (0, 36]", w.Verified, w.ForgottenLo, w.ForgottenHi)
 	}
 	// the most recent ones are still answered locally
 	calls := sink.callCount()
-	if v := submit(t, f, "q", "p", "t9"); statuses(v) != "duplicate@10" || sink.callCount() != calls {
+	if v := submit(t, f, "q", "p", "t99"); statuses(v) != "duplicate@100" || sink.callCount() != calls {
 		t.Fatalf("verdict %s, sink calls %d -> %d", statuses(v), calls, sink.callCount())
+	}
+}
+
+// Frames whose transactionIds the bridge minted skip the probe (Verified is
+// past everything) and the local check, but are still remembered: a later
+// frame with a client transactionId equal to a minted one is a duplicate.
+func TestMintedFramesSkipTheProbe(t *testing.T) {
+	sink := newMemSink(t)
+	f := startFusion(t, sink, nil)
+	submit(t, f, "q", "p", "c1") // the partition has history
+	ch := make(chan []Verdict, 1)
+	minted := uuid.Must(uuid.NewV7()).String()
+	if err := f.Submit(t.Context(), Submission{Queue: "q", Partition: "p", Frames: frames(minted, "m2"), Minted: []bool{true, true},
+		Done: func(v []Verdict) { ch <- v }}); err != nil {
+		t.Fatal(err)
+	}
+	if v := wait(t, ch); statuses(v) != "queued@2 queued@3" {
+		t.Fatalf("minted: %s", statuses(v))
+	}
+	if w := sink.lastWrite("q", "p"); w.Verified != math.MaxInt64 || w.ForgottenHi != 0 {
+		t.Fatalf("a minted-only segment sent verified %d, forgotten %d", w.Verified, w.ForgottenHi)
+	}
+	calls := sink.callCount()
+	if v := submit(t, f, "q", "p", minted); statuses(v) != "duplicate@2" || sink.callCount() != calls {
+		t.Fatalf("client reuse of a minted id: %s, sink calls %d -> %d", statuses(v), calls, sink.callCount())
+	}
+	if err := f.Submit(t.Context(), Submission{Queue: "q", Partition: "p", Frames: frames("x"), Minted: []bool{true, false},
+		Done: func([]Verdict) {}}); err == nil {
+		t.Fatal("Minted of the wrong length must be refused")
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // pushSQL is prepared once per connection and cached by pgx (its default
 // statement-cache mode), so the hot path sends only Bind/Execute.
 const pushSQL = `SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs
-FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[])`
+FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[], $10::int8[], $11::int8[])`
 
 // bundleArgs are the typed parallel arrays of one call.
 type bundleArgs struct {
@@ -25,6 +25,7 @@ type bundleArgs struct {
 	tenants            []pgtype.UUID // nil: every segment is the default tenant
 	minWindows         []int32       // nil: no segment widens its probe
 	pids               []int64       // nil: no partition id is known
+	forgotLo, forgotHi []int64       // nil: no segment has a forgotten range
 }
 
 func newBundleArgs(writes []segment.Write) *bundleArgs {
@@ -47,6 +48,12 @@ func newBundleArgs(writes []segment.Write) *bundleArgs {
 			a.minWindows = make([]int32, n)
 			for j := range a.minWindows {
 				a.minWindows[j] = writes[j].MinWindowSeconds
+			}
+		}
+		if w.ForgottenHi > w.ForgottenLo && a.forgotLo == nil {
+			a.forgotLo, a.forgotHi = make([]int64, n), make([]int64, n)
+			for j := range a.forgotLo {
+				a.forgotLo[j], a.forgotHi[j] = writes[j].ForgottenLo, writes[j].ForgottenHi
 			}
 		}
 		if w.PartitionID != 0 && a.pids == nil {
@@ -78,7 +85,7 @@ func (db *DB) PushBundle(ctx context.Context, writes []segment.Write) ([]segment
 	a := newBundleArgs(writes)
 	var w wireResults
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids).
+		return conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
 			Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package pgwire_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -287,5 +288,25 @@ func TestV1StillAnswersItsJSON(t *testing.T) {
 	}
 	if lastOffset(t, db, "q", "p") != 2 {
 		t.Fatal("the duplicate segment was written")
+	}
+}
+
+// The forgotten range is probed, and only it: a repeat inside it is a
+// duplicate; a repeat below it (and below p_verified) is not looked for.
+func TestForgottenRangeIsProbedAlone(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	for i := 1; i <= 6; i++ {
+		push(t, db, write("q", "p", fmt.Sprintf("t%d", i)))
+	}
+	w := write("q", "p", "t4")
+	w.Verified, w.ForgottenLo, w.ForgottenHi = 6, 2, 5 // probe (2, 5]
+	if r := push(t, db, w)[0]; r.Status != segment.Duplicate || r.Dups[0].Offset != 4 {
+		t.Fatalf("repeat inside the forgotten range: %+v", r)
+	}
+	w = write("q", "p", "t1")
+	w.Verified, w.ForgottenLo, w.ForgottenHi = 6, 2, 5
+	if r := push(t, db, w)[0]; r.Status != segment.Queued || r.BaseOffset != 7 {
+		t.Fatalf("a frame below both ranges was looked for: %+v", r)
 	}
 }

@@ -14,6 +14,12 @@ type Write struct {
 	// inside the deduplication window is known to the writer, so the probe
 	// may start above it. 0 probes the whole window.
 	Verified int64
+	// ForgottenLo and ForgottenHi, when ForgottenHi > ForgottenLo, name a
+	// range (ForgottenLo, ForgottenHi] at or below Verified that the writer
+	// wrote but no longer remembers although it may be inside the window: it
+	// is probed too, and only it, so the probe's cost follows what was
+	// forgotten, not the partition's history. Default 0, 0: none.
+	ForgottenLo, ForgottenHi int64
 	// MinWindowSeconds widens the deduplication probe of this segment to at
 	// least this many seconds, even on a queue whose window is 0: replayed
 	// spool records are always probed. Default 0 (the queue's window).

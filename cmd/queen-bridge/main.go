@@ -125,7 +125,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	metrics := bridge.NewMetrics(reg)
 	fu, err := fusion.New(fusion.Config{
 		Sink: db, Shards: cfg.shards, BundleMax: cfg.bundleMax, HoldTick: time.Duration(cfg.holdMS) * time.Millisecond,
-		VegasMin: cfg.vegasMin, VegasMax: cfg.vegasMax, Logger: log, OnBundle: metrics.FusionHook,
+		VegasMin: cfg.vegasMin, VegasMax: cfg.vegasMax, RecentHashBytes: cfg.recentHashBytes, Logger: log, OnBundle: metrics.FusionHook,
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,10 @@
 -- log_push_multi_v2 commits N segments, one per input ordinal, over N
 -- distinct partitions, in one transaction.
 --
+-- p_forgot_lo/p_forgot_hi (optional) name per segment a second range
+-- (lo, hi] to probe below p_verified: frames the caller wrote but no longer
+-- remembers. Only that range is probed, not everything above it.
+--
 -- p_pids (optional) carries each segment's partition id where the caller
 -- knows it, 0 where not. A known id is still checked against tenant, queue
 -- and partition name in the pre-lock, so a stale id fails the bundle (the
@@ -45,6 +49,8 @@ CREATE OR REPLACE FUNCTION queen.log_push_multi_v2(
     p_tenants     uuid[]    DEFAULT NULL,
     p_min_windows integer[] DEFAULT NULL,
     p_pids        bigint[]  DEFAULT NULL,
+    p_forgot_lo   bigint[]  DEFAULT NULL,
+    p_forgot_hi   bigint[]  DEFAULT NULL,
     OUT o_pids     bigint[],
     OUT o_wins     integer[],
     OUT o_bases    bigint[],
@@ -66,7 +72,7 @@ DECLARE
     v_ords     integer[];
     v_pids     bigint[];
     v_wins     integer[];
-    v_lo       bigint[];   -- probe range (v_lo, v_hi], empty unless v_probe
+    v_lo       bigint[];   -- probe range (v_lo, v_hi], used where v_probe
     v_hi       bigint[];
     v_pwin     integer[];  -- probe window: greatest(queue window, p_min_windows)
     v_probe    boolean[];
@@ -85,11 +91,14 @@ BEGIN
        OR coalesce(array_length(p_blobs, 1), 0) <> n
        OR (p_tenants IS NOT NULL AND coalesce(array_length(p_tenants, 1), 0) <> n)
        OR (p_min_windows IS NOT NULL AND coalesce(array_length(p_min_windows, 1), 0) <> n)
-       OR (p_pids IS NOT NULL AND coalesce(array_length(p_pids, 1), 0) <> n) THEN
-        RAISE EXCEPTION 'log_push_multi_v2: misaligned arrays: queues %, partitions %, msg_counts %, hashes %, verified %, blobs %, tenants %, min_windows %, pids %',
+       OR (p_pids IS NOT NULL AND coalesce(array_length(p_pids, 1), 0) <> n)
+       OR (p_forgot_lo IS NOT NULL AND coalesce(array_length(p_forgot_lo, 1), 0) <> n)
+       OR (p_forgot_hi IS NOT NULL AND coalesce(array_length(p_forgot_hi, 1), 0) <> n) THEN
+        RAISE EXCEPTION 'log_push_multi_v2: misaligned arrays: queues %, partitions %, msg_counts %, hashes %, verified %, blobs %, tenants %, min_windows %, pids %, forgot_lo %, forgot_hi %',
             n, array_length(p_partitions, 1), array_length(p_msg_counts, 1), array_length(p_hashes, 1),
             array_length(p_verified, 1), array_length(p_blobs, 1), array_length(p_tenants, 1),
-            array_length(p_min_windows, 1), array_length(p_pids, 1)
+            array_length(p_min_windows, 1), array_length(p_pids, 1), array_length(p_forgot_lo, 1),
+            array_length(p_forgot_hi, 1)
             USING ERRCODE = '22023';
     END IF;
     o_dup_segs := '{}'; o_dup_idx := '{}'; o_dup_offs := '{}';
@@ -135,21 +144,29 @@ BEGIN
     -- lock order (push, retention), which is why bundles cannot deadlock.
     -- Rows come back after their lock is granted, at their latest version,
     -- so last_offset and txns_start are read under the lock, and with them
-    -- which segments have a non-empty probe range
-    -- (greatest(p_verified, txns_start - 1), last_offset] in a window > 0.
+    -- each segment's probe range: (greatest(p_verified, txns_start - 1),
+    -- last_offset], joined by the forgotten range where there is one (one
+    -- range from the lower start to the higher end), in a window > 0.
     -- The aggregates keep the subquery's (lock) order: no sorts.
     SELECT count(*), min(s.ord) FILTER (WHERE s.bad),
            array_agg(s.ord), array_agg(s.pid), array_agg(s.win),
-           array_agg(s.lo), array_agg(s.last), array_agg(s.pwin), array_agg(s.pwin > 0 AND s.lo < s.last)
+           array_agg(CASE WHEN s.lo < s.last AND s.flo < s.fhi THEN least(s.lo, s.flo)
+                          WHEN s.lo < s.last THEN s.lo ELSE s.flo END),
+           array_agg(CASE WHEN s.lo < s.last THEN s.last ELSE s.fhi END),
+           array_agg(s.pwin),
+           array_agg(s.pwin > 0 AND (s.lo < s.last OR s.flo < s.fhi))
     INTO v_locked, v_bad, v_ords, v_pids, v_wins, v_lo, v_hi, v_pwin, v_probe
     FROM (
         SELECT u.ord::integer AS ord, p.id AS pid, q.dedup_window_seconds AS win,
                p.last_offset AS last,
                greatest(coalesce(u.v, 0), p.txns_start - 1) AS lo,
+               greatest(coalesce(u.flo, 0), p.txns_start - 1) AS flo,
+               least(coalesce(u.fhi, 0), p.last_offset) AS fhi,
                greatest(q.dedup_window_seconds, coalesce(u.mw, 0)) AS pwin,
                (u.n IS NULL OR u.n < 1 OR octet_length(u.h) IS DISTINCT FROM 16 * u.n) AS bad
-        FROM unnest(v_kpids, p_queues, p_partitions, v_tenants, p_msg_counts, p_verified, p_min_windows, p_hashes)
-             WITH ORDINALITY AS u(kp, qn, pn, t, n, v, mw, h, ord)
+        FROM unnest(v_kpids, p_queues, p_partitions, v_tenants, p_msg_counts, p_verified, p_min_windows, p_hashes,
+                    p_forgot_lo, p_forgot_hi)
+             WITH ORDINALITY AS u(kp, qn, pn, t, n, v, mw, h, flo, fhi, ord)
         JOIN queen.log_partitions p ON p.id = u.kp AND p.name = u.pn
         JOIN queen.queues q ON q.id = p.queue_id AND q.name = u.qn AND q.tenant = u.t
         ORDER BY p.id
@@ -249,7 +266,7 @@ DECLARE
     r record;
 BEGIN
     r := queen.log_push_multi_v2(p_queues, p_partitions, p_msg_counts, p_hashes, p_verified, p_blobs,
-                                 p_tenants, p_min_windows, NULL);
+                                 p_tenants, p_min_windows, NULL, NULL, NULL);
     RETURN coalesce((
         SELECT jsonb_agg(CASE WHEN u.b = 0
                               THEN jsonb_build_object('pid', u.p, 'win', u.w, 'ts', r.o_ts, 'dups',
@@ -287,7 +304,8 @@ BEGIN
     FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
     WHERE p.id = p_pid AND q.tenant = p_tenant;
     r := queen.log_push_multi_v2(ARRAY[v_queue], ARRAY[v_part], ARRAY[p_count], ARRAY[p_hashes],
-                                 ARRAY[p_verified], ARRAY[p_blob], ARRAY[p_tenant], ARRAY[p_window], ARRAY[p_pid]);
+                                 ARRAY[p_verified], ARRAY[p_blob], ARRAY[p_tenant], ARRAY[p_window], ARRAY[p_pid],
+                                 NULL, NULL);
     IF r.o_bases[1] > 0 THEN
         o_base := r.o_bases[1];
     ELSE
