@@ -244,8 +244,8 @@ func TestWrongPartitionIDFailsTheBundle(t *testing.T) {
 	w := write("q", "b", "2")
 	w.PartitionID = a.PartitionID // a's id, b's name
 	_, err := db.PushBundle(context.Background(), []segment.Write{w})
-	if err == nil || !strings.Contains(err.Error(), "0 of 1 segments produced a result") {
-		t.Fatalf("want a completeness error, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), "is not partition b of queue q") {
+		t.Fatalf("want a wrong-id error, got %v", err)
 	}
 	if lastOffset(t, db, "q", "a") != 1 || lastOffset(t, db, "q", "b") != 1 {
 		t.Fatal("a bundle with a wrong partition id wrote something")

@@ -68,6 +68,7 @@ DECLARE
     v_kpids    bigint[];
     v_locked   integer;
     v_bad      integer;
+    v_wrong    integer;
     -- per locked segment, in lock order (ascending partition id)
     v_ords     integer[];
     v_pids     bigint[];
@@ -147,15 +148,18 @@ BEGIN
     -- each segment's probe range: (greatest(p_verified, txns_start - 1),
     -- last_offset], joined by the forgotten range where there is one (one
     -- range from the lower start to the higher end), in a window > 0.
+    -- The join runs from the given ids through the primary keys; the names
+    -- are checked after it (as join conditions they let the planner drive
+    -- from queues and read every partition of the queue per segment).
     -- The aggregates keep the subquery's (lock) order: no sorts.
-    SELECT count(*), min(s.ord) FILTER (WHERE s.bad),
+    SELECT count(*), min(s.ord) FILTER (WHERE s.bad), min(s.ord) FILTER (WHERE s.wrong),
            array_agg(s.ord), array_agg(s.pid), array_agg(s.win),
            array_agg(CASE WHEN s.lo < s.last AND s.flo < s.fhi THEN least(s.lo, s.flo)
                           WHEN s.lo < s.last THEN s.lo ELSE s.flo END),
            array_agg(CASE WHEN s.lo < s.last THEN s.last ELSE s.fhi END),
            array_agg(s.pwin),
            array_agg(s.pwin > 0 AND (s.lo < s.last OR s.flo < s.fhi))
-    INTO v_locked, v_bad, v_ords, v_pids, v_wins, v_lo, v_hi, v_pwin, v_probe
+    INTO v_locked, v_bad, v_wrong, v_ords, v_pids, v_wins, v_lo, v_hi, v_pwin, v_probe
     FROM (
         SELECT u.ord::integer AS ord, p.id AS pid, q.dedup_window_seconds AS win,
                p.last_offset AS last,
@@ -163,12 +167,13 @@ BEGIN
                greatest(coalesce(u.flo, 0), p.txns_start - 1) AS flo,
                least(coalesce(u.fhi, 0), p.last_offset) AS fhi,
                greatest(q.dedup_window_seconds, coalesce(u.mw, 0)) AS pwin,
-               (u.n IS NULL OR u.n < 1 OR octet_length(u.h) IS DISTINCT FROM 16 * u.n) AS bad
+               (u.n IS NULL OR u.n < 1 OR octet_length(u.h) IS DISTINCT FROM 16 * u.n) AS bad,
+               (p.name IS DISTINCT FROM u.pn OR q.name IS DISTINCT FROM u.qn OR q.tenant IS DISTINCT FROM u.t) AS wrong
         FROM unnest(v_kpids, p_queues, p_partitions, v_tenants, p_msg_counts, p_verified, p_min_windows, p_hashes,
                     p_forgot_lo, p_forgot_hi)
              WITH ORDINALITY AS u(kp, qn, pn, t, n, v, mw, h, flo, fhi, ord)
-        JOIN queen.log_partitions p ON p.id = u.kp AND p.name = u.pn
-        JOIN queen.queues q ON q.id = p.queue_id AND q.name = u.qn AND q.tenant = u.t
+        JOIN queen.log_partitions p ON p.id = u.kp
+        JOIN queen.queues q ON q.id = p.queue_id
         ORDER BY p.id
         FOR UPDATE OF p
     ) s;
@@ -178,6 +183,13 @@ BEGIN
         RAISE EXCEPTION 'log_push_multi_v2: % of % segments produced a result (missing ordinal %)',
             v_locked, n, (SELECT min(g) FROM generate_series(1, n) g WHERE g <> ALL (coalesce(v_ords, '{}')))
             USING ERRCODE = 'XX000';
+    END IF;
+    -- A known id must name the partition it is sent with: a stale one fails
+    -- the bundle instead of writing to another partition.
+    IF v_wrong IS NOT NULL THEN
+        RAISE EXCEPTION 'log_push_multi_v2: segment %: partition id % is not partition % of queue % (tenant %)',
+            v_wrong, v_kpids[v_wrong], p_partitions[v_wrong], p_queues[v_wrong], v_tenants[v_wrong]
+            USING ERRCODE = '22023';
     END IF;
     -- Stride guard: position k of the hash blob is frame k; a wrong length
     -- would attribute verdicts to the wrong frames.
