@@ -19,8 +19,6 @@ type Config struct {
 	// HoldTick is the backstop tick that retries held partitions
 	// (QUEEN_V2_FUSION_HOLD_MS). Default 15ms.
 	HoldTick time.Duration
-	// MaxBundlesPerShard caps one shard's bundles in flight. Default 4.
-	MaxBundlesPerShard int
 	// ShardQueue is the capacity of each shard's submission queue; Submit
 	// blocks (until its context ends) when it is full. Default 4096.
 	ShardQueue int
@@ -28,7 +26,7 @@ type Config struct {
 	// it Submit fails with ErrOverloaded. Default 512 MiB.
 	MaxPendingBytes int64
 	// VegasMin, VegasMax and VegasInitial bound the shared push-lane limiter.
-	// VegasMax should be the database pool size. Defaults 2, 16, 4.
+	// VegasMax should be the database pool size. Defaults 1, 16, 4.
 	VegasMin, VegasMax, VegasInitial int
 	// RecentHashBytes is the memory all partitions' recent-hash sets share:
 	// the hashes this bridge wrote inside each queue's window, which spare
@@ -68,9 +66,8 @@ func (c *Config) applyDefaults() error {
 	}
 	def(&c.Shards, 8)
 	def(&c.BundleMax, 64)
-	def(&c.MaxBundlesPerShard, 4)
 	def(&c.ShardQueue, 4096)
-	def(&c.VegasMin, 2)
+	def(&c.VegasMin, 1)
 	def(&c.VegasMax, 16)
 	def(&c.VegasInitial, 4)
 	if c.HoldTick == 0 {
@@ -88,7 +85,7 @@ func (c *Config) applyDefaults() error {
 	if c.SummaryEvery == 0 {
 		c.SummaryEvery = 10 * time.Second
 	}
-	for name, v := range map[string]int{"Shards": c.Shards, "BundleMax": c.BundleMax, "MaxBundlesPerShard": c.MaxBundlesPerShard,
+	for name, v := range map[string]int{"Shards": c.Shards, "BundleMax": c.BundleMax,
 		"ShardQueue": c.ShardQueue, "VegasMin": c.VegasMin} {
 		if v < 1 {
 			return fmt.Errorf("fusion: Config.%s must be at least 1, got %d", name, v)

@@ -126,6 +126,68 @@ func TestBundleGrowsWhileSinkIsSlow(t *testing.T) {
 	}
 }
 
+// With several shards, partitions that wait for a permit go to the outbox,
+// and the bundle the freed permit fires takes them from every shard: one
+// commit, not one per shard.
+func TestBundlesSpanShards(t *testing.T) {
+	sink := newMemSink(t)
+	sink.gate = make(chan struct{})
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 8; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
+	first := submitAsync(t, f, "q", "p0", frames("x"))
+	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	var rest []<-chan []Verdict
+	shards := map[int]bool{}
+	for i := 1; i < 50; i++ {
+		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
+		shards[f.shardOf([16]byte{}, "q", fmt.Sprintf("p%d", i))] = true
+	}
+	if len(shards) < 4 {
+		t.Fatalf("49 partitions fell into %d shards only", len(shards))
+	}
+	waitFor(t, "every shard to leave its partitions in the outbox", func() bool { return f.outbox.len() == 49 })
+	close(sink.gate)
+	wait(t, first)
+	for _, ch := range rest {
+		if v := wait(t, ch); v[0].Status != Queued {
+			t.Fatalf("verdict %s", statuses(v))
+		}
+	}
+	if sizes := sink.bundleSizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 49 {
+		t.Fatalf("bundle sizes %v, want [1 49]: the 49 partitions of %d shards in one bundle", sizes, len(shards))
+	}
+}
+
+// Stop with an expired context while segments wait in the outbox behind a
+// bundle that never returns: every frame is still answered, and Stop returns.
+func TestAbortAnswersTheOutbox(t *testing.T) {
+	sink := newMemSink(t)
+	sink.gate = make(chan struct{}) // the first call waits until its context ends
+	f, err := New(Config{Sink: sink, Shards: 4, VegasMin: 1, VegasMax: 1, VegasInitial: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := submitAsync(t, f, "q", "p0", frames("x"))
+	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	var rest []<-chan []Verdict
+	for i := 1; i < 20; i++ {
+		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
+	}
+	waitFor(t, "the outbox to fill", func() bool { return f.outbox.len() == 19 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := f.Stop(ctx); err == nil {
+		t.Fatal("Stop with an expired context must report it")
+	}
+	for _, ch := range append(rest, first) {
+		if v := wait(t, ch); v[0].Status != Error {
+			t.Fatalf("verdict %s, want error", statuses(v))
+		}
+	}
+}
+
 // A held partition whose permit comes back without a wake-up (the kick is
 // lost) is dispatched by the backstop tick.
 func TestHeldPartitionDispatchesOnBackstopTick(t *testing.T) {

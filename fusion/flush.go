@@ -8,16 +8,17 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// bundle is the segments of one dispatch: one Sink call.
+// bundle is the segments of one dispatch: one Sink call. They may come from
+// several shards (the outbox).
 type bundle struct {
-	shard *shard
-	segs  []*segFlight
+	segs []*segFlight
 }
 
 // segFlight is one partition's segment from dispatch to verdict. leaders,
 // followers and localDups are fixed at dispatch; part is the shard's state
 // and must only be touched by the shard goroutine (in complete).
 type segFlight struct {
+	shard     *shard // the owner of part
 	part      *partState
 	pid       int64 // as known at dispatch (0 for a partition not seen yet)
 	write     segment.Write
@@ -90,7 +91,7 @@ func (f *Fusion) flush(b *bundle) {
 	if err == nil && len(results) != len(writes) {
 		err = fmt.Errorf("fusion: sink answered %d results for %d segments", len(results), len(writes))
 	}
-	f.vegas.release(took, true, err != nil)
+	f.vegas.release(took, true, len(writes) >= f.cfg.BundleMax, err != nil)
 	f.stats.bundleDone(len(writes), items, err)
 	if f.cfg.OnBundle != nil {
 		f.cfg.OnBundle(BundleInfo{Segments: len(writes), Items: items, Duration: took, Err: err})
@@ -99,8 +100,15 @@ func (f *Fusion) flush(b *bundle) {
 		f.logBundleError(err, len(writes), items)
 	}
 	// Reopen the partitions only now, after the commit: the next flush of a
-	// partition must not start before this one's offsets are final.
-	b.shard.done <- &completion{b: b, results: results, err: err}
+	// partition must not start before this one's offsets are final. Each
+	// shard gets the completion of its own segments.
+	byShard := map[*shard][]int{}
+	for i, seg := range b.segs {
+		byShard[seg.shard] = append(byShard[seg.shard], i)
+	}
+	for sh, segs := range byShard {
+		sh.done <- &completion{b: b, segs: segs, results: results, err: err}
+	}
 
 	ids := &idResolver{f: f}
 	for i, seg := range b.segs {

@@ -29,6 +29,7 @@ type Fusion struct {
 
 	pendingBytes atomic.Int64
 	recentBudget hashBudget // shared by every partition's recent-hash set
+	outbox       outbox     // segments waiting for a permit, from every shard
 
 	ctx      context.Context // Sink calls; cancelled when Stop gives up waiting
 	cancel   context.CancelFunc

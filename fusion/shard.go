@@ -14,17 +14,17 @@ type shard struct {
 	f     *Fusion
 	id    int
 	in    chan *request    // submissions (bounded: Config.ShardQueue)
-	done  chan *completion // flush completions; never blocks a flush (cap = bundle cap)
+	done  chan *completion // flush completions (cap = the Vegas limit's bound: bundles in flight)
 	kick  chan struct{}    // a Vegas permit was freed somewhere (cap 1)
 	fills chan *fillResult // gap reads; never blocks (cap = maxFills)
 
-	parts    map[partKey]*partState
-	ready    []*partState // pending frames, no flush in flight, FIFO
-	inflight int          // bundles of this shard between dispatch and completion
-	draining bool
-	held     bool // ready partitions wait for a permit or the bundle cap
-	dedup    map[[segment.HashSize]byte]int32
-	lastSwp  time.Time
+	parts       map[partKey]*partState
+	ready       []*partState // pending frames, no flush in flight, FIFO
+	outstanding int          // segments taken (in a bundle or the outbox) and not completed
+	draining    bool
+	held        bool // segments wait for a permit (here or in the outbox)
+	dedup       map[[segment.HashSize]byte]int32
+	lastSwp     time.Time
 
 	fillQueue []*partState // partitions waiting to have a gap read
 	filling   int          // gap reads in flight
@@ -42,10 +42,11 @@ type fillResult struct {
 	err    error
 }
 
-// completion is a finished flush, sent to the shard after the Sink call
-// returned (so after the commit).
+// completion is a finished flush, sent to each shard with segments in it
+// after the Sink call returned (so after the commit).
 type completion struct {
 	b       *bundle
+	segs    []int // indices into b.segs of the segments this shard owns
 	results []segment.Result
 	err     error
 }
@@ -54,7 +55,7 @@ func newShard(f *Fusion, id int) *shard {
 	return &shard{
 		f: f, id: id,
 		in:    make(chan *request, f.cfg.ShardQueue),
-		done:  make(chan *completion, f.cfg.MaxBundlesPerShard),
+		done:  make(chan *completion, f.cfg.VegasMax+1),
 		kick:  make(chan struct{}, 1),
 		fills: make(chan *fillResult, maxFills),
 		parts: map[partKey]*partState{},
@@ -102,7 +103,7 @@ func (s *shard) run() {
 		} else {
 			s.dispatch()
 		}
-		if s.draining && s.inflight == 0 && len(s.in) == 0 && len(s.ready) == 0 {
+		if s.draining && s.outstanding == 0 && len(s.in) == 0 && len(s.ready) == 0 {
 			return
 		}
 	}
@@ -129,38 +130,53 @@ func (s *shard) markReady(p *partState) {
 	}
 }
 
-// dispatch fires bundles while partitions are ready, the shard is under its
-// bundle cap and the limiter grants a permit at once. Whatever cannot go now
-// stays and keeps accumulating: that is where bundles grow under load.
+// dispatch fires bundles while partitions are ready here or segments wait in
+// the outbox, and the limiter grants a permit at once. A bundle takes this
+// shard's ready partitions first, then what other shards left in the
+// outbox. Without a permit the ready partitions go to the outbox, where the
+// next bundle to fire (on any shard) takes them: that is where bundles grow
+// under load, across shards.
 func (s *shard) dispatch() {
 	s.held = false
-	for len(s.ready) > 0 {
-		if s.inflight >= s.f.cfg.MaxBundlesPerShard || !s.f.vegas.tryAcquire(s.kick) {
-			s.held = true
+	for len(s.ready) > 0 || s.f.outbox.len() > 0 {
+		now := time.Now()
+		if !s.f.vegas.tryAcquire(s.kick) {
+			if len(s.ready) > 0 {
+				s.f.outbox.put(s.takeReady(now, len(s.ready)))
+			}
+			s.held = true // the backstop tick retries if the kick is lost
 			return
 		}
-		now := time.Now()
-		b := &bundle{shard: s}
-		for len(b.segs) < s.f.cfg.BundleMax && len(s.ready) > 0 {
-			p := s.ready[0]
-			s.ready[0] = nil
-			s.ready = s.ready[1:]
-			p.queued = false
-			seg := s.take(p, now)
-			if len(seg.leaders) > 0 {
-				b.segs = append(b.segs, seg)
-			} else if len(seg.localDups) > 0 {
-				s.f.resolveAsync(seg)
-			}
-		}
+		b := &bundle{segs: s.takeReady(now, s.f.cfg.BundleMax)}
+		s.f.outbox.take(b, s.f.cfg.BundleMax-len(b.segs))
 		if len(b.segs) == 0 {
-			s.f.vegas.release(0, false, false)
-			continue
+			s.f.vegas.release(0, false, false, false)
+			return
 		}
-		s.inflight++
 		s.f.flushWG.Add(1)
 		go s.f.flush(b)
 	}
+}
+
+// takeReady takes up to max ready partitions, oldest first, into segments
+// (in flight from now on). Partitions whose frames were all answered
+// locally go to id resolution instead.
+func (s *shard) takeReady(now time.Time, max int) []*segFlight {
+	var segs []*segFlight
+	for len(segs) < max && len(s.ready) > 0 {
+		p := s.ready[0]
+		s.ready[0] = nil
+		s.ready = s.ready[1:]
+		p.queued = false
+		seg := s.take(p, now)
+		if len(seg.leaders) > 0 {
+			s.outstanding++
+			segs = append(segs, seg)
+		} else if len(seg.localDups) > 0 {
+			s.f.resolveAsync(seg)
+		}
+	}
+	return segs
 }
 
 // take moves p's pending frames into a segment: layer-2 dedup (first of a
@@ -168,7 +184,7 @@ func (s *shard) dispatch() {
 // bridge wrote inside the window. p goes in flight when anything is left to
 // write.
 func (s *shard) take(p *partState, now time.Time) *segFlight {
-	seg := &segFlight{part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid}}
+	seg := &segFlight{shard: s, part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid}}
 	// Small segments (the usual case) find an earlier leader by scanning;
 	// only large ones use the shard's map. Clearing a map costs its
 	// capacity, so a map that grew with one large segment is dropped rather
@@ -235,12 +251,14 @@ func (s *shard) leaderOf(seg *segFlight, h [segment.HashSize]byte, useMap bool) 
 	return 0, false
 }
 
-// complete reopens the partitions of a finished bundle and updates what they
-// know; duplicate segments put their unwritten frames back at the head.
+// complete reopens this shard's partitions of a finished bundle and updates
+// what they know; duplicate segments put their unwritten frames back at the
+// head.
 func (s *shard) complete(c *completion) {
-	s.inflight--
+	s.outstanding -= len(c.segs)
 	now := time.Now()
-	for i, seg := range c.b.segs {
+	for _, i := range c.segs {
+		seg := c.b.segs[i]
 		p := seg.part
 		p.inFlight = false
 		p.lastUsed = now
@@ -306,8 +324,22 @@ func (s *shard) filled(r *fillResult) {
 	s.startFills()
 }
 
-// failPending answers every frame not yet dispatched with ErrAborted.
+// failPending answers every frame not yet dispatched with ErrAborted: those
+// still pending here, and those of this shard's segments waiting in the
+// outbox.
 func (s *shard) failPending() {
+	for _, seg := range s.f.outbox.takeOwn(s) {
+		s.outstanding--
+		seg.part.inFlight = false
+		v := Verdict{Status: Error, Err: ErrAborted}
+		for k, it := range seg.leaders {
+			it.req.settle(it.idx, v)
+			seg.settleFollowers(int32(k), v)
+		}
+		for _, d := range seg.localDups {
+			d.it.req.settle(d.it.idx, v)
+		}
+	}
 	for _, p := range s.ready {
 		p.queued = false
 		for _, it := range p.pending {

@@ -1,0 +1,59 @@
+package fusion
+
+import "sync"
+
+// outbox holds the segments shards took while no permit was free. The next
+// bundle to fire, on whichever shard, takes them along after its own ready
+// partitions, so one commit carries the partitions of every shard rather
+// than of one: measured with 64 submitters over 1,000 partitions, bundles
+// that stayed within their shard held ≈ 3 segments, one eighth of what was
+// waiting.
+//
+// Only the list is shared, under the mutex (every shard deposits, whichever
+// shard holds a permit takes). The segments' partitions stay owned by their
+// shards: they are in flight from the moment they are taken, and their
+// completions go back to the shard that took them.
+type outbox struct {
+	mu   sync.Mutex
+	segs []*segFlight
+}
+
+func (o *outbox) put(segs []*segFlight) {
+	o.mu.Lock()
+	o.segs = append(o.segs, segs...)
+	o.mu.Unlock()
+}
+
+// take moves up to room segments, oldest first, into b.
+func (o *outbox) take(b *bundle, room int) {
+	o.mu.Lock()
+	n := min(room, len(o.segs))
+	b.segs = append(b.segs, o.segs[:n]...)
+	clear(o.segs[:n])
+	o.segs = o.segs[n:]
+	o.mu.Unlock()
+}
+
+func (o *outbox) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.segs)
+}
+
+// takeOwn removes and returns the segments that shard s deposited.
+func (o *outbox) takeOwn(s *shard) []*segFlight {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var own []*segFlight
+	kept := o.segs[:0]
+	for _, seg := range o.segs {
+		if seg.shard == s {
+			own = append(own, seg)
+		} else {
+			kept = append(kept, seg)
+		}
+	}
+	clear(o.segs[len(kept):])
+	o.segs = kept
+	return own
+}
