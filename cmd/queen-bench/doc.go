@@ -1,6 +1,22 @@
-// Command queen-bench loads a running queen-bridge over NATS or HTTP and
-// reports throughput, latency and item statuses: a progress line every
-// second, a report at the end.
+// Command queen-bench loads a running queen-bridge over NATS or HTTP, or
+// writes the same load straight into PostgreSQL as a baseline, and reports
+// throughput, latency, item statuses and CPU per item (the bridge from its
+// process_cpu_seconds_total, PostgreSQL from /proc when the server is on
+// this machine, and queen-bench itself): a progress line every second, a
+// line per -window with the bundle call's time per call, a report at the
+// end.
 //
-//	queen-bench -transport nats -clients 64 -items 10 -partitions 1000 -duration 20s
+// Baselines (-target, with -pg-dsn), in tables of the queen_bench schema:
+//
+//	direct       one INSERT + COMMIT per message into a plain table
+//	partitioned  per message, UPDATE a partition row's offset and INSERT the
+//	             message at it, one commit each: the naive partitioned log
+//	batch        one multi-row INSERT per request
+//
+// -compare runs the bridge and the three baselines back to back on the same
+// database and prints one table with items/s, p50/p99, the bridge's ratio to
+// each, and the CPU split:
+//
+//	queen-bench -compare -pg-dsn postgres://postgres@127.0.0.1:5432/queen \
+//	    -clients 64 -items 1 -partitions 1000 -duration 10s
 package main

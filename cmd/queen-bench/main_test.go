@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -49,7 +50,7 @@ func TestBenchSendsValidPushesAndReports(t *testing.T) {
 	defer srv.Close()
 
 	var report strings.Builder
-	err := run(options{transport: "http", httpAddr: strings.TrimPrefix(srv.URL, "http://"), clients: 4, items: 3,
+	_, err := run(context.Background(), options{target: "bridge", transport: "http", httpAddr: strings.TrimPrefix(srv.URL, "http://"), clients: 4, items: 3,
 		partitions: 7, queues: 2, payload: 100, duration: 300 * time.Millisecond, run: "t"}, &report)
 	if err != nil {
 		t.Fatal(err)
@@ -67,10 +68,52 @@ func TestBenchSendsValidPushesAndReports(t *testing.T) {
 }
 
 func TestBenchRejectsBadOptions(t *testing.T) {
-	if err := run(options{transport: "http", clients: 0, items: 1, partitions: 1, queues: 1}, &strings.Builder{}); err == nil {
-		t.Fatal("zero clients must be refused")
+	ok := options{target: "bridge", transport: "http", clients: 1, items: 1, partitions: 1, queues: 1, duration: time.Second}
+	for name, o := range map[string]options{
+		"zero clients":          func() options { o := ok; o.clients = 0; return o }(),
+		"an unknown transport":  func() options { o := ok; o.transport = "carrier-pigeon"; return o }(),
+		"an unknown target":     func() options { o := ok; o.target = "fax"; return o }(),
+		"a baseline without DB": func() options { o := ok; o.target = "direct"; return o }(),
+	} {
+		if _, err := run(context.Background(), o, &strings.Builder{}); err == nil {
+			t.Errorf("%s must be refused", name)
+		}
 	}
-	if err := run(options{transport: "carrier-pigeon", clients: 1, items: 1, partitions: 1, queues: 1}, &strings.Builder{}); err == nil {
-		t.Fatal("an unknown transport must be refused")
+	if err := benchMain(context.Background(), options{compare: true}, &strings.Builder{}); err == nil {
+		t.Error("-compare without -pg-dsn must be refused")
+	}
+}
+
+// With -mint the bodies carry no transactionId, so the bridge mints them.
+func TestMintLeavesTransactionIDsOut(t *testing.T) {
+	var mu sync.Mutex
+	withID, without := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Items []map[string]json.RawMessage `json:"items"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		for _, it := range body.Items {
+			if _, ok := it["transactionId"]; ok {
+				withID++
+			} else {
+				without++
+			}
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`[{"status":"queued"},{"status":"queued"}]`))
+	}))
+	defer srv.Close()
+	_, err := run(context.Background(), options{target: "bridge", transport: "http", httpAddr: strings.TrimPrefix(srv.URL, "http://"),
+		clients: 2, items: 2, partitions: 3, queues: 1, payload: 50, mint: true, duration: 200 * time.Millisecond, run: "m"}, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if withID != 0 || without == 0 {
+		t.Fatalf("%d items with a transactionId, %d without", withID, without)
 	}
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/queenbridge/queenbridge/internal/proccpu"
+)
+
+// meter samples what the load costs: the bridge's CPU and fusion counters
+// (its Prometheus page), PostgreSQL's CPU (the postmaster and its children,
+// when the server runs on this machine), queen-bench's own CPU, and the
+// bundle call's time (pg_stat_user_functions, with track_functions on).
+type meter struct {
+	metricsURL string // "" for baselines: no bridge to ask
+	http       *http.Client
+	pg         *pgx.Conn // nil without -pg-dsn
+	postmaster int       // 0 when not local
+}
+
+// sample is one reading; unknown values are NaN.
+type sample struct {
+	bridge, pg, bench float64 // CPU seconds
+	commits, segments float64 // fusion counters
+	vegas             float64
+	calls, callMS     float64 // bundle calls and their total time, ms
+}
+
+// cpuSplit is CPU per item, by process.
+type cpuSplit = sample
+
+func newMeter(ctx context.Context, o options) *meter {
+	m := &meter{http: &http.Client{Timeout: 2 * time.Second}}
+	if o.target == "bridge" {
+		m.metricsURL = o.metricsURL
+	}
+	if o.pgDSN != "" {
+		if conn, err := pgx.Connect(ctx, o.pgDSN); err == nil {
+			m.pg = conn
+			var pid int32
+			if conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid) == nil {
+				if pm, err := proccpu.Parent(int(pid)); err == nil {
+					m.postmaster = pm
+				}
+			}
+		}
+	}
+	return m
+}
+
+func (m *meter) close() {
+	if m.pg != nil {
+		_ = m.pg.Close(context.Background())
+	}
+}
+
+func (m *meter) sample() sample {
+	nan := math.NaN()
+	s := sample{bridge: nan, pg: nan, bench: nan, commits: nan, segments: nan, vegas: nan, calls: nan, callMS: nan}
+	if d, err := proccpu.Process(os.Getpid()); err == nil {
+		s.bench = d.Seconds()
+	}
+	if m.postmaster != 0 {
+		if d, err := proccpu.Tree(m.postmaster); err == nil {
+			s.pg = d.Seconds()
+		}
+	}
+	if m.metricsURL != "" {
+		if v, err := scrape(m.http, m.metricsURL); err == nil {
+			s.bridge, s.commits, s.segments, s.vegas = v["process_cpu_seconds_total"], v["queen_fusion_commits_total"],
+				v["queen_fusion_segments_total"], v["queen_vegas_limit"]
+		}
+	}
+	if m.pg != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = m.pg.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::float8, coalesce(sum(total_time), 0)::float8
+			FROM pg_stat_user_functions WHERE schemaname = 'queen' AND funcname IN ('log_push_multi_v1', 'log_push_multi_v2')`).Scan(&s.calls, &s.callMS)
+		cancel()
+	}
+	return s
+}
+
+// minus is the difference of two readings (NaN stays NaN).
+func (s sample) minus(b sample) sample {
+	return sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, commits: s.commits - b.commits,
+		segments: s.segments - b.segments, vegas: s.vegas, calls: s.calls - b.calls, callMS: s.callMS - b.callMS}
+}
+
+func (s sample) perItem(items int64) cpuSplit {
+	n := float64(max(items, 1))
+	s.bridge, s.pg, s.bench = s.bridge/n, s.pg/n, s.bench/n
+	return s
+}
+
+func us(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", v*1e6)
+}
+
+func (s cpuSplit) String() string {
+	return fmt.Sprintf("bridge %s µs, postgres %s µs, queen-bench %s µs", us(s.bridge), us(s.pg), us(s.bench))
+}
+
+func (s cpuSplit) short() string { return us(s.bridge) + " / " + us(s.pg) + " / " + us(s.bench) }
+
+// bundleLine describes a window's bundle calls and fusion counters.
+func (s sample) bundleLine() string {
+	var b strings.Builder
+	if s.calls > 0 {
+		fmt.Fprintf(&b, "bundle call %.3f ms (%0.f calls)", s.callMS/s.calls, s.calls)
+	} else {
+		b.WriteString("bundle call n/a")
+	}
+	if s.commits > 0 {
+		fmt.Fprintf(&b, ", %.1f segments per commit, vegas %.0f", s.segments/s.commits, s.vegas)
+	}
+	return b.String()
+}
+
+// scrape reads the unlabelled samples of a Prometheus text page.
+func scrape(c *http.Client, url string) (map[string]float64, error) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || strings.ContainsRune(line, '{') {
+			continue
+		}
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.Fields(val)[0], 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
+}

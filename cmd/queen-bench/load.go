@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// item is one message of a request.
+type item struct {
+	queue, partition, txid string
+	payload                []byte
+}
+
+// target sends one request's items and answers how many of each status
+// came back. Each client uses its own index c.
+type target interface {
+	push(ctx context.Context, c int, items []item) (map[string]int64, error)
+	close()
+}
+
+// stats is shared by the clients (atomics and a mutex-guarded latency list).
+type stats struct {
+	requests, items, errors atomic.Int64
+	mu                      sync.Mutex
+	statuses                map[string]int64
+	lat                     []time.Duration
+	firstErr                error
+}
+
+func (s *stats) record(d time.Duration, statuses map[string]int64) {
+	s.mu.Lock()
+	s.lat = append(s.lat, d)
+	for k, v := range statuses {
+		s.statuses[k] += v
+	}
+	s.mu.Unlock()
+}
+
+func (s *stats) fail(err error) {
+	s.errors.Add(1)
+	s.mu.Lock()
+	if s.firstErr == nil {
+		s.firstErr = err
+	}
+	s.mu.Unlock()
+}
+
+func (s *stats) percentiles(from int) (p50, p99, top time.Duration) {
+	s.mu.Lock()
+	l := append([]time.Duration(nil), s.lat[from:]...)
+	s.mu.Unlock()
+	if len(l) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	return l[len(l)/2], l[len(l)*99/100], l[len(l)-1]
+}
+
+// result is one target's run.
+type result struct {
+	o              options
+	elapsed        time.Duration
+	requests, errs int64
+	items          int64
+	p50, p99, top  time.Duration
+	statuses       map[string]int64
+	cpu            cpuSplit // per item
+	segsPerCommit  float64  // bridge only; 0 when unknown
+	vegas          float64
+}
+
+func (r *result) rate() float64 { return float64(r.items) / r.elapsed.Seconds() }
+
+// requestItems builds the items of request i of client c.
+func requestItems(o options, c, i int, payload []byte) []item {
+	out := make([]item, o.items)
+	for k := range out {
+		n := c*1_000_003 + i*o.items + k
+		if o.group {
+			n = c*1_000_003 + i
+		}
+		out[k] = item{
+			queue:     fmt.Sprintf("bench.q%d", n%o.partitions%o.queues),
+			partition: fmt.Sprintf("p%d", n%o.partitions),
+			txid:      fmt.Sprintf("%s-%d-%d-%d", o.run, c, i, k),
+			payload:   payload,
+		}
+	}
+	return out
+}
+
+// run loads one target for o.duration and reports.
+func run(ctx context.Context, o options, out io.Writer) (*result, error) {
+	if o.clients < 1 || o.items < 1 || o.partitions < 1 || o.queues < 1 || o.duration <= 0 {
+		return nil, fmt.Errorf("clients, items, partitions, queues and duration must be at least 1")
+	}
+	tg, err := newTarget(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer tg.close()
+	meter := newMeter(ctx, o)
+	defer meter.close()
+	payload := payloadOf(o.payload)
+	// The deadline stops new requests; one in flight finishes (on ctx, which
+	// only an interrupt ends) and is counted, so reports match what was
+	// written.
+	loop, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	st := &stats{statuses: map[string]int64{}}
+	var wg sync.WaitGroup
+	fmt.Fprintf(out, "\n%s, %s\n", describe(o), o.duration)
+	startCPU := meter.sample()
+	start := time.Now()
+	for c := 0; c < o.clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := 0; loop.Err() == nil; i++ {
+				items := requestItems(o, c, i, payload)
+				t0 := time.Now()
+				counts, err := tg.push(ctx, c, items)
+				d := time.Since(t0)
+				if err != nil {
+					if ctx.Err() == nil {
+						st.fail(err)
+					}
+					continue
+				}
+				n := int64(0)
+				for _, v := range counts {
+					n += v
+				}
+				st.requests.Add(1)
+				st.items.Add(n)
+				st.record(d, counts)
+			}
+		}(c)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	progress(out, o, st, meter, start, done)
+	elapsed := time.Since(start)
+	r := &result{o: o, elapsed: elapsed, requests: st.requests.Load(), errs: st.errors.Load(), items: st.items.Load(), statuses: st.statuses}
+	r.p50, r.p99, r.top = st.percentiles(0)
+	endCPU := meter.sample()
+	r.cpu = endCPU.minus(startCPU).perItem(r.items)
+	if o.target == "bridge" {
+		if c := endCPU.commits - startCPU.commits; c > 0 {
+			r.segsPerCommit = (endCPU.segments - startCPU.segments) / c
+		}
+		r.vegas = endCPU.vegas
+	}
+	report(out, r)
+	if r.errs > 0 {
+		fmt.Fprintf(out, "first error: %v\n", st.firstErr)
+	}
+	return r, nil
+}
+
+// progress prints a line a second, and one per -window, until done.
+func progress(out io.Writer, o options, st *stats, meter *meter, start time.Time, done <-chan struct{}) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastItems, winItems int64
+	lastLat := 0
+	winStart, winSample := start, meter.sample()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			items := st.items.Load()
+			st.mu.Lock()
+			n := len(st.lat)
+			st.mu.Unlock()
+			p50, p99, _ := st.percentiles(lastLat)
+			fmt.Fprintf(out, "%5.0fs  %8d items/s  p50 %-8s p99 %-8s errors %d\n", time.Since(start).Seconds(), items-lastItems,
+				p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond), st.errors.Load())
+			lastItems, lastLat = items, n
+			if o.window > 0 && time.Since(winStart) >= o.window {
+				s := meter.sample()
+				d := s.minus(winSample)
+				fmt.Fprintf(out, "window %3.0f-%3.0fs  %8.0f items/s  %s\n", winStart.Sub(start).Seconds(), time.Since(start).Seconds(),
+					float64(items-winItems)/time.Since(winStart).Seconds(), d.bundleLine())
+				winStart, winSample, winItems = time.Now(), s, items
+			}
+		}
+	}
+}
+
+func report(out io.Writer, r *result) {
+	fmt.Fprintf(out, "requests   %d (%.0f/s), errors %d\n", r.requests, float64(r.requests)/r.elapsed.Seconds(), r.errs)
+	fmt.Fprintf(out, "items      %d (%.0f/s)\n", r.items, r.rate())
+	fmt.Fprintf(out, "latency    p50 %s  p99 %s  max %s\n", r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.top.Round(10*time.Microsecond))
+	fmt.Fprintf(out, "cpu/item   %s\n", r.cpu)
+	if r.segsPerCommit > 0 {
+		fmt.Fprintf(out, "fusion     %.1f segments per commit, vegas limit %.0f\n", r.segsPerCommit, r.vegas)
+	}
+	keys := make([]string, 0, len(r.statuses))
+	for k := range r.statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "status     %-10s %d\n", k, r.statuses[k])
+	}
+}
+
+// compareTable prints the runs side by side with the bridge's ratios.
+func compareTable(out io.Writer, o options, rows []*result) {
+	bridge := rows[0]
+	fmt.Fprintf(out, "\ncompare: %d clients × %d items, %d partitions, group=%v, %s each\n", o.clients, o.items, o.partitions, o.group, o.duration)
+	fmt.Fprintf(out, "%-12s %10s %10s %10s %12s %30s\n", "target", "items/s", "p50", "p99", "bridge ÷ it", "cpu/item bridge/pg/bench µs")
+	for _, r := range rows {
+		ratio := "—"
+		if r != bridge && r.rate() > 0 {
+			ratio = fmt.Sprintf("%.2f×", bridge.rate()/r.rate())
+		}
+		fmt.Fprintf(out, "%-12s %10.0f %10s %10s %12s %30s\n", r.o.target, r.rate(), r.p50.Round(10*time.Microsecond),
+			r.p99.Round(10*time.Microsecond), ratio, r.cpu.short())
+	}
+	if bridge.segsPerCommit > 0 {
+		fmt.Fprintf(out, "bridge: %.1f segments per commit, vegas limit %.0f; p50 ÷ direct p50 = %.2f\n", bridge.segsPerCommit, bridge.vegas,
+			float64(bridge.p50)/float64(max(1, rows[1].p50)))
+	}
+}
