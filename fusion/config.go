@@ -30,10 +30,10 @@ type Config struct {
 	VegasMin, VegasMax, VegasInitial int
 	// RecentHashBytes is the memory all partitions' recent-hash sets share:
 	// the hashes this bridge wrote inside each queue's window, which spare
-	// the probe and answer repeats locally (48 bytes per frame held). A
+	// the probe and answer repeats locally (32 bytes per frame held). A
 	// partition that cannot hold its whole window forgets its oldest
-	// entries, and only their range is probed. Default 256 MiB: a full
-	// 60 s window of ≈ 90 k frames/s.
+	// entries, and only their range is probed. Default 512 MiB: a full
+	// 60 s window of ≈ 250 k frames/s.
 	RecentHashBytes int64
 	// FlushTimeout bounds one Sink call. Default 30s.
 	FlushTimeout time.Duration
@@ -74,7 +74,7 @@ func (c *Config) applyDefaults() error {
 		c.HoldTick = 15 * time.Millisecond
 	}
 	if c.RecentHashBytes == 0 {
-		c.RecentHashBytes = 256 << 20
+		c.RecentHashBytes = 512 << 20
 	}
 	if c.MaxPendingBytes == 0 {
 		c.MaxPendingBytes = 512 << 20

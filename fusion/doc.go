@@ -12,16 +12,22 @@
 //     tenant, queue and partition). One goroutine owns each shard's state:
 //     submissions, flush completions and permit wake-ups reach it through
 //     channels, and no mutex guards shard state.
-//   - Fire-on-idle. When the shard is under Config.MaxBundlesPerShard bundles
-//     in flight and the shared Vegas limiter grants a permit at once, ready
-//     partitions dispatch now, with no hold timer.
+//   - Fire-on-idle. When the shared Vegas limiter grants a permit at once,
+//     ready partitions dispatch now, with no hold timer.
 //   - One flush in flight per partition. A partition whose flush is in flight
 //     accumulates its next segment and becomes ready again only when the
 //     completion reaches the shard, which the flush sends after the commit.
 //     Two flushes therefore never race on the partition's allocator, and
 //     offset order equals commit order.
-//   - Bundling. One dispatch takes up to Config.BundleMax ready, not-in-flight
-//     partitions. The in-flight gate keeps bundles disjoint.
+//   - Bundling, across shards. One dispatch takes up to Config.BundleMax
+//     segments: the shard's own ready partitions, then segments other shards
+//     left in the outbox (outbox.go) when they found no permit. The in-flight
+//     gate keeps bundles disjoint; each segment's completion goes back to the
+//     shard that owns its partition. The outbox list is the one piece of
+//     shared state besides the limiter, under its own mutex.
+//   - Vegas (vegas.go). The limiter grows only while bundles leave full; a
+//     bundle with room left carried everything waiting, so it shrinks the
+//     limit towards its floor.
 //   - Config.HoldTick is a backstop only: arrivals, completions and freed
 //     permits are what wake a shard.
 //
@@ -33,8 +39,11 @@
 // probe"). The invariant, enforced in partition.go: every frame stored at or
 // below verified inside the window is in that set (or older than the window).
 // Offsets another writer wrote are read into the set once when the Sink is a
-// HashSource (shard.go, maybeFill); a set that must forget entries still in
-// the window lowers the p_verified it sends; a window that grows reopens
+// HashSource (shard.go, maybeFill). The sets share one byte budget
+// (Config.RecentHashBytes); a set that must forget entries still in the
+// window sends their range to be probed alone (Write.ForgottenLo/Hi), and
+// p_verified stays tight. A segment of only bridge-minted transactionIds
+// (Submission.Minted) skips the probe. A window that grows reopens
 // everything to the probe.
 //
 // Failure model: a frame is Queued only when the Sink reported its segment

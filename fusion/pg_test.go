@@ -197,8 +197,9 @@ func TestSinkErrorWithRealDatabase(t *testing.T) {
 // offset and id, by PostgreSQL's probe of the forgotten range.
 func TestRetryOfForgottenTransactionIsDuplicate(t *testing.T) {
 	db := openDB(t, 4)
-	// room for one table of 64 entries (64 ring slots, 128 index slots)
-	f := start(t, db, func(c *fusion.Config) { c.RecentHashBytes = 64*32 + 128*8 })
+	// room for one table of 64 entries (64 24-byte ring slots, 128 4-byte
+	// index slots), not for the 128 it would grow to
+	f := start(t, db, func(c *fusion.Config) { c.RecentHashBytes = 64*24 + 128*4 })
 	var first []fusion.Verdict
 	for i := 0; i < 300; i++ {
 		v := submitWait(t, f, "hot", "p", oneFrame(fmt.Sprintf("client-%d", i)))

@@ -10,12 +10,15 @@ import (
 )
 
 // recentTable is the recent-hash set as a FIFO ring of entries plus an
-// open-addressing index (linear probing, backward-shift deletion). An index
-// entry packs a 32-bit fingerprint of the hash with the entry's ring
-// position, so a look-up that finds nothing (the common case) reads only
-// the index: one cache line, where a Go map with 16-byte keys reads its
-// control word and its slot. The hash is already uniform (xxh3), so its
-// first 8 bytes are the probe start and its last 4 the fingerprint.
+// open-addressing index (linear probing, backward-shift deletion). An entry
+// is the 16-byte hash, its offset as 32 bits above the table's offBase, and
+// its commit time as 32-bit milliseconds above the table's epoch: 24 bytes.
+// An index slot is 4 bytes, an 8-bit fingerprint of the hash over the
+// entry's ring position (24 bits), at a load of at most one half: 8 bytes
+// per entry. A look-up that finds nothing (the common case) reads only the
+// index; a fingerprint match reads the entry. The hash is already uniform
+// (xxh3), so its first 8 bytes are the probe start and its last byte the
+// fingerprint.
 //
 // Same-hash entries may coexist (a hash can be stored again once its first
 // copy left the window); look-up answers the earliest one still inside the
@@ -23,17 +26,21 @@ import (
 type recentTable struct {
 	// budget is shared by every partition's table; bytes is what this one
 	// holds of it (ring and index as allocated). capacity is a hard cap on
-	// entries, for tests; unlimited otherwise.
+	// entries, for tests; maxRing otherwise.
 	budget   *hashBudget
 	bytes    int64
 	capacity int
 	ring     []recentSlot // circular, oldest at head
 	head     int
 	size     int
-	index    []uint64 // 0: empty; else fingerprint<<32 | (ring position + 1)
+	index    []uint32 // 0: empty; else fingerprint<<24 | (ring position + 1)
 	mask     uint64
+	// offBase and epoch (unix milliseconds) are what the entries' offsets
+	// and times count from; set when the table is empty, so that both
+	// directions have 2^31 of room.
+	offBase, epoch int64
 	// forgotten records what was evicted while still inside the window
-	// (see forgottenFloor).
+	// (see forgottenRange).
 	forgotten []forgottenChunk
 }
 
@@ -43,6 +50,12 @@ type forgottenChunk struct {
 	lo, hi int64
 	at     time.Time
 	count  int
+}
+
+type recentSlot struct {
+	h   [segment.HashSize]byte
+	off uint32 // offset - offBase
+	at  uint32 // unix milliseconds - epoch
 }
 
 // hashBudget is the byte budget all recent tables of one Fusion share
@@ -63,27 +76,28 @@ func (b *hashBudget) take(n int64) bool {
 
 func (b *hashBudget) give(n int64) { b.used.Add(-n) }
 
-// Bytes per entry: a ring slot (16-byte hash, offset, time) and, at the
-// index's load factor of at most one half, two 8-byte index slots.
+// Bytes per entry: a 24-byte ring slot and, at the index's load factor of at
+// most one half, two 4-byte index slots. A ring holds at most maxRing
+// entries (the index's 24-bit positions).
 const (
-	slotBytes  = 32
-	indexBytes = 8
+	slotBytes  = 24
+	indexBytes = 4
 	minRing    = 64
+	maxRing    = 1<<24 - 1
+	half       = 1 << 31
 )
 
-type recentSlot struct {
-	h   [segment.HashSize]byte
-	off int64
-	at  int64 // unix nanoseconds
-}
-
 func newRecentTable(budget *hashBudget) recentTable {
-	return recentTable{budget: budget, capacity: math.MaxInt}
+	return recentTable{budget: budget, capacity: maxRing}
 }
 
 func homeOf(h *[segment.HashSize]byte) uint64 { return binary.LittleEndian.Uint64(h[0:8]) }
 
-func fpOf(h *[segment.HashSize]byte) uint64 { return uint64(binary.LittleEndian.Uint32(h[12:16])) }
+func fpOf(h *[segment.HashSize]byte) uint32 { return uint32(h[15]) }
+
+func (s *recentTable) offsetOf(sl *recentSlot) int64 { return s.offBase + int64(sl.off) }
+
+func (s *recentTable) timeOf(sl *recentSlot) int64 { return s.epoch + int64(sl.at) }
 
 func (s *recentTable) len() int { return s.size }
 
@@ -96,21 +110,43 @@ func (s *recentTable) reset() {
 	*s = recentTable{budget: s.budget, capacity: s.capacity}
 }
 
+// encode fits off and at into an entry. An empty table takes new bases; a
+// value that does not fit the current ones (after 2^31 offsets or about 24
+// days) makes the table forget what it holds, and start again from new
+// bases: a one-time probe of that range instead of wrong offsets.
+func (s *recentTable) encode(off int64, at time.Time) (uint32, uint32) {
+	ms := at.UnixMilli()
+	if s.size == 0 {
+		s.offBase, s.epoch = off-half, ms-half
+	}
+	o, t := off-s.offBase, ms-s.epoch
+	if o < 0 || o > math.MaxUint32 || t < 0 || t > math.MaxUint32 {
+		for s.size > 0 {
+			old := s.ring[s.head]
+			s.pop()
+			s.forget(s.offsetOf(&old), time.UnixMilli(s.timeOf(&old)))
+		}
+		s.offBase, s.epoch = off-half, ms-half
+		o, t = half, half
+	}
+	return uint32(o), uint32(t)
+}
+
 // lookup answers the earliest offset stored for h inside the window.
 func (s *recentTable) lookup(h [segment.HashSize]byte, now time.Time, window time.Duration) (int64, bool) {
 	if s.size == 0 {
 		return 0, false
 	}
-	fp, cut := fpOf(&h), now.Add(-window).UnixNano()
+	fp, cut := fpOf(&h), now.Add(-window).UnixMilli()
 	best, found := int64(0), false
 	for i := homeOf(&h) & s.mask; s.index[i] != 0; i = (i + 1) & s.mask {
 		e := s.index[i]
-		if e>>32 != fp {
+		if e>>24 != fp {
 			continue
 		}
-		sl := &s.ring[int(uint32(e))-1]
-		if sl.h == h && sl.at >= cut && (!found || sl.off < best) {
-			best, found = sl.off, true
+		sl := &s.ring[int(e&maxRing)-1]
+		if off := s.offsetOf(sl); sl.h == h && s.timeOf(sl) >= cut && (!found || off < best) {
+			best, found = off, true
 		}
 	}
 	return best, found
@@ -119,6 +155,7 @@ func (s *recentTable) lookup(h [segment.HashSize]byte, now time.Time, window tim
 // add records hash h stored at off, committed at `at`.
 func (s *recentTable) add(h [segment.HashSize]byte, off int64, at, now time.Time, window time.Duration) {
 	s.expire(now, window)
+	o, t := s.encode(off, at)
 	if s.size == len(s.ring) && (s.size == s.capacity || !s.resize(min(s.capacity, max(minRing, 2*len(s.ring))))) {
 		// Full, and the budget (or the cap) allows no more: the oldest entry
 		// is forgotten; with nothing held at all, the new one is.
@@ -128,20 +165,20 @@ func (s *recentTable) add(h [segment.HashSize]byte, off int64, at, now time.Time
 		}
 		old := s.ring[s.head]
 		s.pop()
-		if now.UnixNano()-old.at <= int64(window) {
-			s.forget(old.off, time.Unix(0, old.at))
+		if oldAt := s.timeOf(&old); now.UnixMilli()-oldAt <= window.Milliseconds() {
+			s.forget(s.offsetOf(&old), time.UnixMilli(oldAt))
 		}
 	}
 	pos := (s.head + s.size) % len(s.ring)
-	s.ring[pos] = recentSlot{h: h, off: off, at: at.UnixNano()}
+	s.ring[pos] = recentSlot{h: h, off: o, at: t}
 	s.size++
 	s.insert(pos)
 }
 
 // expire drops entries older than the window from the head.
 func (s *recentTable) expire(now time.Time, window time.Duration) {
-	cut := now.Add(-window).UnixNano()
-	for s.size > 0 && s.ring[s.head].at < cut {
+	cut := now.Add(-window).UnixMilli()
+	for s.size > 0 && s.timeOf(&s.ring[s.head]) < cut {
 		s.pop()
 	}
 }
@@ -153,21 +190,21 @@ func (s *recentTable) insert(pos int) {
 	for s.index[i] != 0 {
 		i = (i + 1) & s.mask
 	}
-	s.index[i] = fpOf(h)<<32 | uint64(pos+1)
+	s.index[i] = fpOf(h)<<24 | uint32(pos+1)
 }
 
 // pop removes the head entry from the ring and the index. The index slot is
 // refilled by backward shift, so probing never meets tombstones.
 func (s *recentTable) pop() {
 	pos := s.head
-	want := uint64(pos + 1)
+	want := uint32(pos + 1)
 	i := homeOf(&s.ring[pos].h) & s.mask
-	for uint32(s.index[i]) != uint32(want) {
+	for s.index[i]&maxRing != want {
 		i = (i + 1) & s.mask
 	}
 	// backward-shift deletion
 	for j := (i + 1) & s.mask; s.index[j] != 0; j = (j + 1) & s.mask {
-		k := homeOf(&s.ring[int(uint32(s.index[j]))-1].h) & s.mask
+		k := homeOf(&s.ring[int(s.index[j]&maxRing)-1].h) & s.mask
 		// move index[j] to i if its home k is not in (i, j] (cyclically)
 		if (j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j)) {
 			s.index[i] = s.index[j]
@@ -199,7 +236,7 @@ func (s *recentTable) resize(n int) bool {
 		ring[i] = s.ring[(s.head+i)%len(s.ring)]
 	}
 	s.ring, s.head = ring, 0
-	s.index, s.mask = make([]uint64, size), size-1
+	s.index, s.mask = make([]uint32, size), size-1
 	for i := 0; i < s.size; i++ {
 		s.insert(i)
 	}

@@ -18,8 +18,13 @@ func testTable(capacity int) recentTable {
 // and the evictions inside the window in chunks of capacity/16.
 type refRecent struct {
 	capacity  int
-	entries   []recentSlot
+	entries   []refEntry
 	forgotten []forgottenChunk
+}
+
+type refEntry struct {
+	h       [16]byte
+	off, at int64 // at: unix nanoseconds
 }
 
 func (r *refRecent) add(h [16]byte, off int64, at, now time.Time, window time.Duration) {
@@ -40,7 +45,7 @@ func (r *refRecent) add(h [16]byte, off int64, at, now time.Time, window time.Du
 			}
 		}
 	}
-	r.entries = append(r.entries, recentSlot{h: h, off: off, at: at.UnixNano()})
+	r.entries = append(r.entries, refEntry{h: h, off: off, at: at.UnixNano()})
 }
 
 func (r *refRecent) lookup(h [16]byte, now time.Time, window time.Duration) (int64, bool) {
@@ -145,6 +150,12 @@ func BenchmarkRecentSets(b *testing.B) {
 			s.lookup(h, now, window)
 			s.add(h, int64(perPart+i), now, now, window)
 		}
+		b.StopTimer()
+		var bytes, entries int64
+		for p := range sets {
+			bytes, entries = bytes+sets[p].bytes, entries+int64(sets[p].len())
+		}
+		b.ReportMetric(float64(bytes)/float64(entries), "bytes/entry")
 	})
 }
 
@@ -197,5 +208,32 @@ func TestRecentTablesShareTheBudget(t *testing.T) {
 	none.add([16]byte{9}, 5, now, now, window)
 	if lo, hi := none.forgottenRange(now, window); none.len() != 0 || lo != 5 || hi != 5 {
 		t.Fatalf("unbudgeted table: %d entries, forgot [%d, %d]", none.len(), lo, hi)
+	}
+}
+
+// An offset (or a time) too far from what the table counts from makes it
+// forget what it holds, with the range recorded for the probe, and start
+// again from new bases: never a wrong offset.
+func TestRecentTableRebases(t *testing.T) {
+	tab := testTable(100)
+	now := time.Now()
+	window := time.Hour
+	tab.add([16]byte{1}, 5, now, now, window)
+	tab.add([16]byte{2}, 6, now, now, window)
+	far := int64(5) + 1<<33
+	tab.add([16]byte{3}, far, now, now, window)
+	if off, ok := tab.lookup([16]byte{3}, now, window); !ok || off != far {
+		t.Fatalf("far entry: %d, %v", off, ok)
+	}
+	if _, ok := tab.lookup([16]byte{1}, now, window); ok {
+		t.Fatal("an entry from before the rebase is still answered")
+	}
+	if lo, hi := tab.forgottenRange(now, window); lo != 5 || hi != 6 {
+		t.Fatalf("forgotten [%d, %d], want [5, 6]", lo, hi)
+	}
+	later := now.Add(30 * 24 * time.Hour) // past the 32-bit milliseconds
+	tab.add([16]byte{4}, far+1, later, later, window)
+	if off, ok := tab.lookup([16]byte{4}, later, window); !ok || off != far+1 || tab.len() != 1 {
+		t.Fatalf("after 30 days: %d, %v, %d entries", off, ok, tab.len())
 	}
 }

@@ -76,7 +76,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_V2_FUSION_HOLD_MS", "15", "backstop tick for held partitions, ms", num(&c.holdMS)},
 		{"QUEEN_VEGAS_MIN", "1", "push-lane concurrency limit, lower bound", num(&c.vegasMin)},
 		{"QUEEN_VEGAS_MAX", "0", "push-lane concurrency limit, upper bound (0: the pool size)", num(&c.vegasMax)},
-		{"QUEEN_RECENT_HASH_BYTES", strconv.Itoa(256 << 20), "memory for the hashes of frames written inside each queue's dedup window (48 bytes a frame); past it the oldest are forgotten and probed in PostgreSQL", num64(&c.recentHashBytes)},
+		{"QUEEN_RECENT_HASH_BYTES", strconv.Itoa(512 << 20), "memory for the hashes of frames written inside each queue's dedup window (32 bytes a frame); past it the oldest are forgotten and probed in PostgreSQL", num64(&c.recentHashBytes)},
 		{"QUEEN_HOTLIST", "1", "hot-list discovery (0: wake parked reads directly)", func(v string) error {
 			b, err := strconv.ParseBool(v)
 			c.hotlist = b
