@@ -90,6 +90,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		}
 	}
 	natsURL, natsWhere := cfg.natsURL, "external "+cfg.natsURL
+	natsOpts := []nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}
 	if natsURL == "" {
 		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen})
 		if err != nil {
@@ -97,8 +98,12 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		}
 		defer ns.Stop()
 		natsURL, natsWhere = ns.ClientURL(), "embedded "+ns.ClientURL()
+		// The bridge's own connection to its embedded server is in-process
+		// (a pipe, not loopback TCP): no socket system calls on either side
+		// for every request and answer. Clients still use the TCP listener.
+		natsOpts = append(natsOpts, nats.InProcessServer(ns.Server()))
 	}
-	nc, err := nats.Connect(natsURL, nats.Name("queen-bridge"), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(natsURL, natsOpts...)
 	if err != nil {
 		return fmt.Errorf("connect to NATS %s: %w", natsURL, err)
 	}

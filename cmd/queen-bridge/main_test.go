@@ -140,6 +140,57 @@ func pushBoth(t *testing.T, r *running) int64 {
 	return hr[0].Offset
 }
 
+// The bridge reaches its embedded NATS server in-process: the only TCP
+// connection the server has accepted is this test's own client (a bridge
+// connected over loopback would add a second).
+func TestBridgeConnectsToEmbeddedNATSInProcess(t *testing.T) {
+	bin := binary(t)
+	r := startBinary(t, bin, "QUEEN_PG_DSN="+testenv.NewDatabase(t), "QUEEN_DATA_DIR="+t.TempDir())
+	defer r.interrupt(t)
+	pushBoth(t, r) // the bridge answers over NATS
+	nc, err := nats.Connect("nats://" + r.nats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_, portText, _ := strings.Cut(r.nats, ":")
+	port, _ := strconv.Atoi(portText)
+	// pushBoth's client may still be closing: wait for the count to settle.
+	deadline := time.Now().Add(10 * time.Second)
+	for n := acceptedTCP(t, port); n != 1; n = acceptedTCP(t, port) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d established TCP connections accepted on the NATS port %d, want 1 (this test's)", n, port)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// acceptedTCP counts established TCP sockets whose local port is port.
+func acceptedTCP(t *testing.T, port int) int {
+	t.Helper()
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 || fields[3] != "01" { // 01: ESTABLISHED
+				continue
+			}
+			_, local, _ := strings.Cut(fields[1], ":")
+			if p, err := strconv.ParseUint(local, 16, 32); err == nil && int(p) == port {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 func TestBinaryWithExternalPostgres(t *testing.T) {
 	bin := binary(t)
 	r := startBinary(t, bin, "QUEEN_PG_DSN="+testenv.NewDatabase(t), "QUEEN_DATA_DIR="+t.TempDir())
