@@ -39,7 +39,7 @@ func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (i
 	if req.Queue == nil {
 		return http.StatusBadRequest, errorBody("queue is required")
 	}
-	if _, err := checkName("queue", field{set: true, str: true, value: *req.Queue}, true, 1); err != nil {
+	if _, err := checkName(-1, "queue", field{set: true, str: true, value: *req.Queue}, true, 1); err != nil {
 		return http.StatusBadRequest, errorBody(err.Error())
 	}
 	var upd pgwire.QueueUpdate

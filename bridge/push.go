@@ -41,15 +41,20 @@ type pushCall struct {
 	b         *Bridge
 	tenant    [16]byte
 	items     []pushItem
-	ids       [][16]byte       // minted message id per item
-	txids     []string         // resolved transactionId per item
-	leader    []int32          // layer-1: index of the item's leader (itself when it leads)
-	frames    []*segment.Frame // the frame each leader became (nil: none)
-	results   []itemResult
+	st        []itemState // per item, one allocation for the request
 	pending   atomic.Int32
 	start     time.Time
 	transport string
 	answer    func(status int, body []byte)
+}
+
+// itemState is what the push call knows of one item.
+type itemState struct {
+	id     [16]byte       // minted message id
+	txid   string         // resolved transactionId
+	leader int32          // layer-1: index of the item's leader (itself when it leads)
+	frame  *segment.Frame // the frame a leader became (nil: none)
+	result itemResult
 }
 
 // group is the leaders of one (queue, partition) in one request.
@@ -80,15 +85,14 @@ func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, bo
 	}
 	c := &pushCall{
 		b: b, tenant: tenant, items: items, start: time.Now(), transport: transport, answer: answer,
-		ids: make([][16]byte, len(items)), txids: make([]string, len(items)),
-		leader: make([]int32, len(items)), results: make([]itemResult, len(items)), frames: make([]*segment.Frame, len(items)),
+		st: make([]itemState, len(items)),
 	}
 	groups := c.prepare(ctx)
 	if b.maintenance.Load() {
 		// Maintenance: nothing reaches PostgreSQL; every leader is spooled.
 		for _, g := range groups {
 			for _, idx := range g.items {
-				c.results[idx] = itemResult{status: statusError, errText: "maintenance mode"}
+				c.st[idx].result = itemResult{status: statusError, errText: "maintenance mode"}
 			}
 		}
 		c.spoolErrors(ctx)
@@ -106,44 +110,44 @@ func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, bo
 // encryption, and groups the leaders by partition.
 func (c *pushCall) prepare(ctx context.Context) []*group {
 	type l1key struct{ queue, partition, txid string }
-	seen := make(map[l1key]int32, len(c.items))
-	encrypted := map[string]error{} // queue -> nil (encrypt), errPlain (plaintext) or the reason to fail
-	byPart := map[[2]string]*group{}
-	var groups []*group
+	var seen smallMap[l1key, int32]
+	var encrypted smallMap[string, error] // queue -> nil (encrypt), errPlain (plaintext) or the reason to fail
+	var byPart smallMap[[2]string, *group]
+	groups := make([]*group, 0, 1)
 	for i := range c.items {
 		it := &c.items[i]
 		id := uuid.Must(uuid.NewV7())
-		c.ids[i] = id
-		c.txids[i] = it.TransactionID
-		if c.txids[i] == "" {
-			c.txids[i] = id.String()
+		c.st[i].id = id
+		c.st[i].txid = it.TransactionID
+		if c.st[i].txid == "" {
+			c.st[i].txid = id.String()
 		}
-		k := l1key{it.Queue, it.Partition, c.txids[i]}
-		if lead, ok := seen[k]; ok {
-			c.leader[i] = lead // a follower: no frame, copies its leader's final verdict
+		k := l1key{it.Queue, it.Partition, c.st[i].txid}
+		if lead, ok := seen.get(k); ok {
+			c.st[i].leader = lead // a follower: no frame, copies its leader's final verdict
 			continue
 		}
-		seen[k] = int32(i)
-		c.leader[i] = int32(i)
+		seen.put(k, int32(i))
+		c.st[i].leader = int32(i)
 
-		enc, ok := encrypted[it.Queue]
+		enc, ok := encrypted.get(it.Queue)
 		if !ok {
 			enc = c.b.encryptionFor(ctx, queueKey{c.tenant, it.Queue})
-			encrypted[it.Queue] = enc
+			encrypted.put(it.Queue, enc)
 		}
-		f := segment.Frame{ID: id, TransactionID: c.txids[i], TraceID: it.TraceID, Payload: it.Payload}
+		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
 		switch {
 		case enc == nil:
 			f.Payload, f.Flags = c.b.sealer.seal(it.Payload), segment.FlagEncrypted
 		case !errors.Is(enc, errPlain):
-			c.results[i] = itemResult{status: statusFailed, errText: enc.Error()}
+			c.st[i].result = itemResult{status: statusFailed, errText: enc.Error()}
 			continue
 		}
 		pk := [2]string{it.Queue, it.Partition}
-		g := byPart[pk]
+		g, _ := byPart.get(pk)
 		if g == nil {
 			g = &group{queue: it.Queue, partition: it.Partition}
-			byPart[pk] = g
+			byPart.put(pk, g)
 			groups = append(groups, g)
 		}
 		if it.TransactionID == "" && g.minted == nil {
@@ -157,7 +161,7 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 	}
 	for _, g := range groups { // the frames slices are final now
 		for j, idx := range g.items {
-			c.frames[idx] = &g.frames[j]
+			c.st[idx].frame = &g.frames[j]
 		}
 	}
 	return groups
@@ -190,7 +194,7 @@ func (c *pushCall) submit(ctx context.Context, g *group) {
 	})
 	if err != nil {
 		for _, idx := range g.items {
-			c.results[idx] = itemResult{status: statusError, errText: fmt.Sprintf("not accepted: %v", err)}
+			c.st[idx].result = itemResult{status: statusError, errText: fmt.Sprintf("not accepted: %v", err)}
 		}
 		c.groupDone()
 	}
@@ -200,7 +204,7 @@ func (c *pushCall) submit(ctx context.Context, g *group) {
 func (c *pushCall) settle(g *group, vs []fusion.Verdict) {
 	for j, v := range vs {
 		idx := g.items[j]
-		r := &c.results[idx]
+		r := &c.st[idx].result
 		switch v.Status {
 		case fusion.Queued:
 			*r = itemResult{status: statusQueued, messageID: v.MessageID, hasID: true, offset: v.Offset, createdAt: v.CreatedAt}
@@ -224,8 +228,8 @@ func (c *pushCall) groupDone() {
 // spooled first; that fsync must not hold up the fusion goroutine that
 // settled the last group, so it runs on a goroutine of its own.
 func (c *pushCall) finish() {
-	for i := range c.results {
-		if c.results[i].status == statusError {
+	for i := range c.st {
+		if c.st[i].result.status == statusError {
 			go func() {
 				c.spoolErrors(context.Background())
 				c.answerNow()
@@ -240,15 +244,24 @@ func (c *pushCall) finish() {
 // and answers.
 func (c *pushCall) answerNow() {
 	status := http.StatusCreated
-	for i := range c.results {
-		if lead := c.leader[i]; lead != int32(i) {
-			c.results[i] = followerResult(c.results[lead])
+	// Counted per status, then added once each: a label look-up per item
+	// costs more than the count.
+	var counts smallMap[string, int]
+	for i := range c.st {
+		if lead := c.st[i].leader; lead != int32(i) {
+			c.st[i].result = followerResult(c.st[lead].result)
 		}
-		c.b.metrics.items.WithLabelValues(c.results[i].status).Inc()
-		if c.results[i].status == statusFailed {
+		st := c.st[i].result.status
+		if n, ok := counts.get(st); ok {
+			counts.set(st, n+1)
+		} else {
+			counts.put(st, 1)
+		}
+		if st == statusFailed {
 			status = http.StatusInternalServerError
 		}
 	}
+	counts.each(func(st string, n int) { c.b.metrics.items.WithLabelValues(st).Add(float64(n)) })
 	c.b.metrics.latency.WithLabelValues(c.transport).Observe(time.Since(c.start).Seconds())
 	c.answer(status, c.render())
 	c.b.announce(c.written())
@@ -258,8 +271,8 @@ func (c *pushCall) answerNow() {
 func (c *pushCall) written() []partKey {
 	var keys []partKey
 	seen := map[partKey]bool{}
-	for i := range c.results {
-		if c.results[i].status != statusQueued {
+	for i := range c.st {
+		if c.st[i].result.status != statusQueued {
 			continue
 		}
 		k := partKey{tenant: c.tenant, queue: c.items[i].Queue, partition: c.items[i].Partition}

@@ -29,13 +29,13 @@ const (
 )
 
 func (r *fetchRequest) validate() error {
-	if _, err := checkName("queue", field{set: r.Queue != "", str: true, value: r.Queue}, true, 1); err != nil {
+	if _, err := checkName(-1, "queue", field{set: r.Queue != "", str: true, value: r.Queue}, true, 1); err != nil {
 		return err
 	}
 	if r.Partition == "" {
 		r.Partition = DefaultPartition
 	}
-	if _, err := checkName("partition", field{set: true, str: true, value: r.Partition}, true, 1); err != nil {
+	if _, err := checkName(-1, "partition", field{set: true, str: true, value: r.Partition}, true, 1); err != nil {
 		return err
 	}
 	switch {

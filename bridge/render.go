@@ -13,7 +13,7 @@ func (c *pushCall) render() []byte {
 	out := make([]byte, 0, 64+len(c.items)*200)
 	out = append(out, '[')
 	for i := range c.items {
-		r := &c.results[i]
+		r := &c.st[i].result
 		it := &c.items[i]
 		if i > 0 {
 			out = append(out, ',')
@@ -29,7 +29,7 @@ func (c *pushCall) render() []byte {
 			out = append(out, '"')
 		}
 		out = append(out, `,"transactionId":`...)
-		out = appendJSONString(out, c.txids[i])
+		out = appendJSONString(out, c.st[i].txid)
 		out = append(out, `,"queue":`...)
 		out = appendJSONString(out, it.Queue)
 		out = append(out, `,"partition":`...)

@@ -13,8 +13,8 @@ import (
 // it buffered; when the spool cannot take it, failed.
 func (c *pushCall) spoolErrors(ctx context.Context) {
 	var idx []int
-	for i := range c.results {
-		if c.results[i].status == statusError {
+	for i := range c.st {
+		if c.st[i].result.status == statusError {
 			idx = append(idx, i)
 		}
 	}
@@ -23,23 +23,23 @@ func (c *pushCall) spoolErrors(ctx context.Context) {
 	}
 	if c.b.cfg.Spool == nil {
 		for _, i := range idx {
-			c.results[i] = itemResult{status: statusFailed, errText: c.results[i].errText}
+			c.st[i].result = itemResult{status: statusFailed, errText: c.st[i].result.errText}
 		}
 		return
 	}
 	now := time.Now()
 	recs := make([]spool.Record, len(idx))
 	for k, i := range idx {
-		f, it := c.frames[i], &c.items[i]
+		f, it := c.st[i].frame, &c.items[i]
 		recs[k] = spool.Record{Tenant: c.tenant, Queue: it.Queue, Partition: it.Partition, MessageID: f.ID,
 			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, SpooledAt: now}
 	}
 	err := c.b.cfg.Spool.Append(ctx, recs)
 	for _, i := range idx {
 		if err != nil {
-			c.results[i] = itemResult{status: statusFailed, errText: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.results[i].errText)}
+			c.st[i].result = itemResult{status: statusFailed, errText: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.st[i].result.errText)}
 		} else {
-			c.results[i] = itemResult{status: statusBuffered, messageID: c.ids[i], hasID: true}
+			c.st[i].result = itemResult{status: statusBuffered, messageID: c.st[i].id, hasID: true}
 		}
 	}
 	if err == nil {
