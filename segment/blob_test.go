@@ -134,3 +134,25 @@ func BenchmarkPack(b *testing.B) {
 		})
 	}
 }
+
+// Segments under 4 KiB packed are stored raw (codec 0), larger ones
+// compressed (codec 1); both read back exactly.
+func TestSmallSegmentsStayRaw(t *testing.T) {
+	for _, c := range []struct {
+		frames int
+		codec  byte
+	}{{1, 0}, {8, 0}, {80, 1}} {
+		frames := make([]segment.Frame, c.frames)
+		for i := range frames {
+			frames[i] = segment.Frame{TransactionID: fmt.Sprint("tx-", i), Payload: []byte(fmt.Sprintf(`{"order":%d,"total":%d.50,"currency":"EUR","customer":"c-%06d"}`, i, i*7, i*31))}
+		}
+		blob := segment.Pack(nil, frames)
+		if blob[1] != c.codec {
+			t.Fatalf("%d frames (%d bytes stored): codec %d, want %d", c.frames, len(blob), blob[1], c.codec)
+		}
+		back, err := segment.UnpackAll(blob)
+		if err != nil || len(back) != c.frames || string(back[c.frames-1].Payload) != string(frames[c.frames-1].Payload) {
+			t.Fatalf("%d frames: read back %d, %v", c.frames, len(back), err)
+		}
+	}
+}

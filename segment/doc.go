@@ -7,7 +7,7 @@
 //     identity (its transactionId; the partition is implied by where the
 //     segment is stored) at position 16·k, big-endian;
 //   - the payload blob: a version byte, a codec byte, then the packed frames,
-//     zstd-compressed, or stored raw when they are small (under 256 bytes)
+//     zstd-compressed, or stored raw when they are small (under 4 KiB packed)
 //     or compression would not shrink them.
 //
 // Packed frames (after decompression): uvarint K, then per frame
