@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -59,6 +60,18 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	}
 	start := s.i
 	for s.i < len(s.b) {
+		// Eight plain bytes at a time: most of a string is neither a quote,
+		// a backslash nor a control character (the byte loop below was 9 %
+		// of the bridge's CPU at 100-item pushes).
+		for s.i+8 <= len(s.b) && !specialInWord(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+		}
+		for s.i < len(s.b) && plainByte[s.b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -87,13 +100,28 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 			default:
 				return nil, false, s.errAt("bad escape")
 			}
-		case c < 0x20:
+		default: // below 0x20
 			return nil, false, s.errAt("control character in string")
-		default:
-			s.i++
 		}
 	}
 	return nil, false, errEOF
+}
+
+// plainByte is true for the bytes a string passes over as they are.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// specialInWord reports whether any byte of w (eight bytes of a string) is
+// '"', '\\' or below 0x20: the classic "has zero byte" and "has byte less
+// than n" tests, on w xor the repeated byte and on w itself.
+func specialInWord(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	return hasZero(w^(ones*'"'))|hasZero(w^(ones*'\\'))|((w-ones*0x20)&^w&highs) != 0
 }
 
 // value skips one value, validating it, and returns its bytes.
