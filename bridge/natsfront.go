@@ -44,9 +44,16 @@ func (b *Bridge) startNATS() error {
 	return nil
 }
 
-// natsPush runs on the subscription's delivery goroutine: it only hands the
-// request to a worker, which decodes and submits; the answer is sent from
-// whichever goroutine settles the last verdict.
+// inlinePushBytes: NATS push bodies up to this size are decoded on the
+// subscription's delivery goroutine (a few µs), and when every queue they
+// name has fresh cached settings they are also prepared and submitted there,
+// which never waits. Anything that may wait (a settings look-up in the
+// database, a large body) goes to the worker pool as before. This spares
+// the common request one goroutine hand-off (docs/request-path.md).
+const inlinePushBytes = 64 << 10
+
+// natsPush runs on the subscription's delivery goroutine; the answer is sent
+// from whichever goroutine settles the last verdict.
 func (b *Bridge) natsPush(req micro.Request) {
 	tenant, err := b.tenantFromSubject(req.Subject())
 	if err != nil {
@@ -57,12 +64,20 @@ func (b *Bridge) natsPush(req micro.Request) {
 		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, errorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
 		return
 	}
-	b.enqueue(req, func() {
-		b.push(context.Background(), "nats", tenant, req.Data(), func(status int, body []byte) {
-			respondNATS(b.cfg.NATS, req, status, body)
-			b.calls.Done()
-		})
-	})
+	answer := func(status int, body []byte) {
+		respondNATS(b.cfg.NATS, req, status, body)
+		b.calls.Done()
+	}
+	if len(req.Data()) <= inlinePushBytes {
+		items, err := decodePush(req.Data())
+		if err == nil && b.queues.allFresh(tenant, items) {
+			b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answer) })
+			return
+		}
+		b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answer) })
+		return
+	}
+	b.enqueue(req, func() { b.push(context.Background(), "nats", tenant, req.Data(), answer) })
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
@@ -84,6 +99,20 @@ func (b *Bridge) enqueue(req micro.Request, fn func()) {
 	}
 	b.calls.Add(1)
 	b.work <- fn
+}
+
+// inline runs fn here unless the bridge is stopping, counted like enqueue's
+// calls so that Stop waits for its answer.
+func (b *Bridge) inline(req micro.Request, fn func()) {
+	b.gate.RLock()
+	if b.stopping.Load() {
+		b.gate.RUnlock()
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		return
+	}
+	b.calls.Add(1)
+	b.gate.RUnlock()
+	fn()
 }
 
 // tenantFromSubject: <prefix>.v1.push is the default tenant,

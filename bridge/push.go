@@ -69,12 +69,17 @@ type group struct {
 // from another goroutine, when every item has its verdict. It never blocks
 // waiting for verdicts.
 func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
+	items, err := decodePush(body)
+	b.pushDecoded(ctx, transport, tenant, items, err, answer)
+}
+
+// pushDecoded is push after decoding: err is the decoding's.
+func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]byte, items []pushItem, err error, answer func(int, []byte)) {
 	b.metrics.requests.WithLabelValues(transport).Inc()
 	if b.stopping.Load() {
 		answer(http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
 		return
 	}
-	items, err := decodePush(body)
 	if err != nil {
 		answer(http.StatusBadRequest, errorBody(err.Error()))
 		return

@@ -59,6 +59,23 @@ func (c *queueCache) options(ctx context.Context, k queueKey) (pgwire.QueueOptio
 	return q.Options, nil
 }
 
+// allFresh reports whether every queue the items name has settings cached
+// within the TTL, so that preparing them cannot wait for the database.
+func (c *queueCache) allFresh(tenant [16]byte, items []pushItem) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := ""
+	for i := range items {
+		if q := items[i].Queue; q != last {
+			if e, ok := c.m[queueKey{tenant, q}]; !ok || time.Since(e.at) >= c.ttl {
+				return false
+			}
+			last = q
+		}
+	}
+	return true
+}
+
 func (c *queueCache) put(k queueKey, o pgwire.QueueOptions) {
 	c.mu.Lock()
 	c.m[k] = cachedQueue{opts: o, at: time.Now()}
