@@ -1,7 +1,7 @@
 // Package pgwire is queenbridge's only door to PostgreSQL: the connection pool,
 // the schema migrations (SQL files embedded with go:embed), the bundle call
-// log_push_multi_v1 with typed parallel arrays through a cached prepared
-// statement, result decoding, and segment look-up.
+// log_push_multi_v2 with typed parallel arrays through a cached prepared
+// statement (typed arrays back), and segment look-up.
 //
 // It must not import fusion, spool or bridge, nor know about requests, NATS or
 // HTTP: it takes segment.Write values and answers segment.Result values.
@@ -13,8 +13,8 @@
 // match the input is an error (ErrBadResult), never a partial answer.
 //
 // Lock order: partition rows are locked by ascending log_partitions.id inside
-// log_push_multi_v1; every other statement that locks partition rows must do
-// the same.
+// log_push_multi_v2 (its pre-lock); every other statement that locks
+// partition rows must do the same.
 //
 // Concurrency: DB is safe for concurrent use; pgxpool owns the connections.
 package pgwire

@@ -8,8 +8,9 @@ var (
 	ErrStatementTimeout = errors.New("pgwire: statement timeout")
 	// ErrUnavailable: no connection could be had within Config.AcquireTimeout.
 	ErrUnavailable = errors.New("pgwire: database unavailable")
-	// ErrBadResult means log_push_multi_v1 answered something that does not
-	// fit the bundle sent (wrong length, undecodable JSON).
+	// ErrBadResult means log_push_multi_v2 answered something that does not
+	// fit the bundle sent (arrays of the wrong length, a segment neither
+	// queued nor duplicate).
 	ErrBadResult = errors.New("pgwire: bundle result does not match the bundle")
 	// ErrSegmentGone means no segment covers the offset asked for: retention
 	// removed it.
