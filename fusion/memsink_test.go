@@ -11,8 +11,8 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// memSink is an in-memory Sink that behaves like log_push_multi_v1: offsets
-// from 1, the probe over (Verified, last] inside the window, duplicate
+// memSink is an in-memory Sink that behaves like log_push_multi_v2: offsets
+// from 1, the probe over (Verified, last] and the forgotten range inside the window, duplicate
 // segments write nothing. It fails the test if two bundles ever hold the same
 // partition at once.
 type memSink struct {
