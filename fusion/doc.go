@@ -20,10 +20,10 @@
 //     Two flushes therefore never race on the partition's allocator, and
 //     offset order equals commit order.
 //   - Bundling, across shards. One dispatch takes up to Config.BundleMax
-//     segments: the shard's own ready partitions, then segments other shards
-//     left in the outbox (outbox.go) when they found no permit. The in-flight
-//     gate keeps bundles disjoint; each segment's completion goes back to the
-//     shard that owns its partition. The outbox list is the one piece of
+//     segments: those shards left in the outbox (outbox.go) when they found
+//     no permit, oldest first, then the shard's own ready partitions. The
+//     in-flight gate keeps bundles disjoint; each segment's completion goes
+//     back to the shard that owns its partition. The outbox list is the one piece of
 //     shared state besides the limiter, under its own mutex.
 //   - Vegas (vegas.go). The limiter grows only while bundles leave full; a
 //     bundle with room left carried everything waiting, so it shrinks the

@@ -131,9 +131,9 @@ func (s *shard) markReady(p *partState) {
 }
 
 // dispatch fires bundles while partitions are ready here or segments wait in
-// the outbox, and the limiter grants a permit at once. A bundle takes this
-// shard's ready partitions first, then what other shards left in the
-// outbox. Without a permit the ready partitions go to the outbox, where the
+// the outbox, and the limiter grants a permit at once. A bundle takes what
+// shards left in the outbox first (oldest first), then this shard's ready
+// partitions. Without a permit the ready partitions go to the outbox, where the
 // next bundle to fire (on any shard) takes them: that is where bundles grow
 // under load, across shards.
 func (s *shard) dispatch() {
@@ -147,8 +147,12 @@ func (s *shard) dispatch() {
 			s.held = true // the backstop tick retries if the kick is lost
 			return
 		}
-		b := &bundle{segs: s.takeReady(now, s.f.cfg.BundleMax)}
-		s.f.outbox.take(b, s.f.cfg.BundleMax-len(b.segs))
+		// The outbox first: its segments were taken earlier, and a shard
+		// that always has BundleMax ready partitions must not keep other
+		// shards' segments waiting.
+		b := &bundle{}
+		s.f.outbox.take(b, s.f.cfg.BundleMax)
+		b.segs = append(b.segs, s.takeReady(now, s.f.cfg.BundleMax-len(b.segs))...)
 		if len(b.segs) == 0 {
 			s.f.vegas.release(0, false, false, false)
 			return
