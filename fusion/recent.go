@@ -257,8 +257,10 @@ func (s *recentTable) shrink() {
 func (s *recentTable) forget(off int64, at time.Time) {
 	chunk := max(1, min(s.capacity, max(16*minRing, len(s.ring)))/16)
 	if n := len(s.forgotten); n > 0 && s.forgotten[n-1].count < chunk {
+		// A gap read adds older offsets after newer ones, so an eviction may
+		// lie below the chunk as well as above it.
 		c := &s.forgotten[n-1]
-		c.at, c.count, c.hi = at, c.count+1, max(c.hi, off)
+		c.at, c.count, c.lo, c.hi = at, c.count+1, min(c.lo, off), max(c.hi, off)
 		return
 	}
 	s.forgotten = append(s.forgotten, forgottenChunk{lo: off, hi: off, at: at, count: 1})

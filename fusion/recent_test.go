@@ -39,7 +39,7 @@ func (r *refRecent) add(h [16]byte, off int64, at, now time.Time, window time.Du
 			n := len(r.forgotten)
 			if n > 0 && r.forgotten[n-1].count < max(1, r.capacity/16) {
 				c := &r.forgotten[n-1]
-				c.at, c.count, c.hi = time.Unix(0, old.at), c.count+1, max(c.hi, old.off)
+				c.at, c.count, c.lo, c.hi = time.Unix(0, old.at), c.count+1, min(c.lo, old.off), max(c.hi, old.off)
 			} else {
 				r.forgotten = append(r.forgotten, forgottenChunk{lo: old.off, hi: old.off, at: time.Unix(0, old.at), count: 1})
 			}
@@ -235,5 +235,22 @@ func TestRecentTableRebases(t *testing.T) {
 	tab.add([16]byte{4}, far+1, later, later, window)
 	if off, ok := tab.lookup([16]byte{4}, later, window); !ok || off != far+1 || tab.len() != 1 {
 		t.Fatalf("after 30 days: %d, %v, %d entries", off, ok, tab.len())
+	}
+}
+
+// A gap read adds entries with lower offsets after higher ones; when they are
+// evicted into the same chunk, the forgotten range must still cover them.
+func TestForgottenRangeCoversOlderOffsetsEvictedLater(t *testing.T) {
+	tab := testTable(40) // chunks of 2 evictions
+	window := time.Hour
+	now := time.Now()
+	tab.add([16]byte{1}, 100, now, now, window) // this bridge's own write
+	tab.add([16]byte{2}, 5, now, now, window)   // read back from another writer
+	for i := 0; i < 40; i++ {                   // push both out of the table
+		tab.add([16]byte{9, byte(i)}, int64(200+i), now, now, window)
+	}
+	lo, hi := tab.forgottenRange(now, window)
+	if lo > 5 || hi < 100 {
+		t.Fatalf("forgotten range [%d, %d] misses offset 5 or 100", lo, hi)
 	}
 }
