@@ -102,18 +102,26 @@ func TestBundlesNeverExceedBundleMax(t *testing.T) {
 	}
 }
 
+// behindGatedBundle submits one frame to p0 and waits until its bundle is in
+// the sink (whose gate holds it, with the only permit), then one frame to
+// each of p1..p(n-1); it returns their verdict channels.
+func behindGatedBundle(t *testing.T, f *Fusion, sink *memSink, n int) (first <-chan []Verdict, rest []<-chan []Verdict) {
+	t.Helper()
+	first = submitAsync(t, f, "q", "p0", frames("x"))
+	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	for i := 1; i < n; i++ {
+		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
+	}
+	return first, rest
+}
+
 // While the only permit is held by a slow bundle, ready partitions
 // accumulate; the freed permit fires them as one large bundle.
 func TestBundleGrowsWhileSinkIsSlow(t *testing.T) {
 	sink := newMemSink(t)
 	sink.gate = make(chan struct{})
 	f := startFusion(t, sink, func(c *Config) { c.Shards = 1; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
-	first := submitAsync(t, f, "q", "p0", frames("x"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
-	var rest []<-chan []Verdict
-	for i := 1; i < 50; i++ {
-		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
-	}
+	first, rest := behindGatedBundle(t, f, sink, 50)
 	waitFor(t, "shard to take every submission", func() bool { return len(f.shards[0].in) == 0 })
 	close(sink.gate)
 	wait(t, first)
@@ -133,12 +141,9 @@ func TestBundlesSpanShards(t *testing.T) {
 	sink := newMemSink(t)
 	sink.gate = make(chan struct{})
 	f := startFusion(t, sink, func(c *Config) { c.Shards = 8; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
-	first := submitAsync(t, f, "q", "p0", frames("x"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
-	var rest []<-chan []Verdict
+	first, rest := behindGatedBundle(t, f, sink, 50)
 	shards := map[int]bool{}
 	for i := 1; i < 50; i++ {
-		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
 		shards[f.shardOf([16]byte{}, "q", fmt.Sprintf("p%d", i))] = true
 	}
 	if len(shards) < 4 {
@@ -169,12 +174,7 @@ func TestAbortAnswersTheOutbox(t *testing.T) {
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	first := submitAsync(t, f, "q", "p0", frames("x"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
-	var rest []<-chan []Verdict
-	for i := 1; i < 20; i++ {
-		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
-	}
+	first, rest := behindGatedBundle(t, f, sink, 20)
 	waitFor(t, "the outbox to fill", func() bool { return f.outbox.len() == 19 })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

@@ -113,15 +113,19 @@ func (f *Fusion) flush(b *bundle) {
 	ids := &idResolver{f: f}
 	for i, seg := range b.segs {
 		if err != nil {
-			for k, it := range seg.leaders {
-				v := Verdict{Status: Error, PartitionID: seg.pid, Err: err}
-				it.req.settle(it.idx, v)
-				seg.settleFollowers(int32(k), v)
-			}
+			seg.fail(Verdict{Status: Error, PartitionID: seg.pid, Err: err})
 		} else {
 			f.settleSegment(seg, results[i], ids)
 		}
 		f.settleLocalDups(seg, ids)
+	}
+}
+
+// fail answers every leader of the segment, and its followers, with v.
+func (seg *segFlight) fail(v Verdict) {
+	for k, it := range seg.leaders {
+		it.req.settle(it.idx, v)
+		seg.settleFollowers(int32(k), v)
 	}
 }
 

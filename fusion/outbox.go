@@ -1,26 +1,33 @@
 package fusion
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // outbox holds the segments shards took while no permit was free. The next
-// bundle to fire, on whichever shard, takes them along after its own ready
-// partitions, so one commit carries the partitions of every shard rather
-// than of one: measured with 64 submitters over 1,000 partitions, bundles
+// bundle to fire, on whichever shard, takes them first (they waited
+// longest), then that shard's own ready partitions, so one commit carries
+// the partitions of every shard rather than of one: measured with 64 submitters over 1,000 partitions, bundles
 // that stayed within their shard held ≈ 3 segments, one eighth of what was
 // waiting.
 //
 // Only the list is shared, under the mutex (every shard deposits, whichever
 // shard holds a permit takes). The segments' partitions stay owned by their
 // shards: they are in flight from the moment they are taken, and their
-// completions go back to the shard that took them.
+// completions go back to the shard that took them. n mirrors len(segs) so
+// that every shard can ask whether anything waits, after every event,
+// without taking the mutex.
 type outbox struct {
 	mu   sync.Mutex
 	segs []*segFlight
+	n    atomic.Int64
 }
 
 func (o *outbox) put(segs []*segFlight) {
 	o.mu.Lock()
 	o.segs = append(o.segs, segs...)
+	o.n.Store(int64(len(o.segs)))
 	o.mu.Unlock()
 }
 
@@ -31,14 +38,11 @@ func (o *outbox) take(b *bundle, room int) {
 	b.segs = append(b.segs, o.segs[:n]...)
 	clear(o.segs[:n])
 	o.segs = o.segs[n:]
+	o.n.Store(int64(len(o.segs)))
 	o.mu.Unlock()
 }
 
-func (o *outbox) len() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.segs)
-}
+func (o *outbox) len() int { return int(o.n.Load()) }
 
 // takeOwn removes and returns the segments that shard s deposited.
 func (o *outbox) takeOwn(s *shard) []*segFlight {
@@ -55,5 +59,6 @@ func (o *outbox) takeOwn(s *shard) []*segFlight {
 	}
 	clear(o.segs[len(kept):])
 	o.segs = kept
+	o.n.Store(int64(len(o.segs)))
 	return own
 }

@@ -204,11 +204,12 @@ func (s *shard) take(p *partState, now time.Time) *segFlight {
 			seg.addFollower(pos, it)
 			continue
 		}
-		minted := it.minted()
-		allMinted = allMinted && minted
-		if off, ok := p.localDuplicate(h, now); ok && !minted {
-			seg.localDups = append(seg.localDups, localDup{it: it, off: off})
-			continue
+		if !it.minted() {
+			allMinted = false
+			if off, ok := p.localDuplicate(h, now); ok {
+				seg.localDups = append(seg.localDups, localDup{it: it, off: off})
+				continue
+			}
 		}
 		if useMap {
 			s.dedup[h] = int32(len(seg.leaders))
@@ -336,10 +337,7 @@ func (s *shard) failPending() {
 		s.outstanding--
 		seg.part.inFlight = false
 		v := Verdict{Status: Error, Err: ErrAborted}
-		for k, it := range seg.leaders {
-			it.req.settle(it.idx, v)
-			seg.settleFollowers(int32(k), v)
-		}
+		seg.fail(v)
 		for _, d := range seg.localDups {
 			d.it.req.settle(d.it.idx, v)
 		}
