@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/segment"
@@ -84,14 +85,28 @@ func (db *DB) PushBundle(ctx context.Context, writes []segment.Write) ([]segment
 	}
 	a := newBundleArgs(writes)
 	var w wireResults
-	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
-			Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) (err error) {
+		w, err = a.call(ctx, conn)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: log_push_multi_v2 (%d segments): %w", len(writes), err)
 	}
 	return w.results(len(writes))
+}
+
+// rowQuerier runs the bundle statement: a pooled connection, or a plain one
+// (the backend-CPU benchmark).
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// call runs log_push_multi_v2 with a's arrays on q.
+func (a *bundleArgs) call(ctx context.Context, q rowQuerier) (wireResults, error) {
+	var w wireResults
+	err := q.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
+		Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
+	return w, err
 }
 
 // results turns the arrays into one Result per segment, checking that they

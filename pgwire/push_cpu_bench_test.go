@@ -114,9 +114,7 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 						var raw []byte
 						return conn.QueryRow(ctx, pushV0SQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows).Scan(&raw)
 					}
-					var w wireResults
-					err := conn.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
-						Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
+					w, err := a.call(ctx, conn)
 					if err == nil {
 						_, err = w.results(segs)
 					}

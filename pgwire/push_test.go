@@ -310,3 +310,30 @@ func TestForgottenRangeIsProbedAlone(t *testing.T) {
 		t.Fatalf("a frame below both ranges was looked for: %+v", r)
 	}
 }
+
+// log_push_one_v1 remains for callers of the earlier version: it writes one
+// segment to a known partition through log_push_multi_v2, and answers a
+// repeat with the duplicates, writing nothing.
+func TestPushOneV1StillWritesThroughV2(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	pid := push(t, db, write("q", "p", "t1"))[0].PartitionID
+	call := func(w segment.Write) (base *int64, dups *string) {
+		t.Helper()
+		if err := db.Pool().QueryRow(ctx, `SELECT o_base, o_dups::text FROM queen.log_push_one_v1($1, 60, '00000000-0000-0000-0000-000000000000', $2, $3, 0, $4, now())`,
+			pid, w.Count, w.Hashes, w.Blob).Scan(&base, &dups); err != nil {
+			t.Fatal(err)
+		}
+		return base, dups
+	}
+	if base, dups := call(write("q", "p", "t2", "t3")); base == nil || *base != 2 || dups != nil {
+		t.Fatalf("new frames: base %v, dups %v", base, dups)
+	}
+	if base, dups := call(write("q", "p", "t4", "t2")); base != nil || dups == nil || !strings.Contains(*dups, `"off": 2`) {
+		t.Fatalf("repeat of t2: base %v, dups %v", base, dups)
+	}
+	if last := lastOffset(t, db, "q", "p"); last != 3 {
+		t.Fatalf("last_offset %d, want 3", last)
+	}
+}
