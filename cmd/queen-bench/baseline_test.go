@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -65,9 +66,9 @@ func TestBaselinesWriteWhatTheyReport(t *testing.T) {
 // items of a request spread.
 func TestGroupSendsARequestToOnePartition(t *testing.T) {
 	o := options{items: 10, partitions: 100, queues: 3, run: "g"}
-	spread := requestItems(o, 2, 7, []byte(`1`))
+	spread := newGenerator(o).items(2, 7)
 	o.group = true
-	grouped := requestItems(o, 2, 7, []byte(`1`))
+	grouped := newGenerator(o).items(2, 7)
 	parts := map[string]bool{}
 	for _, it := range grouped {
 		parts[it.queue+"/"+it.partition] = true
@@ -81,5 +82,45 @@ func TestGroupSendsARequestToOnePartition(t *testing.T) {
 	}
 	if len(parts) != 10 {
 		t.Fatalf("spread request spans %d partitions, want 10", len(parts))
+	}
+}
+
+// countStatuses counts what encoding/json would decode, and refuses what is
+// not a result array.
+func TestCountStatusesMatchesDecoding(t *testing.T) {
+	answer := []byte(`[{"index":0,"status":"queued","messageId":"x","error":"a \"status\":\"fake\" inside"},` +
+		`{"index":1,"status":"duplicate"},{"index":2,"status":"queued"},{"index":3,"status":"failed","error":"spool write failed"}]`)
+	var decoded []struct{ Status string }
+	if err := json.Unmarshal(answer, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, r := range decoded {
+		want[r.Status]++
+	}
+	got, err := countStatuses(answer)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("counted %v, %v; decoding says %v", got, err, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("counted %v; decoding says %v", got, want)
+		}
+	}
+	if _, err := countStatuses([]byte(`{"error":"items[0].queue is required"}`)); err == nil {
+		t.Fatal("an error object must be refused")
+	}
+	// the transactionIds are unique per client, request and item
+	seen := map[string]bool{}
+	g := newGenerator(options{items: 3, partitions: 5, queues: 2, run: "r"})
+	for c := 0; c < 3; c++ {
+		for i := 0; i < 4; i++ {
+			for _, it := range g.items(c, i) {
+				if seen[it.txid] {
+					t.Fatalf("transactionId %s repeats", it.txid)
+				}
+				seen[it.txid] = true
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,20 +77,41 @@ type result struct {
 
 func (r *result) rate() float64 { return float64(r.items) / r.elapsed.Seconds() }
 
-// requestItems builds the items of request i of client c.
-func requestItems(o options, c, i int, payload []byte) []item {
+// generator builds the items of every request. Queue and partition names
+// are made once: the load generator shares the cores it measures, so its
+// own cost per item is kept small.
+type generator struct {
+	o                  options
+	queues, partitions []string // by partition index
+	payload            []byte
+}
+
+func newGenerator(o options) *generator {
+	g := &generator{o: o, queues: make([]string, o.partitions), partitions: make([]string, o.partitions), payload: payloadOf(o.payload)}
+	for p := range g.partitions {
+		g.queues[p] = "bench.q" + strconv.Itoa(p%o.queues)
+		g.partitions[p] = "p" + strconv.Itoa(p)
+	}
+	return g
+}
+
+// items builds the items of request i of client c: spread over the
+// partitions, or all in one with -group; transactionIds unique per run.
+func (g *generator) items(c, i int) []item {
+	o := g.o
 	out := make([]item, o.items)
+	var txid []byte
 	for k := range out {
 		n := c*1_000_003 + i*o.items + k
 		if o.group {
 			n = c*1_000_003 + i
 		}
-		out[k] = item{
-			queue:     fmt.Sprintf("bench.q%d", n%o.partitions%o.queues),
-			partition: fmt.Sprintf("p%d", n%o.partitions),
-			txid:      fmt.Sprintf("%s-%d-%d-%d", o.run, c, i, k),
-			payload:   payload,
+		txid = append(txid[:0], o.run...)
+		for _, v := range [...]int{c, i, k} {
+			txid = strconv.AppendInt(append(txid, '-'), int64(v), 10)
 		}
+		p := n % o.partitions
+		out[k] = item{queue: g.queues[p], partition: g.partitions[p], txid: string(txid), payload: g.payload}
 	}
 	return out
 }
@@ -106,7 +128,7 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 	defer tg.close()
 	meter := newMeter(ctx, o)
 	defer meter.close()
-	payload := payloadOf(o.payload)
+	gen := newGenerator(o)
 	// The deadline stops new requests; one in flight finishes (on ctx, which
 	// only an interrupt ends) and is counted, so reports match what was
 	// written.
@@ -122,7 +144,7 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 		go func(c int) {
 			defer wg.Done()
 			for i := 0; loop.Err() == nil; i++ {
-				items := requestItems(o, c, i, payload)
+				items := gen.items(c, i)
 				t0 := time.Now()
 				counts, err := tg.push(ctx, c, items)
 				d := time.Since(t0)

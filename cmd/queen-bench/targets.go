@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,32 +38,49 @@ type bridgeTarget struct {
 }
 
 func (b *bridgeTarget) push(_ context.Context, _ int, items []item) (map[string]int64, error) {
-	var body bytes.Buffer
-	body.WriteString(`{"items":[`)
+	body := make([]byte, 0, 64+len(items)*(96+len(items[0].payload)))
+	body = append(body, `{"items":[`...)
 	for k, it := range items {
 		if k > 0 {
-			body.WriteByte(',')
+			body = append(body, ',')
 		}
-		if b.mint {
-			fmt.Fprintf(&body, `{"queue":%q,"partition":%q,"payload":%s}`, it.queue, it.partition, it.payload)
-		} else {
-			fmt.Fprintf(&body, `{"queue":%q,"partition":%q,"transactionId":%q,"payload":%s}`, it.queue, it.partition, it.txid, it.payload)
+		body = strconv.AppendQuote(append(body, `{"queue":`...), it.queue)
+		body = strconv.AppendQuote(append(body, `,"partition":`...), it.partition)
+		if !b.mint {
+			body = strconv.AppendQuote(append(body, `,"transactionId":`...), it.txid)
 		}
+		body = append(append(append(body, `,"payload":`...), it.payload...), '}')
 	}
-	body.WriteString(`]}`)
-	out, err := b.send(body.Bytes())
+	body = append(body, `]}`...)
+	out, err := b.send(body)
 	if err != nil {
 		return nil, err
 	}
-	var rs []struct{ Status string }
-	if err := json.Unmarshal(out, &rs); err != nil {
-		return nil, fmt.Errorf("answer is not a result array: %v", err)
+	return countStatuses(out)
+}
+
+// countStatuses counts the items of a push answer by status. It finds each
+// "status":"…" pair rather than decoding the whole answer: inside a JSON
+// string those quotes would be escaped, so every match is a status field.
+func countStatuses(answer []byte) (map[string]int64, error) {
+	if len(answer) == 0 || answer[0] != '[' {
+		return nil, fmt.Errorf("answer is not a result array: %.80q", answer)
 	}
 	counts := map[string]int64{}
-	for _, r := range rs {
-		counts[r.Status]++
+	key := []byte(`"status":"`)
+	for rest := answer; ; {
+		i := bytes.Index(rest, key)
+		if i < 0 {
+			return counts, nil
+		}
+		rest = rest[i+len(key):]
+		j := bytes.IndexByte(rest, '"')
+		if j < 0 {
+			return nil, fmt.Errorf("answer has an unterminated status: %.80q", answer)
+		}
+		counts[string(rest[:j])]++
+		rest = rest[j:]
 	}
-	return counts, nil
 }
 
 func newBridgeTarget(o options) (*bridgeTarget, error) {
