@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -37,22 +38,36 @@ type sample struct {
 // cpuSplit is CPU per item, by process.
 type cpuSplit = sample
 
-func newMeter(ctx context.Context, o options) *meter {
+// newMeter prepares the readings it can take, and says on out why one it
+// was asked for cannot be taken (the report then shows n/a).
+func newMeter(ctx context.Context, o options, out io.Writer) *meter {
 	m := &meter{http: &http.Client{Timeout: 2 * time.Second}}
-	if o.target == "bridge" {
+	if o.target == "bridge" && o.metricsURL != "" {
 		m.metricsURL = o.metricsURL
-	}
-	if o.pgDSN != "" {
-		if conn, err := pgx.Connect(ctx, o.pgDSN); err == nil {
-			m.pg = conn
-			var pid int32
-			if conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid) == nil {
-				if pm, err := proccpu.Parent(int(pid)); err == nil {
-					m.postmaster = pm
-				}
-			}
+		if _, err := scrape(m.http, m.metricsURL); err != nil {
+			fmt.Fprintf(out, "note: no bridge CPU per item: %v\n", err)
 		}
 	}
+	if o.pgDSN == "" {
+		return m
+	}
+	conn, err := pgx.Connect(ctx, o.pgDSN)
+	if err != nil {
+		fmt.Fprintf(out, "note: no PostgreSQL CPU per item or bundle-call time: %v\n", err)
+		return m
+	}
+	m.pg = conn
+	var pid int32
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		fmt.Fprintf(out, "note: no PostgreSQL CPU per item: %v\n", err)
+		return m
+	}
+	pm, err := proccpu.Parent(int(pid))
+	if err != nil {
+		fmt.Fprintf(out, "note: no PostgreSQL CPU per item (the server is not on this machine?): %v\n", err)
+		return m
+	}
+	m.postmaster = pm
 	return m
 }
 

@@ -126,7 +126,7 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 		return nil, err
 	}
 	defer tg.close()
-	meter := newMeter(ctx, o)
+	meter := newMeter(ctx, o, out)
 	defer meter.close()
 	gen := newGenerator(o)
 	// The deadline stops new requests; one in flight finishes (on ctx, which

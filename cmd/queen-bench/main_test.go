@@ -51,7 +51,8 @@ func TestBenchSendsValidPushesAndReports(t *testing.T) {
 
 	var report strings.Builder
 	_, err := run(context.Background(), options{target: "bridge", transport: "http", httpAddr: strings.TrimPrefix(srv.URL, "http://"), clients: 4, items: 3,
-		partitions: 7, queues: 2, payload: 100, duration: 300 * time.Millisecond, run: "t"}, &report)
+		partitions: 7, queues: 2, payload: 100, duration: 300 * time.Millisecond, run: "t",
+		pgDSN: "postgres://nobody@127.0.0.1:1/none?connect_timeout=2"}, &report)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,8 @@ func TestBenchSendsValidPushesAndReports(t *testing.T) {
 		t.Fatal(bad)
 	}
 	out := report.String()
-	if !strings.Contains(out, "status     queued") || strings.Contains(out, "duplicate") || !strings.Contains(out, "errors 0") {
+	if !strings.Contains(out, "status     queued") || strings.Contains(out, "duplicate") || !strings.Contains(out, "errors 0") ||
+		!strings.Contains(out, "note: no PostgreSQL CPU per item or bundle-call time") {
 		t.Fatalf("report:\n%s", out)
 	}
 	if len(seen) < 3 {
