@@ -33,12 +33,61 @@ func loadV0(ctx context.Context, db *DB) error {
 	return err
 }
 
+// floorSQL defines the floor sub-benchmarks' functions, scalar statements on
+// one fixed partition with no guard, probe, array or result set:
+//
+//	bench_noop                    a plpgsql call that does nothing
+//	bench_update_insert           move a partition row's offset, insert one
+//	                              row into a copy of log_segments
+//	bench_update_insert_txn       the same and one row into a copy of log_txns
+//	bench_lock_update_insert_txn  the same after a separate FOR UPDATE: the
+//	                              rows and locks log_push_multi_v2 writes for
+//	                              one segment
+//
+// They show what any bundle function of that shape costs at one segment.
+const floorSQL = `
+CREATE TABLE public.bench_floor_part (id bigint PRIMARY KEY, last_offset bigint NOT NULL) WITH (fillfactor = 70);
+INSERT INTO public.bench_floor_part VALUES (1, 0);
+CREATE TABLE public.bench_floor_seg (LIKE queen.log_segments INCLUDING ALL);
+CREATE FUNCTION public.bench_noop(p_blob bytea) RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$;
+CREATE FUNCTION public.bench_update_insert(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_last bigint;
+BEGIN
+    UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;
+    INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
+    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);
+    RETURN v_last;
+END $$;
+CREATE TABLE public.bench_floor_txn (LIKE queen.log_txns INCLUDING ALL);
+CREATE FUNCTION public.bench_lock_update_insert_txn(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_last bigint;
+BEGIN
+    PERFORM 1 FROM public.bench_floor_part WHERE id = 1 FOR UPDATE;
+    UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;
+    INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
+    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);
+    INSERT INTO public.bench_floor_txn (partition_id, end_offset, base_offset, created_at, hashes)
+    VALUES (1, v_last, v_last, clock_timestamp(), substring(p_blob FOR 16));
+    RETURN v_last;
+END $$;
+CREATE FUNCTION public.bench_update_insert_txn(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_last bigint;
+BEGIN
+    UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;
+    INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
+    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);
+    INSERT INTO public.bench_floor_txn (partition_id, end_offset, base_offset, created_at, hashes)
+    VALUES (1, v_last, v_last, clock_timestamp(), substring(p_blob FOR 16));
+    RETURN v_last;
+END $$;`
+
 // BenchmarkBundleBackendCPU measures what one bundle call costs the
 // PostgreSQL backends that run it: their CPU time from /proc, per call,
 // for the bundle call as migration 0002 defined it (v0: a function call per
 // segment) and log_push_multi_v2 at callers × segments of one
 // 200-byte frame each, with a tight p_verified (no probe), beside one
-// INSERT + COMMIT of the same payload in the same run. Metrics:
+// INSERT + COMMIT of the same payload in the same run, and the floor under
+// any bundle function (floor-noop-call, floor-update-insert). Metrics:
 //
 //	backend-µs/call   backend CPU per call
 //	x-commit          that, as a multiple of one INSERT + COMMIT
@@ -74,6 +123,27 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 			return err
 		})
 	})
+	// The floor under any bundle function of this schema (floorSQL), each
+	// call in its own transaction.
+	if _, err := db.Pool().Exec(ctx, floorSQL); err != nil {
+		b.Fatal(err)
+	}
+	for _, floor := range []struct{ name, sql string }{
+		{"floor-noop-call", `SELECT public.bench_noop($1)`},
+		{"floor-update-insert", `SELECT public.bench_update_insert($1)`},
+		{"floor-update-insert-txn", `SELECT public.bench_update_insert_txn($1)`},
+		{"floor-lock-update-insert-txn", `SELECT public.bench_lock_update_insert_txn($1)`},
+	} {
+		b.Run(floor.name, func(b *testing.B) {
+			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+				_, err := conn.Exec(ctx, floor.sql, payload)
+				return err
+			})
+			if commitCPU > 0 {
+				b.ReportMetric(cpu/commitCPU, "x-commit")
+			}
+		})
+	}
 	for _, fn := range []string{"v0", "v2"} {
 		for _, shape := range [][2]int{{1, 1}, {1, 64}, {16, 64}} {
 			callers, segs := shape[0], shape[1]
