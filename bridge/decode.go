@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/queenbridge/queenbridge/internal/jsonscan"
 )
 
 // pushItem is one validated item of a push body. Payload is a sub-slice of
@@ -35,41 +37,41 @@ func notJSON(err error) error { return badf("body is not JSON: %v", err) }
 // member's name (unescaped) with the cursor on its value; fn consumes the
 // value. The name is only valid during the call: switch on string(name)
 // does not allocate.
-func (s *scanner) members(fn func(name []byte) error) error {
-	s.i++ // '{'
-	if s.peek() == '}' {
-		s.i++
+func members(s *jsonscan.Scanner, fn func(name []byte) error) error {
+	s.Next() // '{'
+	if s.Peek() == '}' {
+		s.Next()
 		return nil
 	}
 	for {
-		key, esc, err := s.str()
+		key, esc, err := s.Str()
 		if err != nil {
 			return notJSON(err)
 		}
-		if err := s.consume(':'); err != nil {
+		if err := s.Consume(':'); err != nil {
 			return notJSON(err)
 		}
 		if esc {
-			key = []byte(unescape(key))
+			key = []byte(jsonscan.Unescape(key))
 		}
 		if err := fn(key); err != nil {
 			return err
 		}
-		switch s.peek() {
+		switch s.Peek() {
 		case '}':
-			s.i++
+			s.Next()
 			return nil
 		case ',':
-			s.i++
+			s.Next()
 		default:
-			return notJSON(s.errAt("expected ',' or '}'"))
+			return notJSON(s.ErrAt("expected ',' or '}'"))
 		}
 	}
 }
 
 // skip consumes one value; what it is does not matter, only that it parses.
-func (s *scanner) skip(depth int) error {
-	if _, err := s.value(depth); err != nil {
+func skip(s *jsonscan.Scanner, depth int) error {
+	if _, err := s.Value(depth); err != nil {
 		return notJSON(err)
 	}
 	return nil
@@ -78,21 +80,21 @@ func (s *scanner) skip(depth int) error {
 // decodePush parses and validates a push body. Every item is checked before
 // anything is returned; the first invalid one rejects the whole body.
 func decodePush(body []byte) ([]pushItem, error) {
-	s := &scanner{b: body}
-	if s.peek() != '{' {
-		if err := s.skip(0); err != nil {
+	s := jsonscan.New(body)
+	if s.Peek() != '{' {
+		if err := skip(s, 0); err != nil {
 			return nil, err
 		}
 		return nil, badf("body must be a JSON object with an items array")
 	}
 	var items []pushItem
 	seen := false
-	err := s.members(func(name []byte) error {
+	err := members(s, func(name []byte) error {
 		if string(name) != "items" {
-			return s.skip(0)
+			return skip(s, 0)
 		}
-		if s.peek() != '[' {
-			if err := s.skip(0); err != nil {
+		if s.Peek() != '[' {
+			if err := skip(s, 0); err != nil {
 				return err
 			}
 			return badf("items must be an array")
@@ -105,8 +107,8 @@ func decodePush(body []byte) ([]pushItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.peek() != 0 {
-		return nil, notJSON(s.errAt("data after the top-level value"))
+	if s.Peek() != 0 {
+		return nil, notJSON(s.ErrAt("data after the top-level value"))
 	}
 	if !seen {
 		return nil, badf("items is required")
@@ -114,11 +116,11 @@ func decodePush(body []byte) ([]pushItem, error) {
 	return items, nil
 }
 
-func decodeItems(s *scanner) ([]pushItem, error) {
-	s.i++ // '['
+func decodeItems(s *jsonscan.Scanner) ([]pushItem, error) {
+	s.Next() // '['
 	items := []pushItem{}
-	if s.peek() == ']' {
-		s.i++
+	if s.Peek() == ']' {
+		s.Next()
 		return items, nil
 	}
 	for idx := 0; ; idx++ {
@@ -127,14 +129,14 @@ func decodeItems(s *scanner) ([]pushItem, error) {
 			return nil, err
 		}
 		items = append(items, it)
-		switch s.peek() {
+		switch s.Peek() {
 		case ',':
-			s.i++
+			s.Next()
 		case ']':
-			s.i++
+			s.Next()
 			return items, nil
 		default:
-			return nil, notJSON(s.errAt("expected ',' or ']'"))
+			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
 		}
 	}
 }
@@ -146,16 +148,16 @@ type field struct {
 	value string
 }
 
-func decodeItem(s *scanner, idx int) (pushItem, error) {
+func decodeItem(s *jsonscan.Scanner, idx int) (pushItem, error) {
 	it := pushItem{Payload: nullPayload}
-	if s.peek() != '{' {
-		if err := s.skip(1); err != nil {
+	if s.Peek() != '{' {
+		if err := skip(s, 1); err != nil {
 			return it, err
 		}
 		return it, badf("items[%d] must be an object", idx)
 	}
 	var queue, partition, txid, trace field
-	err := s.members(func(name []byte) error {
+	err := members(s, func(name []byte) error {
 		switch string(name) {
 		case "queue":
 			return scanField(s, &queue)
@@ -166,14 +168,14 @@ func decodeItem(s *scanner, idx int) (pushItem, error) {
 		case "traceId":
 			return scanField(s, &trace)
 		case "payload":
-			v, err := s.value(2)
+			v, err := s.Value(2)
 			if err != nil {
 				return notJSON(err)
 			}
 			it.Payload = v
 			return nil
 		}
-		return s.skip(2)
+		return skip(s, 2)
 	})
 	if err != nil {
 		return it, err
@@ -197,28 +199,28 @@ func decodeItem(s *scanner, idx int) (pushItem, error) {
 }
 
 // scanField reads a value that should be a string; null counts as absent.
-func scanField(s *scanner, f *field) error {
-	switch s.peek() {
+func scanField(s *jsonscan.Scanner, f *field) error {
+	switch s.Peek() {
 	case '"':
-		raw, esc, err := s.str()
+		raw, esc, err := s.Str()
 		if err != nil {
 			return notJSON(err)
 		}
 		f.set, f.str = true, true
 		if esc {
-			f.value = unescape(raw)
+			f.value = jsonscan.Unescape(raw)
 		} else {
 			f.value = string(raw)
 		}
 		return nil
 	case 'n':
-		if _, err := s.literal("null"); err != nil {
+		if _, err := s.Literal("null"); err != nil {
 			return notJSON(err)
 		}
 		*f = field{}
 		return nil
 	default:
-		if err := s.skip(2); err != nil {
+		if err := skip(s, 2); err != nil {
 			return err
 		}
 		f.set, f.str = true, false

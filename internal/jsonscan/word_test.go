@@ -1,4 +1,4 @@
-package bridge
+package jsonscan
 
 import (
 	"encoding/binary"

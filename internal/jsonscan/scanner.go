@@ -1,4 +1,4 @@
-package bridge
+package jsonscan
 
 import (
 	"encoding/binary"
@@ -7,24 +7,38 @@ import (
 	"unicode/utf8"
 )
 
-// scanner walks a JSON document in place. It validates as it goes (RFC 8259
+// Scanner walks a JSON document in place. It validates as it goes (RFC 8259
 // grammar) and hands out byte ranges of the input, so payloads need neither
 // copying nor re-encoding.
-type scanner struct {
+type Scanner struct {
 	b []byte
 	i int
 }
 
+// New returns a Scanner at the start of b.
+func New(b []byte) *Scanner { return &Scanner{b: b} }
+
+// AtEnd reports whether only white space is left. (Peek also answers 0 for
+// a NUL byte in the input.)
+func (s *Scanner) AtEnd() bool {
+	s.ws()
+	return s.i >= len(s.b)
+}
+
+// Next consumes the byte Peek returned.
+func (s *Scanner) Next() { s.i++ }
+
 var errEOF = errors.New("unexpected end of JSON input")
 
-func (s *scanner) errAt(what string) error {
+// ErrAt is the error for what was expected at the cursor (errEOF at the end).
+func (s *Scanner) ErrAt(what string) error {
 	if s.i >= len(s.b) {
 		return errEOF
 	}
 	return fmt.Errorf("invalid JSON at byte %d: %s", s.i, what)
 }
 
-func (s *scanner) ws() {
+func (s *Scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -35,8 +49,8 @@ func (s *scanner) ws() {
 	}
 }
 
-// peek returns the next non-space byte without consuming it (0 at the end).
-func (s *scanner) peek() byte {
+// Peek returns the next non-space byte without consuming it (0 at the end).
+func (s *Scanner) Peek() byte {
 	s.ws()
 	if s.i >= len(s.b) {
 		return 0
@@ -44,18 +58,19 @@ func (s *scanner) peek() byte {
 	return s.b[s.i]
 }
 
-func (s *scanner) consume(c byte) error {
-	if s.peek() != c {
-		return s.errAt(fmt.Sprintf("expected %q", c))
+// Consume consumes c, the next non-space byte, or fails.
+func (s *Scanner) Consume(c byte) error {
+	if s.Peek() != c {
+		return s.ErrAt(fmt.Sprintf("expected %q", c))
 	}
 	s.i++
 	return nil
 }
 
-// str scans a string and returns its raw contents (between the quotes) and
+// Str scans a string and returns its raw contents (between the quotes) and
 // whether it holds escapes.
-func (s *scanner) str() (raw []byte, escaped bool, err error) {
-	if err := s.consume('"'); err != nil {
+func (s *Scanner) Str() (raw []byte, escaped bool, err error) {
+	if err := s.Consume('"'); err != nil {
 		return nil, false, err
 	}
 	start := s.i
@@ -93,15 +108,15 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 				}
 				for _, h := range s.b[s.i+1 : s.i+5] {
 					if hexVal(h) < 0 {
-						return nil, false, s.errAt("bad \\u escape")
+						return nil, false, s.ErrAt("bad \\u escape")
 					}
 				}
 				s.i += 5
 			default:
-				return nil, false, s.errAt("bad escape")
+				return nil, false, s.ErrAt("bad escape")
 			}
 		default: // below 0x20
-			return nil, false, s.errAt("control character in string")
+			return nil, false, s.ErrAt("control character in string")
 		}
 	}
 	return nil, false, errEOF
@@ -124,92 +139,94 @@ func specialInWord(w uint64) bool {
 	return hasZero(w^(ones*'"'))|hasZero(w^(ones*'\\'))|((w-ones*0x20)&^w&highs) != 0
 }
 
-// value skips one value, validating it, and returns its bytes.
-func (s *scanner) value(depth int) ([]byte, error) {
+// Value skips one value, validating it, and returns its bytes. depth is
+// how deep the value sits; nesting beyond 10,000 levels is refused.
+func (s *Scanner) Value(depth int) ([]byte, error) {
 	if depth > maxDepth {
-		return nil, s.errAt("nested too deeply")
+		return nil, s.ErrAt("nested too deeply")
 	}
-	c := s.peek()
+	c := s.Peek()
 	start := s.i
 	switch {
 	case c == '{':
 		s.i++
-		if s.peek() == '}' {
+		if s.Peek() == '}' {
 			s.i++
 			return s.b[start:s.i], nil
 		}
 		for {
-			if _, _, err := s.str(); err != nil {
+			if _, _, err := s.Str(); err != nil {
 				return nil, err
 			}
-			if err := s.consume(':'); err != nil {
+			if err := s.Consume(':'); err != nil {
 				return nil, err
 			}
-			if _, err := s.value(depth + 1); err != nil {
+			if _, err := s.Value(depth + 1); err != nil {
 				return nil, err
 			}
-			switch s.peek() {
+			switch s.Peek() {
 			case ',':
 				s.i++
 			case '}':
 				s.i++
 				return s.b[start:s.i], nil
 			default:
-				return nil, s.errAt("expected ',' or '}'")
+				return nil, s.ErrAt("expected ',' or '}'")
 			}
 		}
 	case c == '[':
 		s.i++
-		if s.peek() == ']' {
+		if s.Peek() == ']' {
 			s.i++
 			return s.b[start:s.i], nil
 		}
 		for {
-			if _, err := s.value(depth + 1); err != nil {
+			if _, err := s.Value(depth + 1); err != nil {
 				return nil, err
 			}
-			switch s.peek() {
+			switch s.Peek() {
 			case ',':
 				s.i++
 			case ']':
 				s.i++
 				return s.b[start:s.i], nil
 			default:
-				return nil, s.errAt("expected ',' or ']'")
+				return nil, s.ErrAt("expected ',' or ']'")
 			}
 		}
 	case c == '"':
-		if _, _, err := s.str(); err != nil {
+		if _, _, err := s.Str(); err != nil {
 			return nil, err
 		}
 	case c == 't':
-		return s.literal("true")
+		return s.Literal("true")
 	case c == 'f':
-		return s.literal("false")
+		return s.Literal("false")
 	case c == 'n':
-		return s.literal("null")
+		return s.Literal("null")
 	case c == '-' || (c >= '0' && c <= '9'):
 		if err := s.number(); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, s.errAt("expected a value")
+		return nil, s.ErrAt("expected a value")
 	}
 	return s.b[start:s.i], nil
 }
 
 const maxDepth = 10000
 
-func (s *scanner) literal(lit string) ([]byte, error) {
+// Literal consumes lit (true, false, null) and returns its bytes.
+func (s *Scanner) Literal(lit string) ([]byte, error) {
 	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
-		return nil, s.errAt("bad literal")
+		return nil, s.ErrAt("bad literal")
 	}
 	start := s.i
 	s.i += len(lit)
 	return s.b[start:s.i], nil
 }
 
-func (s *scanner) number() error {
+func (s *Scanner) number() error {
 	digits := func() int {
 		n := 0
 		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
@@ -224,12 +241,12 @@ func (s *scanner) number() error {
 	if s.i < len(s.b) && s.b[s.i] == '0' {
 		s.i++
 	} else if digits() == 0 {
-		return s.errAt("bad number")
+		return s.ErrAt("bad number")
 	}
 	if s.i < len(s.b) && s.b[s.i] == '.' {
 		s.i++
 		if digits() == 0 {
-			return s.errAt("bad number")
+			return s.ErrAt("bad number")
 		}
 	}
 	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
@@ -238,7 +255,7 @@ func (s *scanner) number() error {
 			s.i++
 		}
 		if digits() == 0 {
-			return s.errAt("bad number")
+			return s.ErrAt("bad number")
 		}
 	}
 	return nil
@@ -256,8 +273,8 @@ func hexVal(c byte) int {
 	return -1
 }
 
-// unescape decodes the contents of a JSON string that str validated.
-func unescape(raw []byte) string {
+// Unescape decodes the contents of a JSON string that Str validated.
+func Unescape(raw []byte) string {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
