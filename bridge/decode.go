@@ -107,7 +107,7 @@ func decodePush(body []byte) ([]pushItem, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Peek() != 0 {
+	if !s.AtEnd() {
 		return nil, notJSON(s.ErrAt("data after the top-level value"))
 	}
 	if !seen {

@@ -63,6 +63,7 @@ func TestBadRequestsAreRejectedWholeAndWriteNothing(t *testing.T) {
 		{items(`{"queue":"q","traceId":true}`), "items[0].traceId must be a string"},
 		{items(`{"queue":"q","traceId":"` + long + `"}`), "items[0].traceId must be 0..255 bytes"},
 		{`{"items": []} trailing`, "body is not JSON"},
+		{items(item("ok", "", "")) + "\x00", "body is not JSON"},
 	}
 	for _, tc := range cases {
 		status, out := n.post("/api/v1/push", []byte(tc.body))
