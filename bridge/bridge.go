@@ -11,16 +11,22 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/durability"
+	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/queues"
+	"github.com/queenbridge/queenbridge/readside"
 )
 
-// Bridge is the front door: the NATS micro service and the HTTP shim.
+// Bridge is the front door: the NATS micro service and the HTTP shim. It
+// composes the rooms behind it (queue settings, the read side, durability)
+// and holds only the front door's own state.
 type Bridge struct {
 	cfg     Config
 	metrics *Metrics
-	queues  *queueCache
-	sealer  *sealer
+	queues  *queues.Settings
+	reads   *readside.Reads
+	keeper  *durability.Keeper
 
 	// gate orders NATS handlers against Stop: a handler holds it shared
 	// while it checks `stopping` and enqueues into work; Stop takes it
@@ -32,49 +38,42 @@ type Bridge struct {
 	workWG   sync.WaitGroup
 	calls    sync.WaitGroup // NATS requests between receipt and answer
 
-	svc     micro.Service
-	httpSrv *http.Server
-	httpLn  net.Listener
+	svc        micro.Service
+	httpSrv    *http.Server
+	httpLn     net.Listener
+	fetchSlots chan struct{} // NATS reads parked at once
 
-	id          string      // this bridge, in broadcasts
-	maintenance atomic.Bool // maintenance mode as last learned
-	maintSub    *nats.Subscription
-	drainKick   chan struct{}
-	replayed    atomic.Uint64
-	drainErrors atomic.Uint64
-	quit        chan struct{} // closed by Stop: background loops end
-	bg          sync.WaitGroup
-
-	parked            *parked
-	hot               *keySet // partitions whose parked reads wake on the next tick
-	toPeers           *keySet // partitions to announce to peers
-	availSub          *nats.Subscription
-	queueSub          *nats.Subscription
-	fetchSlots        chan struct{}
-	announced         atomic.Uint64
-	peerAnnouncements atomic.Uint64
-	retainedSegments  atomic.Uint64
-	queueSettings     atomic.Uint64 // queue settings taken from peers
+	id string // this bridge, in broadcasts
 
 	stopOnce sync.Once
 	stopErr  error
 }
 
-// New validates cfg. Metrics may be nil (a new set is registered).
+// New validates cfg and builds the rooms from it. Metrics may be nil (a new
+// set is registered).
 func New(cfg Config, m *Metrics) (*Bridge, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	s, err := newSealer(cfg.EncryptionKey)
-	if err != nil {
+	b := &Bridge{cfg: cfg, id: uuid.NewString(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
+	link := peers.Link{NATS: cfg.NATS, Prefix: cfg.Prefix, Origin: b.id}
+	var err error
+	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKey: cfg.EncryptionKey,
+		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist}); err != nil {
+		return nil, err
+	}
+	if b.keeper, err = durability.New(durability.Config{DB: cfg.DB, Fusion: cfg.Fusion, Spool: cfg.Spool, Peers: link,
+		MaintenancePoll: cfg.MaintenancePoll, DrainInterval: cfg.DrainInterval, RetentionInterval: cfg.RetentionInterval,
+		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	if m == nil {
 		m = NewMetrics(cfg.Registry)
 	}
-	b := &Bridge{cfg: cfg, metrics: m, queues: newQueueCache(cfg.DB, cfg.QueueCacheTTL), sealer: s,
-		id: uuid.NewString(), drainKick: make(chan struct{}, 1), quit: make(chan struct{}),
-		parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
+	b.metrics = m
 	m.registerFusion(cfg.Fusion)
 	m.registerBridge(b)
 	return b, nil
@@ -83,35 +82,19 @@ func New(cfg Config, m *Metrics) (*Bridge, error) {
 // ID names this bridge in broadcasts.
 func (b *Bridge) ID() string { return b.id }
 
-// Start registers the NATS service and opens the HTTP listener.
+// Start starts the rooms (durability first: pushes read its maintenance
+// flag), then registers the NATS service and opens the HTTP listener.
 func (b *Bridge) Start(ctx context.Context) error {
-	if err := b.startMaintenance(ctx); err != nil {
+	if err := b.keeper.Start(ctx); err != nil {
 		return err
 	}
-	if b.cfg.Spool != nil {
-		b.bg.Add(1)
-		go b.drainLoop()
-		b.kickDrain() // records left from an earlier run
+	if err := b.reads.Start(ctx); err != nil {
+		return err
 	}
-	if !b.cfg.DisableHotlist {
-		b.bg.Add(1)
-		go b.hotlistLoop()
-	}
-	if b.cfg.RetentionInterval > 0 {
-		b.bg.Add(1)
-		go b.tickLoop(b.cfg.RetentionInterval, b.retentionStep)
+	if err := b.queues.Start(ctx); err != nil {
+		return err
 	}
 	if b.cfg.NATS != nil {
-		sub, err := b.cfg.NATS.Subscribe(b.availableSubject(), b.onAvailable)
-		if err != nil {
-			return err
-		}
-		b.availSub = sub
-		if b.queueSub, err = b.cfg.NATS.Subscribe(b.queueChangedSubject(), b.onQueueChanged); err != nil {
-			return err
-		}
-		b.bg.Add(1)
-		go b.publishLoop()
 		b.work = make(chan func(), 4*b.cfg.Workers)
 		for i := 0; i < b.cfg.Workers; i++ {
 			b.workWG.Add(1)
@@ -155,8 +138,8 @@ func (b *Bridge) HTTPAddr() string {
 }
 
 // Stop closes intake (new requests are answered 503), then waits, within
-// ctx, until every accepted request has been answered. Fusion must still be
-// running while it waits. Idempotent.
+// ctx, until every accepted request has been answered, then stops the rooms.
+// Fusion must still be running while it waits. Idempotent.
 func (b *Bridge) Stop(ctx context.Context) error {
 	b.stopOnce.Do(func() {
 		b.gate.Lock()
@@ -184,13 +167,13 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", ctx.Err()))
 		}
-		close(b.quit)
-		for _, sub := range []*nats.Subscription{b.maintSub, b.availSub, b.queueSub} {
-			if sub != nil {
-				_ = sub.Unsubscribe()
+		// Parked reads answer empty; a drain in progress finishes its
+		// chunk: fusion is still running.
+		for _, room := range []interface{ Stop(context.Context) error }{b.reads, b.queues, b.keeper} {
+			if err := room.Stop(ctx); err != nil {
+				errs = append(errs, err)
 			}
 		}
-		b.bg.Wait() // a drain in progress finishes its chunk: fusion is still running
 		b.stopErr = errors.Join(errs...)
 	})
 	return b.stopErr

@@ -13,7 +13,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Config wires the front door to the parts behind it.
+// Config wires the front door to the parts behind it. The settings of the
+// rooms (queue settings, the read side, durability) are passed on to them,
+// which apply their defaults.
 type Config struct {
 	// DB is the database. Required.
 	DB *pgwire.DB
@@ -79,21 +81,6 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
-	}
-	if c.EncryptionKey != nil && len(c.EncryptionKey) != 32 {
-		return fmt.Errorf("bridge: EncryptionKey must be 32 bytes (64 hex characters), got %d bytes", len(c.EncryptionKey))
-	}
-	if c.QueueCacheTTL == 0 {
-		c.QueueCacheTTL = 2 * time.Second
-	}
-	if c.MaintenancePoll == 0 {
-		c.MaintenancePoll = 5 * time.Second
-	}
-	if c.DrainInterval == 0 {
-		c.DrainInterval = time.Second
-	}
-	if c.RetentionInterval == 0 {
-		c.RetentionInterval = 5 * time.Second
 	}
 	if c.MaxParkedFetches == 0 {
 		c.MaxParkedFetches = 1024

@@ -3,11 +3,11 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
-	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/queues"
 )
 
 type configureRequest struct {
@@ -19,15 +19,9 @@ type configureRequest struct {
 	} `json:"options"`
 }
 
-type configureAnswer struct {
-	Queue     string              `json:"queue"`
-	Tenant    string              `json:"tenant"`
-	Namespace string              `json:"namespace"`
-	Task      string              `json:"task"`
-	Options   pgwire.QueueOptions `json:"options"`
-}
-
-// configure creates or updates a queue; options left out keep their value.
+// configure decodes and checks a configure request and hands it to the queue
+// settings, which store, cache and broadcast it; options left out keep their
+// value.
 func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (int, []byte) {
 	if b.stopping.Load() {
 		return http.StatusServiceUnavailable, errorBody("the bridge is shutting down")
@@ -52,61 +46,13 @@ func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (i
 	if upd.RetentionSeconds != nil && *upd.RetentionSeconds < 0 {
 		return http.StatusBadRequest, errorBody("options.retentionSeconds must be >= 0")
 	}
-	if upd.EncryptionEnabled != nil && *upd.EncryptionEnabled && b.sealer == nil {
-		return http.StatusBadRequest, errorBody("options.encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the bridge")
-	}
-	q, err := b.cfg.DB.ConfigureQueue(ctx, tenant, *req.Queue, upd)
-	if err != nil {
+	ch, err := b.queues.Configure(ctx, tenant, *req.Queue, upd)
+	switch {
+	case errors.Is(err, queues.ErrNoKey):
+		return http.StatusBadRequest, errorBody(err.Error())
+	case err != nil:
 		return http.StatusInternalServerError, errorBody(err.Error())
 	}
-	b.queues.put(queueKey{tenant, q.Name}, q.Options)
-	ans := configureAnswer{Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task, Options: q.Options}
-	out, _ := json.Marshal(ans)
-	b.broadcastQueue(out)
+	out, _ := json.Marshal(ch)
 	return http.StatusOK, out
-}
-
-// Queue settings are cached for QueueCacheTTL; a change is broadcast on
-// <prefix>.v1.queue.changed so that peers drop their cached copy at once
-// rather than, say, writing plaintext to a queue that was just switched to
-// encryption for the rest of their TTL.
-
-func (b *Bridge) queueChangedSubject() string { return b.cfg.Prefix + ".v1.queue.changed" }
-
-func (b *Bridge) broadcastQueue(answer []byte) {
-	if b.cfg.NATS == nil {
-		return
-	}
-	msg := &nats.Msg{Subject: b.queueChangedSubject(), Data: answer, Header: nats.Header{originHeader: []string{b.id}}}
-	if err := b.cfg.NATS.PublishMsg(msg); err != nil {
-		b.cfg.Logger.Warn().Str("target", "bridge").Err(err).Msg("queue settings broadcast failed; peers keep their copy for up to the cache TTL")
-	}
-}
-
-// onQueueChanged takes a peer's new queue settings into the cache.
-func (b *Bridge) onQueueChanged(m *nats.Msg) {
-	if m.Header.Get(originHeader) == b.id {
-		return
-	}
-	var a configureAnswer
-	if json.Unmarshal(m.Data, &a) != nil {
-		return
-	}
-	tenant, err := uuid.Parse(a.Tenant)
-	if err != nil {
-		return
-	}
-	b.queues.put(queueKey{tenant, a.Queue}, a.Options)
-	b.queueSettings.Add(1)
-}
-
-// errorMessage extracts msg from {"error": msg}, or "".
-func errorMessage(body []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil {
-		return ""
-	}
-	return e.Error
 }

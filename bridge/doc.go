@@ -8,8 +8,8 @@
 // client's, or the id), the partition ("Default"), and applies layer-1
 // deduplication: inside one request the first (queue, partition,
 // transactionId) leads and later ones follow, producing no frame and copying
-// the leader's final verdict. Payloads of encrypted queues are sealed with
-// AES-256-GCM before they leave the bridge. Leaders are grouped by partition;
+// the leader's final verdict. Payloads of encrypted queues are sealed (by
+// queues, AES-256-GCM) before they leave the bridge. Leaders are grouped by partition;
 // each group is one fusion.Submission, and the answer is rendered once every
 // group has its verdicts.
 //
@@ -35,6 +35,13 @@
 //     middle of a drain), or of a record whose bundle did commit after all,
 //     writes nothing twice.
 //
-// Only bridge (and cmd) import NATS, net/http and Prometheus. bridge reads
-// request headers, never the environment.
+// Bridge composes the rooms behind the front door and holds none of their
+// state: queues (queue settings, configure, encryption), readside (fetch,
+// parked reads, the hot-list, peer announcements) and durability
+// (maintenance mode, the spool and its drain, retention). It builds them
+// from its Config in New, starts them before opening intake and stops them
+// after the last accepted request is answered (docs/architecture.md).
+//
+// Only bridge (and cmd) import net/http and Prometheus. bridge reads request
+// headers, never the environment.
 package bridge

@@ -2,7 +2,9 @@ package bridge
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/readside"
 )
 
 // Metrics are the bridge's Prometheus collectors. Create them before fusion
@@ -71,50 +73,37 @@ func (m *Metrics) registerFusion(f *fusion.Fusion) {
 	)
 }
 
-// registerBridge exposes the spool, maintenance and database failure paths.
+// registerBridge exposes the rooms' counters (spool, maintenance, reads,
+// peers, retention) and the database failure paths, read at scrape time.
 func (m *Metrics) registerBridge(b *Bridge) {
-	onOff := func() float64 {
-		if b.maintenance.Load() {
-			return 1
-		}
-		return 0
+	gauge := func(name, help string, v func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
 	}
-	spoolStat := func(f func(s spoolStats) float64) func() float64 {
-		return func() float64 {
-			if b.cfg.Spool == nil {
-				return 0
-			}
-			st := b.cfg.Spool.Stats()
-			return f(spoolStats{records: st.Records, bytes: st.Bytes})
-		}
+	counter := func(name, help string, v func() uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
 	}
+	keeper := func() durability.Stats { return b.keeper.Stats() }
+	reads := func() readside.Stats { return b.reads.Stats() }
 	m.reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_maintenance_mode_enabled", Help: "1 while maintenance mode is on."}, onOff),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_spool_pending_records", Help: "Records waiting in the spool."},
-			spoolStat(func(s spoolStats) float64 { return float64(s.records) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_spool_pending_bytes", Help: "Bytes of the spool files."},
-			spoolStat(func(s spoolStats) float64 { return float64(s.bytes) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_spool_replayed_total", Help: "Spooled records written (or found duplicate) by the drain."},
-			func() float64 { return float64(b.replayed.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_spool_drain_errors_total", Help: "Drain passes that stopped early."},
-			func() float64 { return float64(b.drainErrors.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_hotlist_wakes_total", Help: "Partition wake-ups of parked reads (at most one per partition per 5 ms tick with the hot-list on)."},
-			func() float64 { return float64(b.parked.wakes.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_parked_reads", Help: "Reads parked waiting for messages."},
-			func() float64 { return float64(b.parked.n.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_available_published_total", Help: "MESSAGE_AVAILABLE announcements sent to peers."},
-			func() float64 { return float64(b.announced.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_available_received_total", Help: "MESSAGE_AVAILABLE announcements received from peers."},
-			func() float64 { return float64(b.peerAnnouncements.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_queue_settings_received_total", Help: "Queue settings changes taken from peers."},
-			func() float64 { return float64(b.queueSettings.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_retention_segments_removed_total", Help: "Segments removed by retention."},
-			func() float64 { return float64(b.retainedSegments.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_pg_statement_timeouts_total", Help: "Bundle calls cancelled at the statement timeout."},
-			func() float64 { return float64(b.cfg.DB.Stats().StatementTimeouts) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_pg_quarantined_connections_total", Help: "Pooled connections destroyed after a cancelled statement."},
-			func() float64 { return float64(b.cfg.DB.Stats().QuarantinedConnection) }),
+		gauge("queen_maintenance_mode_enabled", "1 while maintenance mode is on.", func() float64 {
+			if keeper().Maintenance {
+				return 1
+			}
+			return 0
+		}),
+		gauge("queen_spool_pending_records", "Records waiting in the spool.", func() float64 { return float64(keeper().SpoolRecords) }),
+		gauge("queen_spool_pending_bytes", "Bytes of the spool files.", func() float64 { return float64(keeper().SpoolBytes) }),
+		counter("queen_spool_replayed_total", "Spooled records written (or found duplicate) by the drain.", func() uint64 { return keeper().Replayed }),
+		counter("queen_spool_drain_errors_total", "Drain passes that stopped early.", func() uint64 { return keeper().DrainErrors }),
+		counter("queen_hotlist_wakes_total", "Partition wake-ups of parked reads (at most one per partition per 5 ms tick with the hot-list on).",
+			func() uint64 { return reads().Wakes }),
+		gauge("queen_parked_reads", "Reads parked waiting for messages.", func() float64 { return float64(reads().Parked) }),
+		counter("queen_available_published_total", "MESSAGE_AVAILABLE announcements sent to peers.", func() uint64 { return reads().Announced }),
+		counter("queen_available_received_total", "MESSAGE_AVAILABLE announcements received from peers.", func() uint64 { return reads().PeerAnnouncements }),
+		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.queues.Stats().SettingsReceived }),
+		counter("queen_retention_segments_removed_total", "Segments removed by retention.", func() uint64 { return keeper().RetainedSegments }),
+		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.cfg.DB.Stats().StatementTimeouts }),
+		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",
+			func() uint64 { return b.cfg.DB.Stats().QuarantinedConnection }),
 	)
 }
-
-type spoolStats struct{ records, bytes int64 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func (b *Bridge) natsPush(req micro.Request) {
 	}
 	if len(req.Data()) <= inlinePushBytes {
 		items, err := decodePush(req.Data())
-		if err == nil && b.queues.allFresh(tenant, items) {
+		if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
 			b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answer) })
 			return
 		}
@@ -147,4 +148,15 @@ func respondNATS(nc *nats.Conn, req micro.Request, status int, body []byte) {
 		msg.Header = nats.Header{micro.ErrorCodeHeader: []string{strconv.Itoa(status)}, micro.ErrorHeader: []string{desc}}
 	}
 	_ = nc.PublishMsg(msg)
+}
+
+// errorMessage extracts msg from {"error": msg}, or "".
+func errorMessage(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	return e.Error
 }

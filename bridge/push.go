@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/queues"
+	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -93,7 +95,7 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 		st: make([]itemState, len(items)),
 	}
 	groups := c.prepare(ctx)
-	if b.maintenance.Load() {
+	if b.keeper.Maintenance() {
 		// Maintenance: nothing reaches PostgreSQL; every leader is spooled.
 		for _, g := range groups {
 			for _, idx := range g.items {
@@ -116,7 +118,7 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 func (c *pushCall) prepare(ctx context.Context) []*group {
 	type l1key struct{ queue, partition, txid string }
 	var seen smallMap[l1key, int32]
-	var encrypted smallMap[string, error] // queue -> nil (encrypt), errPlain (plaintext) or the reason to fail
+	var encrypted smallMap[string, error] // queue -> nil (encrypt), queues.ErrPlain (plaintext) or the reason to fail
 	var byPart smallMap[[2]string, *group]
 	groups := make([]*group, 0, 1)
 	for i := range c.items {
@@ -137,14 +139,14 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 
 		enc, ok := encrypted.get(it.Queue)
 		if !ok {
-			enc = c.b.encryptionFor(ctx, queueKey{c.tenant, it.Queue})
+			enc = c.b.queues.EncryptionFor(ctx, c.tenant, it.Queue)
 			encrypted.put(it.Queue, enc)
 		}
 		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
 		switch {
 		case enc == nil:
-			f.Payload, f.Flags = c.b.sealer.seal(it.Payload), segment.FlagEncrypted
-		case !errors.Is(enc, errPlain):
+			f.Payload, f.Flags = c.b.queues.Seal(it.Payload), segment.FlagEncrypted
+		case !errors.Is(enc, queues.ErrPlain):
 			c.st[i].result = itemResult{status: statusFailed, errText: enc.Error()}
 			continue
 		}
@@ -170,26 +172,6 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 		}
 	}
 	return groups
-}
-
-// errPlain marks a queue whose payloads are stored as sent.
-var errPlain = errors.New("plaintext")
-
-// encryptionFor says how to store payloads of a queue: nil (encrypt),
-// errPlain, or why items of this queue must fail.
-func (b *Bridge) encryptionFor(ctx context.Context, k queueKey) error {
-	o, err := b.queues.options(ctx, k)
-	switch {
-	case err != nil && b.sealer != nil:
-		return nil // settings unknown: encrypting is always safe when we can
-	case err != nil:
-		return fmt.Errorf("queue %q: settings unavailable and no encryption key to store it safely: %v", k.name, err)
-	case o.EncryptionEnabled && b.sealer == nil:
-		return fmt.Errorf("queue %q has encryption enabled but no QUEEN_ENCRYPTION_KEY is configured", k.name)
-	case o.EncryptionEnabled:
-		return nil
-	}
-	return errPlain
 }
 
 func (c *pushCall) submit(ctx context.Context, g *group) {
@@ -269,18 +251,18 @@ func (c *pushCall) answerNow() {
 	counts.each(func(st string, n int) { c.b.metrics.items.WithLabelValues(st).Add(float64(n)) })
 	c.b.metrics.latency.WithLabelValues(c.transport).Observe(time.Since(c.start).Seconds())
 	c.answer(status, c.render())
-	c.b.announce(c.written())
+	c.b.reads.Announce(c.written())
 }
 
 // written lists the partitions this request added messages to.
-func (c *pushCall) written() []partKey {
-	var keys []partKey
-	seen := map[partKey]bool{}
+func (c *pushCall) written() []readside.Key {
+	var keys []readside.Key
+	seen := map[readside.Key]bool{}
 	for i := range c.st {
 		if c.st[i].result.status != statusQueued {
 			continue
 		}
-		k := partKey{tenant: c.tenant, queue: c.items[i].Queue, partition: c.items[i].Partition}
+		k := readside.Key{Tenant: c.tenant, Queue: c.items[i].Queue, Partition: c.items[i].Partition}
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -56,50 +57,18 @@ func (r *fetchRequest) validate() error {
 	return nil
 }
 
-// fetch reads messages from an offset. With waitMs and nothing there yet it
-// parks, costing no query, until a push to the partition is announced (here
-// or by a peer) or the wait ends, then reads again.
+// fetch validates a read and runs it on the read side, which parks it until
+// there is something to read or the wait ends.
 func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req fetchRequest) (int, []byte) {
 	if err := req.validate(); err != nil {
 		return http.StatusBadRequest, errorBody(err.Error())
 	}
-	k := partKey{tenant: tenant, queue: req.Queue, partition: req.Partition}
-	deadline := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
-	var wake chan struct{}
-	var timer *time.Timer
-	defer func() {
-		if wake != nil {
-			b.parked.unpark(k, wake)
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		msgs, err := b.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit)
-		if err != nil {
-			return http.StatusServiceUnavailable, errorBody(err.Error())
-		}
-		if len(msgs) > 0 || req.WaitMs == 0 || !time.Now().Before(deadline) {
-			return b.renderMessages(req, msgs)
-		}
-		if wake == nil {
-			// Park before looking again, so a push that lands between the
-			// read above and the wait below still wakes us.
-			wake = b.parked.park(k)
-			timer = time.NewTimer(time.Until(deadline))
-			continue
-		}
-		select {
-		case <-wake:
-		case <-timer.C:
-			return b.renderMessages(req, nil)
-		case <-b.quit:
-			return b.renderMessages(req, nil)
-		case <-ctx.Done():
-			return http.StatusServiceUnavailable, errorBody("read abandoned: " + ctx.Err().Error())
-		}
+	msgs, err := b.reads.Fetch(ctx, tenant, readside.FetchRequest{Queue: req.Queue, Partition: req.Partition,
+		From: req.From, Limit: req.Limit, Wait: time.Duration(req.WaitMs) * time.Millisecond})
+	if err != nil {
+		return http.StatusServiceUnavailable, errorBody(err.Error())
 	}
+	return b.renderMessages(req, msgs)
 }
 
 // renderMessages writes {"messages": [...], "next": n}; payloads go out as
@@ -111,10 +80,10 @@ func (b *Bridge) renderMessages(req fetchRequest, msgs []pgwire.Message) (int, [
 	for i, m := range msgs {
 		payload := m.Frame.Payload
 		if m.Frame.Flags&segment.FlagEncrypted != 0 {
-			if b.sealer == nil {
+			if !b.queues.HasKey() {
 				return http.StatusInternalServerError, errorBody(fmt.Sprintf("queue %q holds encrypted messages and no QUEEN_ENCRYPTION_KEY is configured", req.Queue))
 			}
-			plain, err := b.sealer.open(payload)
+			plain, err := b.queues.Open(payload)
 			if err != nil {
 				return http.StatusInternalServerError, errorBody(fmt.Sprintf("message at offset %d: %v", m.Offset, err))
 			}

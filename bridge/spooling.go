@@ -21,7 +21,7 @@ func (c *pushCall) spoolErrors(ctx context.Context) {
 	if len(idx) == 0 {
 		return
 	}
-	if c.b.cfg.Spool == nil {
+	if !c.b.keeper.CanSpool() {
 		for _, i := range idx {
 			c.st[i].result = itemResult{status: statusFailed, errText: c.st[i].result.errText}
 		}
@@ -34,15 +34,12 @@ func (c *pushCall) spoolErrors(ctx context.Context) {
 		recs[k] = spool.Record{Tenant: c.tenant, Queue: it.Queue, Partition: it.Partition, MessageID: f.ID,
 			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, SpooledAt: now}
 	}
-	err := c.b.cfg.Spool.Append(ctx, recs)
+	err := c.b.keeper.Spool(ctx, recs)
 	for _, i := range idx {
 		if err != nil {
 			c.st[i].result = itemResult{status: statusFailed, errText: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.st[i].result.errText)}
 		} else {
 			c.st[i].result = itemResult{status: statusBuffered, messageID: c.st[i].id, hasID: true}
 		}
-	}
-	if err == nil {
-		c.b.kickDrain()
 	}
 }

@@ -1,4 +1,4 @@
-package bridge
+package durability
 
 import (
 	"context"
@@ -21,49 +21,49 @@ import (
 // failure may have been committed after all, and is then answered duplicate
 // and removed. Records that fail again stay, and the drain backs off.
 
-var errMaintenance = errors.New("bridge: maintenance mode turned on during the drain")
+var errMaintenance = errors.New("durability: maintenance mode turned on during the drain")
 
 // kickDrain wakes the drain loop without blocking.
-func (b *Bridge) kickDrain() {
+func (k *Keeper) kickDrain() {
 	select {
-	case b.drainKick <- struct{}{}:
+	case k.drainKick <- struct{}{}:
 	default:
 	}
 }
 
-func (b *Bridge) drainLoop() {
-	defer b.bg.Done()
-	t := time.NewTicker(b.cfg.DrainInterval)
+func (k *Keeper) drainLoop() {
+	defer k.bg.Done()
+	t := time.NewTicker(k.cfg.DrainInterval)
 	defer t.Stop()
 	backoff := time.Duration(0)
 	var retryAt time.Time
 	for {
 		select {
-		case <-b.quit:
+		case <-k.quit:
 			return
-		case <-b.drainKick:
+		case <-k.drainKick:
 		case <-t.C:
 		}
-		if b.maintenance.Load() || b.cfg.Spool.Stats().Records == 0 || time.Now().Before(retryAt) {
+		if k.maintenance.Load() || k.cfg.Spool.Stats().Records == 0 || time.Now().Before(retryAt) {
 			continue
 		}
-		err := b.drainOnce()
+		err := k.drainOnce()
 		if err == nil {
 			backoff, retryAt = 0, time.Time{}
 			continue
 		}
 		backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
 		retryAt = time.Now().Add(backoff)
-		b.drainErrors.Add(1)
+		k.drainErrors.Add(1)
 		if !errors.Is(err, errMaintenance) && !errors.Is(err, context.Canceled) && drainErrLog.Allow() {
-			b.cfg.Logger.Warn().Str("target", "spool").Err(err).Dur("retry_in", backoff).Msg("drain stopped; records stay in the spool")
+			k.cfg.Logger.Warn().Str("target", "spool").Err(err).Dur("retry_in", backoff).Msg("drain stopped; records stay in the spool")
 		}
 	}
 }
 
-func (b *Bridge) drainOnce() error {
+func (k *Keeper) drainOnce() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err := b.cfg.DB.Ping(ctx)
+	err := k.cfg.DB.Ping(ctx)
 	cancel()
 	if err != nil {
 		return err
@@ -75,19 +75,19 @@ func (b *Bridge) drainOnce() error {
 	defer cancel()
 	go func() {
 		select {
-		case <-b.quit:
+		case <-k.quit:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	n, err := b.cfg.Spool.Drain(ctx, b.replay)
-	b.replayed.Add(uint64(n))
+	n, err := k.cfg.Spool.Drain(ctx, k.replay)
+	k.replayed.Add(uint64(n))
 	return err
 }
 
 // replay submits one chunk of records and waits for their verdicts.
-func (b *Bridge) replay(ctx context.Context, recs []spool.Record) ([]spool.Record, error) {
-	if b.maintenance.Load() {
+func (k *Keeper) replay(ctx context.Context, recs []spool.Record) ([]spool.Record, error) {
+	if k.maintenance.Load() {
 		return nil, errMaintenance
 	}
 	if err := ctx.Err(); err != nil {
@@ -126,7 +126,7 @@ func (b *Bridge) replay(ctx context.Context, recs []spool.Record) ([]spool.Recor
 			window = max(window, probeWindow(r.SpooledAt))
 		}
 		g := g
-		err := b.cfg.Fusion.Submit(ctx, fusion.Submission{
+		err := k.cfg.Fusion.Submit(ctx, fusion.Submission{
 			Tenant: g.k.tenant, Queue: g.k.queue, Partition: g.k.partition, Frames: frames, MinWindowSeconds: window,
 			Done: func(vs []fusion.Verdict) {
 				for j, v := range vs {
@@ -145,7 +145,7 @@ func (b *Bridge) replay(ctx context.Context, recs []spool.Record) ([]spool.Recor
 		<-done
 	}
 	if submitErr != nil {
-		return nil, fmt.Errorf("bridge: replay: %w", submitErr)
+		return nil, fmt.Errorf("durability: replay: %w", submitErr)
 	}
 	var keep []spool.Record
 	for i := range recs {

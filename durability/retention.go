@@ -1,4 +1,4 @@
-package bridge
+package durability
 
 import (
 	"context"
@@ -10,23 +10,23 @@ import (
 // retentionStep runs bounded retention steps back to back while they find
 // work (at most 100 per tick), so a backlog clears without any one step
 // holding partition locks for long. Called every RetentionInterval.
-func (b *Bridge) retentionStep() {
+func (k *Keeper) retentionStep() {
 	for i := 0; i < 100; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		r, err := b.cfg.DB.RetentionStep(ctx, 16, 500)
+		r, err := k.cfg.DB.RetentionStep(ctx, 16, 500)
 		cancel()
 		if err != nil {
 			if retentionErrLog.Allow() {
-				b.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg("retention step failed")
+				k.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg("retention step failed")
 			}
 			return
 		}
-		b.retainedSegments.Add(uint64(r.Segments))
+		k.retainedSegments.Add(uint64(r.Segments))
 		if r.Partitions == 0 {
 			return
 		}
 		select {
-		case <-b.quit:
+		case <-k.quit:
 			return
 		default:
 		}

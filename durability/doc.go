@@ -1,0 +1,27 @@
+// Package durability owns what keeps an acknowledged push safe when
+// PostgreSQL cannot take it, and the log tidy when it can: maintenance mode
+// (the flag in queen.system_state, its broadcast on
+// <prefix>.v1.maintenance.changed so every bridge switches together, and a
+// re-read every MaintenancePoll as a backstop), the spool that takes items
+// whose write failed, the drain that replays the spool, and the retention
+// ticks.
+//
+// Failure model:
+//
+//   - "buffered" means fsynced in the spool (Spool returns nil).
+//   - Maintenance mode: nothing reaches PostgreSQL; the front door spools
+//     every item. The drain starts when maintenance ends.
+//   - The drain replays the spool, oldest first, with the original message
+//     ids and transactionIds, always probed for duplicates over at least the
+//     time since spooling, so a replay after a crash (of the bridge, or in
+//     the middle of a drain), or of a record whose bundle did commit after
+//     all, writes nothing twice.
+//
+// It must not import bridge, queues or readside, nor net/http or
+// Prometheus.
+//
+// Goroutines: Keeper owns the maintenance poll, the drain loop and the
+// retention loop (Start starts them; Stop ends them and waits, a drain in
+// progress finishing its chunk, so fusion must still run). The flag is an
+// atomic, read on every push.
+package durability

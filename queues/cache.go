@@ -1,0 +1,86 @@
+package queues
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+// key names a queue of a tenant.
+type key struct {
+	tenant [16]byte
+	name   string
+}
+
+// cache remembers queue settings for a TTL. Request goroutines share it, so
+// a mutex guards the map (look-ups hold it for a map access).
+type cache struct {
+	db  *pgwire.DB
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[key]cached
+}
+
+type cached struct {
+	opts pgwire.QueueOptions
+	at   time.Time
+}
+
+// maxCached bounds the cache: past it, it starts over rather than track age
+// order.
+const maxCached = 100_000
+
+func newCache(db *pgwire.DB, ttl time.Duration) *cache {
+	return &cache{db: db, ttl: ttl, m: map[key]cached{}}
+}
+
+// options returns a queue's settings. When the database cannot answer, a
+// stale entry is better than none; with no entry at all the error is returned.
+func (c *cache) options(ctx context.Context, k key) (pgwire.QueueOptions, error) {
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < c.ttl {
+		return e.opts, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	q, err := c.db.LookupQueue(lctx, k.tenant, k.name)
+	if err != nil {
+		if ok {
+			return e.opts, nil
+		}
+		return pgwire.QueueOptions{}, err
+	}
+	c.put(k, q.Options)
+	return q.Options, nil
+}
+
+// allFresh reports whether every queue name(i), i < n, has settings cached
+// within the TTL.
+func (c *cache) allFresh(tenant [16]byte, n int, name func(i int) string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := ""
+	for i := 0; i < n; i++ {
+		if q := name(i); q != last {
+			if e, ok := c.m[key{tenant, q}]; !ok || time.Since(e.at) >= c.ttl {
+				return false
+			}
+			last = q
+		}
+	}
+	return true
+}
+
+func (c *cache) put(k key, o pgwire.QueueOptions) {
+	c.mu.Lock()
+	c.m[k] = cached{opts: o, at: time.Now()}
+	if len(c.m) > maxCached {
+		clear(c.m)
+		c.m[k] = cached{opts: o, at: time.Now()}
+	}
+	c.mu.Unlock()
+}

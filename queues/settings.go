@@ -1,0 +1,166 @@
+package queues
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/rs/zerolog"
+)
+
+// Config wires queue settings to the database and the peers.
+type Config struct {
+	// DB holds the queues. Required.
+	DB *pgwire.DB
+	// Peers carries the queue.changed broadcast; no NATS: none. Default none.
+	Peers peers.Link
+	// EncryptionKey is the AES-256 key (32 bytes); nil: no key, and
+	// encrypted queues refuse pushes. Default nil.
+	EncryptionKey []byte
+	// CacheTTL is how long a queue's settings are trusted. Default 2s.
+	CacheTTL time.Duration
+	// Logger for the bridge target. Default: disabled.
+	Logger zerolog.Logger
+}
+
+// Settings owns the queue settings cache, configuring and encryption.
+type Settings struct {
+	cfg      Config
+	cache    *cache
+	sealer   *sealer // nil: no key
+	sub      *nats.Subscription
+	received atomic.Uint64 // settings taken from peers
+}
+
+// ErrNoKey: a queue cannot be switched to encryption on a bridge without a
+// key.
+var ErrNoKey = errors.New("options.encryptionEnabled needs QUEEN_ENCRYPTION_KEY on the bridge")
+
+// ErrPlain marks a queue whose payloads are stored as sent (EncryptionFor).
+var ErrPlain = errors.New("plaintext")
+
+// New validates cfg.
+func New(cfg Config) (*Settings, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("queues: Config.DB is required")
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = 2 * time.Second
+	}
+	s, err := newSealer(cfg.EncryptionKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Settings{cfg: cfg, cache: newCache(cfg.DB, cfg.CacheTTL), sealer: s}, nil
+}
+
+// Start listens for peers' queue.changed broadcasts.
+func (s *Settings) Start(context.Context) error {
+	sub, err := s.cfg.Peers.Subscribe(peers.QueueChanged, true, s.onChanged)
+	s.sub = sub
+	return err
+}
+
+// Stop ends the subscription. Idempotent.
+func (s *Settings) Stop(context.Context) error {
+	peers.Unsubscribe(s.sub)
+	s.sub = nil
+	return nil
+}
+
+// Options returns a queue's settings, cached for the TTL. When the database
+// cannot answer, a stale entry is better than none; with no entry at all the
+// error is returned.
+func (s *Settings) Options(ctx context.Context, tenant [16]byte, queue string) (pgwire.QueueOptions, error) {
+	return s.cache.options(ctx, key{tenant, queue})
+}
+
+// AllFresh reports whether every queue name(i), i < n, has settings cached
+// within the TTL, so that looking them up cannot wait for the database.
+func (s *Settings) AllFresh(tenant [16]byte, n int, name func(i int) string) bool {
+	return s.cache.allFresh(tenant, n, name)
+}
+
+// Changed is a queue's settings after a change: the configure answer, and
+// the queue.changed broadcast.
+type Changed struct {
+	Queue     string              `json:"queue"`
+	Tenant    string              `json:"tenant"`
+	Namespace string              `json:"namespace"`
+	Task      string              `json:"task"`
+	Options   pgwire.QueueOptions `json:"options"`
+}
+
+// Configure creates or updates a queue (options left out keep their value),
+// caches the result and broadcasts it to peers.
+func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string, upd pgwire.QueueUpdate) (Changed, error) {
+	if upd.EncryptionEnabled != nil && *upd.EncryptionEnabled && s.sealer == nil {
+		return Changed{}, ErrNoKey
+	}
+	q, err := s.cfg.DB.ConfigureQueue(ctx, tenant, queue, upd)
+	if err != nil {
+		return Changed{}, err
+	}
+	s.cache.put(key{tenant, q.Name}, q.Options)
+	ch := Changed{Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task, Options: q.Options}
+	out, _ := json.Marshal(ch)
+	if err := s.cfg.Peers.Publish(peers.QueueChanged, out); err != nil {
+		s.cfg.Logger.Warn().Str("target", "bridge").Err(err).Msg("queue settings broadcast failed; peers keep their copy for up to the cache TTL")
+	}
+	return ch, nil
+}
+
+// onChanged takes a peer's new queue settings into the cache.
+func (s *Settings) onChanged(m *nats.Msg) {
+	var c Changed
+	if json.Unmarshal(m.Data, &c) != nil {
+		return
+	}
+	tenant, err := uuid.Parse(c.Tenant)
+	if err != nil {
+		return
+	}
+	s.cache.put(key{tenant, c.Queue}, c.Options)
+	s.received.Add(1)
+}
+
+// EncryptionFor says how to store payloads of a queue: nil (encrypt),
+// ErrPlain, or why items of this queue must fail.
+func (s *Settings) EncryptionFor(ctx context.Context, tenant [16]byte, queue string) error {
+	o, err := s.Options(ctx, tenant, queue)
+	switch {
+	case err != nil && s.sealer != nil:
+		return nil // settings unknown: encrypting is always safe when we can
+	case err != nil:
+		return fmt.Errorf("queue %q: settings unavailable and no encryption key to store it safely: %v", queue, err)
+	case o.EncryptionEnabled && s.sealer == nil:
+		return fmt.Errorf("queue %q has encryption enabled but no QUEEN_ENCRYPTION_KEY is configured", queue)
+	case o.EncryptionEnabled:
+		return nil
+	}
+	return ErrPlain
+}
+
+// Seal encrypts a payload; only after EncryptionFor answered nil.
+func (s *Settings) Seal(plain []byte) []byte { return s.sealer.seal(plain) }
+
+// HasKey reports whether this bridge can encrypt and decrypt.
+func (s *Settings) HasKey() bool { return s.sealer != nil }
+
+// Open decrypts a stored payload; only when HasKey.
+func (s *Settings) Open(sealed []byte) ([]byte, error) { return s.sealer.open(sealed) }
+
+// Stats are counters for the metrics.
+type Stats struct {
+	SettingsReceived uint64 // queue settings changes taken from peers
+}
+
+// Stats returns a snapshot.
+func (s *Settings) Stats() Stats { return Stats{SettingsReceived: s.received.Load()} }

@@ -1,0 +1,145 @@
+package readside
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+// Config wires reads to the database and the peers.
+type Config struct {
+	// DB holds the log. Required.
+	DB *pgwire.DB
+	// Peers carries MESSAGE_AVAILABLE both ways; no NATS: none. Default none.
+	Peers peers.Link
+	// DisableHotlist makes announcements wake parked reads directly instead
+	// of through the 5 ms hot-list tick (QUEEN_HOTLIST=0). Default false.
+	DisableHotlist bool
+}
+
+// Reads owns fetches, parked reads, the hot-list and announcements.
+type Reads struct {
+	cfg     Config
+	parked  *parked
+	hot     *keySet // partitions whose parked reads wake on the next tick
+	toPeers *keySet // partitions to announce to peers
+	sub     *nats.Subscription
+	quit    chan struct{} // closed by Stop: loops end, parked reads answer empty
+	bg      sync.WaitGroup
+	stop    sync.Once
+
+	announced         atomic.Uint64
+	peerAnnouncements atomic.Uint64
+}
+
+// New validates cfg.
+func New(cfg Config) (*Reads, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("readside: Config.DB is required")
+	}
+	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{})}, nil
+}
+
+// Start runs the hot-list loop, and with peers the publisher and the
+// subscription to their announcements.
+func (r *Reads) Start(context.Context) error {
+	if !r.cfg.DisableHotlist {
+		r.bg.Add(1)
+		go r.hotlistLoop()
+	}
+	if !r.cfg.Peers.Enabled() {
+		return nil
+	}
+	sub, err := r.cfg.Peers.Subscribe(peers.Available, true, r.onAvailable)
+	if err != nil {
+		return err
+	}
+	r.sub = sub
+	r.bg.Add(1)
+	go r.publishLoop()
+	return nil
+}
+
+// Stop ends the loops and the subscription and answers parked reads with
+// what they have (nothing). Idempotent.
+func (r *Reads) Stop(context.Context) error {
+	r.stop.Do(func() {
+		close(r.quit)
+		peers.Unsubscribe(r.sub)
+		r.bg.Wait()
+	})
+	return nil
+}
+
+// FetchRequest is a validated read.
+type FetchRequest struct {
+	Queue, Partition string
+	From             int64 // first offset
+	Limit            int   // at most this many messages
+	Wait             time.Duration
+}
+
+// Fetch reads messages from an offset. With a wait and nothing there yet it
+// parks, costing no query, until a push to the partition is announced (here
+// or by a peer), the wait ends or Stop, then reads again. Errors are the
+// database's, or the caller's context ending.
+func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([]pgwire.Message, error) {
+	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}
+	deadline := time.Now().Add(req.Wait)
+	var wake chan struct{}
+	var timer *time.Timer
+	defer func() {
+		if wake != nil {
+			r.parked.unpark(k, wake)
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) > 0 || req.Wait == 0 || !time.Now().Before(deadline) {
+			return msgs, nil
+		}
+		if wake == nil {
+			// Park before looking again, so a push that lands between the
+			// read above and the wait below still wakes us.
+			wake = r.parked.park(k)
+			timer = time.NewTimer(time.Until(deadline))
+			continue
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return nil, nil
+		case <-r.quit:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
+		}
+	}
+}
+
+// Stats are counters for the metrics.
+type Stats struct {
+	Wakes             uint64 // partition wake-ups of parked reads
+	Parked            int64  // reads parked now
+	Announced         uint64 // MESSAGE_AVAILABLE sent to peers
+	PeerAnnouncements uint64 // MESSAGE_AVAILABLE received from peers
+}
+
+// Stats returns a snapshot.
+func (r *Reads) Stats() Stats {
+	return Stats{Wakes: r.parked.wakes.Load(), Parked: r.parked.n.Load(),
+		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load()}
+}
