@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )
@@ -23,7 +24,7 @@ import (
 // and holds only the front door's own state.
 type Bridge struct {
 	cfg     Config
-	metrics *Metrics
+	metrics *metrics.Metrics
 	queues  *queues.Settings
 	reads   *readside.Reads
 	keeper  *durability.Keeper
@@ -51,7 +52,7 @@ type Bridge struct {
 
 // New validates cfg and builds the rooms from it. Metrics may be nil (a new
 // set is registered).
-func New(cfg Config, m *Metrics) (*Bridge, error) {
+func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
@@ -71,11 +72,11 @@ func New(cfg Config, m *Metrics) (*Bridge, error) {
 		return nil, err
 	}
 	if m == nil {
-		m = NewMetrics(cfg.Registry)
+		m = metrics.New(cfg.Registry)
 	}
 	b.metrics = m
-	m.registerFusion(cfg.Fusion)
-	m.registerBridge(b)
+	m.RegisterFusion(cfg.Fusion)
+	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues})
 	return b, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -24,34 +25,34 @@ type configureRequest struct {
 // value.
 func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (int, []byte) {
 	if b.stopping.Load() {
-		return http.StatusServiceUnavailable, errorBody("the bridge is shutting down")
+		return http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down")
 	}
 	var req configureRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return http.StatusBadRequest, errorBody("configure body: " + err.Error())
+		return http.StatusBadRequest, jsonapi.ErrorBody("configure body: " + err.Error())
 	}
 	if req.Queue == nil {
-		return http.StatusBadRequest, errorBody("queue is required")
+		return http.StatusBadRequest, jsonapi.ErrorBody("queue is required")
 	}
-	if _, err := checkName(-1, "queue", field{set: true, str: true, value: *req.Queue}, true, 1); err != nil {
-		return http.StatusBadRequest, errorBody(err.Error())
+	if err := jsonapi.CheckName("queue", *req.Queue, true); err != nil {
+		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	var upd pgwire.QueueUpdate
 	if o := req.Options; o != nil {
 		upd = pgwire.QueueUpdate{EncryptionEnabled: o.EncryptionEnabled, DedupWindowSeconds: o.DedupWindowSeconds, RetentionSeconds: o.RetentionSeconds}
 	}
 	if upd.DedupWindowSeconds != nil && *upd.DedupWindowSeconds < 0 {
-		return http.StatusBadRequest, errorBody("options.dedupWindowSeconds must be >= 0")
+		return http.StatusBadRequest, jsonapi.ErrorBody("options.dedupWindowSeconds must be >= 0")
 	}
 	if upd.RetentionSeconds != nil && *upd.RetentionSeconds < 0 {
-		return http.StatusBadRequest, errorBody("options.retentionSeconds must be >= 0")
+		return http.StatusBadRequest, jsonapi.ErrorBody("options.retentionSeconds must be >= 0")
 	}
 	ch, err := b.queues.Configure(ctx, tenant, *req.Queue, upd)
 	switch {
 	case errors.Is(err, queues.ErrNoKey):
-		return http.StatusBadRequest, errorBody(err.Error())
+		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	case err != nil:
-		return http.StatusInternalServerError, errorBody(err.Error())
+		return http.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
 	}
 	out, _ := json.Marshal(ch)
 	return http.StatusOK, out

@@ -3,13 +3,12 @@ package bridge
 import (
 	"context"
 	"errors"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func (b *Bridge) httpHandler() http.Handler {
@@ -20,7 +19,7 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.HandleFunc("POST /api/v1/system/maintenance", b.httpMaintenance)
 	mux.HandleFunc("GET /api/v1/messages", b.httpMessages)
 	mux.HandleFunc("GET /health", b.httpHealth)
-	mux.Handle("GET /metrics/prometheus", promhttp.HandlerFor(b.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics/prometheus", b.metrics.Handler())
 	return mux
 }
 
@@ -72,12 +71,12 @@ func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 func (b *Bridge) request(w http.ResponseWriter, r *http.Request) ([16]byte, []byte, bool) {
 	tenant, ok := b.tenantOf(r)
 	if !ok {
-		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
+		writeJSON(w, http.StatusUnauthorized, jsonapi.ErrorBody("a valid Authorization: Bearer token is required"))
 		return tenant, nil, false
 	}
 	body, status, err := b.readBody(w, r)
 	if err != nil {
-		writeJSON(w, status, errorBody(err.Error()))
+		writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
 		return tenant, nil, false
 	}
 	return tenant, body, true
@@ -86,7 +85,7 @@ func (b *Bridge) request(w http.ResponseWriter, r *http.Request) ([16]byte, []by
 func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
 	tenant, body, ok := b.request(w, r)
 	if !ok {
-		b.metrics.requests.WithLabelValues("http").Inc()
+		b.metrics.Request("http")
 		return
 	}
 	type answer struct {

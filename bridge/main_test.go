@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/queenbridge/queenbridge/metrics"
 	"io"
 	"net/http"
 	"testing"
@@ -85,7 +86,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := bridge.NewMetrics(o.registry)
+	m := metrics.New(o.registry)
 	fu, err := fusion.New(fusion.Config{Sink: db, VegasMax: 8, OnBundle: m.FusionHook})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
@@ -22,12 +23,12 @@ func (b *Bridge) maintenanceRequest(ctx context.Context, body []byte) (int, []by
 	}
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			return http.StatusBadRequest, errorBody("maintenance body: " + err.Error())
+			return http.StatusBadRequest, jsonapi.ErrorBody("maintenance body: " + err.Error())
 		}
 	}
 	if req.Enabled != nil {
 		if err := b.keeper.SetMaintenance(ctx, *req.Enabled); err != nil {
-			return http.StatusServiceUnavailable, errorBody(err.Error())
+			return http.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 		}
 	}
 	return http.StatusOK, b.maintenanceAnswer()
@@ -39,7 +40,7 @@ func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request) {
 		var status int
 		var err error
 		if body, status, err = b.readBody(w, r); err != nil {
-			writeJSON(w, status, errorBody(err.Error()))
+			writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
 			return
 		}
 	}

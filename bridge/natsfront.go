@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,11 +59,11 @@ const inlinePushBytes = 64 << 10
 func (b *Bridge) natsPush(req micro.Request) {
 	tenant, err := b.tenantFromSubject(req.Subject())
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, errorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
 		return
 	}
 	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
-		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, errorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
+		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, jsonapi.ErrorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
 		return
 	}
 	answer := func(status int, body []byte) {
@@ -70,7 +71,7 @@ func (b *Bridge) natsPush(req micro.Request) {
 		b.calls.Done()
 	}
 	if len(req.Data()) <= inlinePushBytes {
-		items, err := decodePush(req.Data())
+		items, err := jsonapi.DecodePush(req.Data())
 		if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
 			b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answer) })
 			return
@@ -95,7 +96,7 @@ func (b *Bridge) enqueue(req micro.Request, fn func()) {
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	if b.stopping.Load() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
 		return
 	}
 	b.calls.Add(1)
@@ -108,7 +109,7 @@ func (b *Bridge) inline(req micro.Request, fn func()) {
 	b.gate.RLock()
 	if b.stopping.Load() {
 		b.gate.RUnlock()
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
 		return
 	}
 	b.calls.Add(1)
@@ -125,7 +126,7 @@ func (b *Bridge) tenantFromSubject(subject string) ([16]byte, error) {
 	}
 	id, err := uuid.Parse(strings.TrimPrefix(subject, base+"."))
 	if err != nil {
-		return [16]byte{}, badf("subject %q: the tenant must be a UUID", subject)
+		return [16]byte{}, jsonapi.Badf("subject %q: the tenant must be a UUID", subject)
 	}
 	return id, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/smallmap"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -15,26 +17,9 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// Item statuses on the wire, and one that never reaches it: statusError is
-// an item whose write failed, turned into buffered (spooled) or failed
-// before the answer is rendered.
-const (
-	statusQueued    = "queued"
-	statusDuplicate = "duplicate"
-	statusBuffered  = "buffered"
-	statusFailed    = "failed"
-	statusError     = "error"
-)
-
-// itemResult is what one item is answered.
-type itemResult struct {
-	status    string
-	messageID [16]byte
-	hasID     bool
-	offset    int64 // queued, duplicate
-	createdAt time.Time
-	errText   string // failed
-}
+// statusError is an item whose write failed: it never reaches the wire, it
+// is turned into buffered (spooled) or failed before the answer is rendered.
+const statusError = "error"
 
 // pushCall is one push request between decode and answer. Groups settle from
 // fusion goroutines; the countdown publishes their writes to whichever
@@ -42,7 +27,7 @@ type itemResult struct {
 type pushCall struct {
 	b         *Bridge
 	tenant    [16]byte
-	items     []pushItem
+	items     []jsonapi.Item
 	st        []itemState // per item, one allocation for the request
 	pending   atomic.Int32
 	start     time.Time
@@ -56,7 +41,7 @@ type itemState struct {
 	txid   string         // resolved transactionId
 	leader int32          // layer-1: index of the item's leader (itself when it leads)
 	frame  *segment.Frame // the frame a leader became (nil: none)
-	result itemResult
+	result jsonapi.Result
 }
 
 // group is the leaders of one (queue, partition) in one request.
@@ -71,19 +56,19 @@ type group struct {
 // from another goroutine, when every item has its verdict. It never blocks
 // waiting for verdicts.
 func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
-	items, err := decodePush(body)
+	items, err := jsonapi.DecodePush(body)
 	b.pushDecoded(ctx, transport, tenant, items, err, answer)
 }
 
 // pushDecoded is push after decoding: err is the decoding's.
-func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]byte, items []pushItem, err error, answer func(int, []byte)) {
-	b.metrics.requests.WithLabelValues(transport).Inc()
+func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]byte, items []jsonapi.Item, err error, answer func(int, []byte)) {
+	b.metrics.Request(transport)
 	if b.stopping.Load() {
-		answer(http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		answer(http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
 		return
 	}
 	if err != nil {
-		answer(http.StatusBadRequest, errorBody(err.Error()))
+		answer(http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
 		return
 	}
 	if len(items) == 0 {
@@ -99,7 +84,7 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 		// Maintenance: nothing reaches PostgreSQL; every leader is spooled.
 		for _, g := range groups {
 			for _, idx := range g.items {
-				c.st[idx].result = itemResult{status: statusError, errText: "maintenance mode"}
+				c.st[idx].result = jsonapi.Result{Status: statusError, Error: "maintenance mode"}
 			}
 		}
 		c.spoolErrors(ctx)
@@ -117,9 +102,9 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 // encryption, and groups the leaders by partition.
 func (c *pushCall) prepare(ctx context.Context) []*group {
 	type l1key struct{ queue, partition, txid string }
-	var seen smallMap[l1key, int32]
-	var encrypted smallMap[string, error] // queue -> nil (encrypt), queues.ErrPlain (plaintext) or the reason to fail
-	var byPart smallMap[[2]string, *group]
+	var seen smallmap.Map[l1key, int32]
+	var encrypted smallmap.Map[string, error] // queue -> nil (encrypt), queues.ErrPlain (plaintext) or the reason to fail
+	var byPart smallmap.Map[[2]string, *group]
 	groups := make([]*group, 0, 1)
 	for i := range c.items {
 		it := &c.items[i]
@@ -130,31 +115,31 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 			c.st[i].txid = id.String()
 		}
 		k := l1key{it.Queue, it.Partition, c.st[i].txid}
-		if lead, ok := seen.get(k); ok {
+		if lead, ok := seen.Get(k); ok {
 			c.st[i].leader = lead // a follower: no frame, copies its leader's final verdict
 			continue
 		}
-		seen.put(k, int32(i))
+		seen.Put(k, int32(i))
 		c.st[i].leader = int32(i)
 
-		enc, ok := encrypted.get(it.Queue)
+		enc, ok := encrypted.Get(it.Queue)
 		if !ok {
 			enc = c.b.queues.EncryptionFor(ctx, c.tenant, it.Queue)
-			encrypted.put(it.Queue, enc)
+			encrypted.Put(it.Queue, enc)
 		}
 		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
 		switch {
 		case enc == nil:
 			f.Payload, f.Flags = c.b.queues.Seal(it.Payload), segment.FlagEncrypted
 		case !errors.Is(enc, queues.ErrPlain):
-			c.st[i].result = itemResult{status: statusFailed, errText: enc.Error()}
+			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: enc.Error()}
 			continue
 		}
 		pk := [2]string{it.Queue, it.Partition}
-		g, _ := byPart.get(pk)
+		g, _ := byPart.Get(pk)
 		if g == nil {
 			g = &group{queue: it.Queue, partition: it.Partition}
-			byPart.put(pk, g)
+			byPart.Put(pk, g)
 			groups = append(groups, g)
 		}
 		if it.TransactionID == "" && g.minted == nil {
@@ -181,7 +166,7 @@ func (c *pushCall) submit(ctx context.Context, g *group) {
 	})
 	if err != nil {
 		for _, idx := range g.items {
-			c.st[idx].result = itemResult{status: statusError, errText: fmt.Sprintf("not accepted: %v", err)}
+			c.st[idx].result = jsonapi.Result{Status: statusError, Error: fmt.Sprintf("not accepted: %v", err)}
 		}
 		c.groupDone()
 	}
@@ -194,11 +179,11 @@ func (c *pushCall) settle(g *group, vs []fusion.Verdict) {
 		r := &c.st[idx].result
 		switch v.Status {
 		case fusion.Queued:
-			*r = itemResult{status: statusQueued, messageID: v.MessageID, hasID: true, offset: v.Offset, createdAt: v.CreatedAt}
+			*r = jsonapi.Result{Status: jsonapi.StatusQueued, MessageID: v.MessageID, HasID: true, Offset: v.Offset, CreatedAt: v.CreatedAt}
 		case fusion.Duplicate:
-			*r = itemResult{status: statusDuplicate, messageID: v.MessageID, hasID: true, offset: v.Offset}
+			*r = jsonapi.Result{Status: jsonapi.StatusDuplicate, MessageID: v.MessageID, HasID: true, Offset: v.Offset}
 		default:
-			*r = itemResult{status: statusError, errText: fmt.Sprintf("write failed: %v", v.Err)}
+			*r = jsonapi.Result{Status: statusError, Error: fmt.Sprintf("write failed: %v", v.Err)}
 		}
 	}
 	c.groupDone()
@@ -216,7 +201,7 @@ func (c *pushCall) groupDone() {
 // settled the last group, so it runs on a goroutine of its own.
 func (c *pushCall) finish() {
 	for i := range c.st {
-		if c.st[i].result.status == statusError {
+		if c.st[i].result.Status == statusError {
 			go func() {
 				c.spoolErrors(context.Background())
 				c.answerNow()
@@ -233,23 +218,23 @@ func (c *pushCall) answerNow() {
 	status := http.StatusCreated
 	// Counted per status, then added once each: a label look-up per item
 	// costs more than the count.
-	var counts smallMap[string, int]
+	var counts smallmap.Map[string, int]
 	for i := range c.st {
 		if lead := c.st[i].leader; lead != int32(i) {
 			c.st[i].result = followerResult(c.st[lead].result)
 		}
-		st := c.st[i].result.status
-		if n, ok := counts.get(st); ok {
-			counts.set(st, n+1)
+		st := c.st[i].result.Status
+		if n, ok := counts.Get(st); ok {
+			counts.Set(st, n+1)
 		} else {
-			counts.put(st, 1)
+			counts.Put(st, 1)
 		}
-		if st == statusFailed {
+		if st == jsonapi.StatusFailed {
 			status = http.StatusInternalServerError
 		}
 	}
-	counts.each(func(st string, n int) { c.b.metrics.items.WithLabelValues(st).Add(float64(n)) })
-	c.b.metrics.latency.WithLabelValues(c.transport).Observe(time.Since(c.start).Seconds())
+	counts.Each(c.b.metrics.Items)
+	c.b.metrics.Latency(c.transport, time.Since(c.start))
 	c.answer(status, c.render())
 	c.b.reads.Announce(c.written())
 }
@@ -259,7 +244,7 @@ func (c *pushCall) written() []readside.Key {
 	var keys []readside.Key
 	seen := map[readside.Key]bool{}
 	for i := range c.st {
-		if c.st[i].result.status != statusQueued {
+		if c.st[i].result.Status != jsonapi.StatusQueued {
 			continue
 		}
 		k := readside.Key{Tenant: c.tenant, Queue: c.items[i].Queue, Partition: c.items[i].Partition}
@@ -271,12 +256,25 @@ func (c *pushCall) written() []readside.Key {
 	return keys
 }
 
+// render writes the response array: one small object per item.
+func (c *pushCall) render() []byte {
+	out := make([]byte, 0, 64+len(c.items)*200)
+	out = append(out, '[')
+	for i := range c.items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = jsonapi.AppendResult(out, i, &c.st[i].result, c.st[i].txid, c.items[i].Queue, c.items[i].Partition)
+	}
+	return append(out, ']')
+}
+
 // followerResult is what a repeat inside one request is answered: a
 // duplicate of whatever its leader finally became.
-func followerResult(lead itemResult) itemResult {
-	switch lead.status {
-	case statusQueued, statusDuplicate:
-		return itemResult{status: statusDuplicate, messageID: lead.messageID, hasID: true, offset: lead.offset}
+func followerResult(lead jsonapi.Result) jsonapi.Result {
+	switch lead.Status {
+	case jsonapi.StatusQueued, jsonapi.StatusDuplicate:
+		return jsonapi.Result{Status: jsonapi.StatusDuplicate, MessageID: lead.MessageID, HasID: true, Offset: lead.Offset}
 	}
 	return lead // buffered (the leader's id) or failed
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 	"strconv"
 	"time"
@@ -14,66 +15,23 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// fetchRequest is a read: GET /api/v1/messages query parameters, or the
-// JSON body of <prefix>.v1.fetch.
-type fetchRequest struct {
-	Queue     string `json:"queue"`
-	Partition string `json:"partition"`
-	From      int64  `json:"from"`
-	Limit     int    `json:"limit"`
-	WaitMs    int    `json:"waitMs"`
-}
-
-const (
-	maxReadLimit = 1000
-	maxWait      = 5 * time.Minute
-)
-
-func (r *fetchRequest) validate() error {
-	if _, err := checkName(-1, "queue", field{set: r.Queue != "", str: true, value: r.Queue}, true, 1); err != nil {
-		return err
-	}
-	if r.Partition == "" {
-		r.Partition = DefaultPartition
-	}
-	if _, err := checkName(-1, "partition", field{set: true, str: true, value: r.Partition}, true, 1); err != nil {
-		return err
-	}
-	switch {
-	case r.From == 0:
-		r.From = 1
-	case r.From < 0:
-		return badf("from must be at least 1, got %d", r.From)
-	}
-	switch {
-	case r.Limit == 0:
-		r.Limit = 100
-	case r.Limit < 0 || r.Limit > maxReadLimit:
-		return badf("limit must be 1..%d, got %d", maxReadLimit, r.Limit)
-	}
-	if r.WaitMs < 0 || time.Duration(r.WaitMs)*time.Millisecond > maxWait {
-		return badf("waitMs must be 0..%d, got %d", maxWait.Milliseconds(), r.WaitMs)
-	}
-	return nil
-}
-
 // fetch validates a read and runs it on the read side, which parks it until
 // there is something to read or the wait ends.
-func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req fetchRequest) (int, []byte) {
-	if err := req.validate(); err != nil {
-		return http.StatusBadRequest, errorBody(err.Error())
+func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req jsonapi.FetchRequest) (int, []byte) {
+	if err := req.Validate(); err != nil {
+		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	msgs, err := b.reads.Fetch(ctx, tenant, readside.FetchRequest{Queue: req.Queue, Partition: req.Partition,
 		From: req.From, Limit: req.Limit, Wait: time.Duration(req.WaitMs) * time.Millisecond})
 	if err != nil {
-		return http.StatusServiceUnavailable, errorBody(err.Error())
+		return http.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 	}
 	return b.renderMessages(req, msgs)
 }
 
 // renderMessages writes {"messages": [...], "next": n}; payloads go out as
 // stored (decrypted first for encrypted queues), never re-encoded.
-func (b *Bridge) renderMessages(req fetchRequest, msgs []pgwire.Message) (int, []byte) {
+func (b *Bridge) renderMessages(req jsonapi.FetchRequest, msgs []pgwire.Message) (int, []byte) {
 	out := make([]byte, 0, 64+len(msgs)*256)
 	out = append(out, `{"messages":[`...)
 	next := req.From
@@ -81,30 +39,18 @@ func (b *Bridge) renderMessages(req fetchRequest, msgs []pgwire.Message) (int, [
 		payload := m.Frame.Payload
 		if m.Frame.Flags&segment.FlagEncrypted != 0 {
 			if !b.queues.HasKey() {
-				return http.StatusInternalServerError, errorBody(fmt.Sprintf("queue %q holds encrypted messages and no QUEEN_ENCRYPTION_KEY is configured", req.Queue))
+				return http.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("queue %q holds encrypted messages and no QUEEN_ENCRYPTION_KEY is configured", req.Queue))
 			}
 			plain, err := b.queues.Open(payload)
 			if err != nil {
-				return http.StatusInternalServerError, errorBody(fmt.Sprintf("message at offset %d: %v", m.Offset, err))
+				return http.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("message at offset %d: %v", m.Offset, err))
 			}
 			payload = plain
 		}
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, `{"offset":`...)
-		out = strconv.AppendInt(out, m.Offset, 10)
-		out = append(out, `,"messageId":"`...)
-		out = appendUUID(out, m.Frame.ID)
-		out = append(out, `","transactionId":`...)
-		out = appendJSONString(out, m.Frame.TransactionID)
-		out = append(out, `,"traceId":`...)
-		out = appendJSONString(out, m.Frame.TraceID)
-		out = append(out, `,"payload":`...)
-		out = append(out, payload...)
-		out = append(out, `,"createdAt":"`...)
-		out = m.CreatedAt.UTC().AppendFormat(out, time.RFC3339Nano)
-		out = append(out, `"}`...)
+		out = jsonapi.AppendMessage(out, m.Offset, m.Frame.ID, m.Frame.TransactionID, m.Frame.TraceID, payload, m.CreatedAt)
 		next = m.Offset + 1
 	}
 	out = append(out, `],"next":`...)
@@ -115,11 +61,11 @@ func (b *Bridge) renderMessages(req fetchRequest, msgs []pgwire.Message) (int, [
 func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request) {
 	tenant, ok := b.tenantOf(r)
 	if !ok {
-		writeJSON(w, http.StatusUnauthorized, errorBody("a valid Authorization: Bearer token is required"))
+		writeJSON(w, http.StatusUnauthorized, jsonapi.ErrorBody("a valid Authorization: Bearer token is required"))
 		return
 	}
 	q := r.URL.Query()
-	req := fetchRequest{Queue: q.Get("queue"), Partition: q.Get("partition")}
+	req := jsonapi.FetchRequest{Queue: q.Get("queue"), Partition: q.Get("partition")}
 	var from, limit, wait int64
 	for _, p := range []struct {
 		name string
@@ -131,7 +77,7 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request) {
 				n, err = strconv.ParseInt(v, 10, 64)
 			}
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, errorBody(p.name+" must be an integer"))
+				writeJSON(w, http.StatusBadRequest, jsonapi.ErrorBody(p.name+" must be an integer"))
 				return
 			}
 			*p.dst = n
@@ -146,21 +92,21 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request) {
 // worker; it runs on a goroutine of its own, at most Config.MaxParkedFetches
 // at once.
 func (b *Bridge) natsFetch(req micro.Request) {
-	var fr fetchRequest
+	var fr jsonapi.FetchRequest
 	if err := json.Unmarshal(req.Data(), &fr); err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, errorBody("fetch body: "+err.Error()))
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody("fetch body: "+err.Error()))
 		return
 	}
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	if b.stopping.Load() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("the bridge is shutting down"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
 		return
 	}
 	select {
 	case b.fetchSlots <- struct{}{}:
 	default:
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, errorBody("too many parked reads"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
 		return
 	}
 	b.calls.Add(1)

@@ -3,9 +3,9 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"time"
+	"github.com/queenbridge/queenbridge/jsonapi"
 
-	"github.com/queenbridge/queenbridge/spool"
+	"github.com/queenbridge/queenbridge/durability"
 )
 
 // spoolErrors writes every item whose status is statusError to the spool, as
@@ -14,7 +14,7 @@ import (
 func (c *pushCall) spoolErrors(ctx context.Context) {
 	var idx []int
 	for i := range c.st {
-		if c.st[i].result.status == statusError {
+		if c.st[i].result.Status == statusError {
 			idx = append(idx, i)
 		}
 	}
@@ -23,23 +23,20 @@ func (c *pushCall) spoolErrors(ctx context.Context) {
 	}
 	if !c.b.keeper.CanSpool() {
 		for _, i := range idx {
-			c.st[i].result = itemResult{status: statusFailed, errText: c.st[i].result.errText}
+			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: c.st[i].result.Error}
 		}
 		return
 	}
-	now := time.Now()
-	recs := make([]spool.Record, len(idx))
+	failed := make([]durability.Failed, len(idx))
 	for k, i := range idx {
-		f, it := c.st[i].frame, &c.items[i]
-		recs[k] = spool.Record{Tenant: c.tenant, Queue: it.Queue, Partition: it.Partition, MessageID: f.ID,
-			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, SpooledAt: now}
+		failed[k] = durability.Failed{Queue: c.items[i].Queue, Partition: c.items[i].Partition, Frame: c.st[i].frame}
 	}
-	err := c.b.keeper.Spool(ctx, recs)
+	err := c.b.keeper.Spool(ctx, c.tenant, failed)
 	for _, i := range idx {
 		if err != nil {
-			c.st[i].result = itemResult{status: statusFailed, errText: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.st[i].result.errText)}
+			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.st[i].result.Error)}
 		} else {
-			c.st[i].result = itemResult{status: statusBuffered, messageID: c.st[i].id, hasID: true}
+			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusBuffered, MessageID: c.st[i].id, HasID: true}
 		}
 	}
 }

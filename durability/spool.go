@@ -2,6 +2,9 @@ package durability
 
 import (
 	"context"
+	"time"
+
+	"github.com/queenbridge/queenbridge/segment"
 
 	"github.com/queenbridge/queenbridge/spool"
 )
@@ -9,9 +12,23 @@ import (
 // CanSpool reports whether there is a spool to take failed items.
 func (k *Keeper) CanSpool() bool { return k.cfg.Spool != nil }
 
-// Spool appends records (fsynced when it returns nil: they may be answered
-// buffered) and wakes the drain. Only when CanSpool.
-func (k *Keeper) Spool(ctx context.Context, recs []spool.Record) error {
+// Failed is a frame whose write failed, as it was to be written (encrypted
+// already where its queue asks).
+type Failed struct {
+	Queue, Partition string
+	Frame            *segment.Frame
+}
+
+// Spool appends the failed frames of a tenant (fsynced when it returns nil:
+// they may be answered buffered) and wakes the drain. Only when CanSpool.
+func (k *Keeper) Spool(ctx context.Context, tenant [16]byte, failed []Failed) error {
+	now := time.Now()
+	recs := make([]spool.Record, len(failed))
+	for i, fl := range failed {
+		f := fl.Frame
+		recs[i] = spool.Record{Tenant: tenant, Queue: fl.Queue, Partition: fl.Partition, MessageID: f.ID,
+			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, SpooledAt: now}
+	}
 	if err := k.cfg.Spool.Append(ctx, recs); err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@
 // Deduplication here is layer 2: inside one flush, frames of a partition with
 // the same 16-byte hash collapse onto the first (the leader); followers inherit
 // its verdict. Each partition also keeps a bounded set of the hashes this
-// bridge wrote inside the queue's window (recent.go), which answers repeats
+// bridge wrote inside the queue's window (package recent), which answers repeats
 // without SQL and lets fusion pass a tight p_verified (DESIGN.md, "The dedup
 // probe"). The invariant, enforced in partition.go: every frame stored at or
 // below verified inside the window is in that set (or older than the window).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/fusion/recent"
 	"sync"
 	"sync/atomic"
 
@@ -28,8 +29,8 @@ type Fusion struct {
 	stopped bool
 
 	pendingBytes atomic.Int64
-	recentBudget hashBudget // shared by every partition's recent-hash set
-	outbox       outbox     // segments waiting for a permit, from every shard
+	recentBudget *recent.Budget // shared by every partition's recent-hash set
+	outbox       outbox         // segments waiting for a permit, from every shard
 
 	ctx      context.Context // Sink calls; cancelled when Stop gives up waiting
 	cancel   context.CancelFunc
@@ -53,7 +54,7 @@ func New(cfg Config) (*Fusion, error) {
 		stopping: make(chan struct{}),
 		abort:    make(chan struct{}),
 	}
-	f.recentBudget.limit = cfg.RecentHashBytes
+	f.recentBudget = recent.NewBudget(cfg.RecentHashBytes)
 	f.hashes, _ = cfg.Sink.(HashSource)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	for i := 0; i < cfg.Shards; i++ {

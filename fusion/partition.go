@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"github.com/queenbridge/queenbridge/fusion/recent"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -34,11 +35,11 @@ type partState struct {
 	gapHi   int64
 	filling bool
 
-	recent recentTable
+	recent recent.Table
 }
 
-func newPartState(k partKey, budget *hashBudget) *partState {
-	return &partState{key: k, window: -1, recent: newRecentTable(budget)}
+func newPartState(k partKey, budget *recent.Budget) *partState {
+	return &partState{key: k, window: -1, recent: recent.New(budget)}
 }
 
 func (p *partState) windowDur() time.Duration { return time.Duration(p.window) * time.Second }
@@ -74,10 +75,10 @@ func (p *partState) committed(base int64, leaders []item, window int32, now time
 	p.maybeCloseGap(now)
 	if window > 0 {
 		for k, it := range leaders {
-			p.recent.add(it.hash(), base+int64(k), now, now, p.windowDur())
+			p.recent.Add(it.hash(), base+int64(k), now, now, p.windowDur())
 		}
 	} else {
-		p.recent.reset()
+		p.recent.Reset()
 	}
 }
 
@@ -86,7 +87,7 @@ func (p *partState) committed(base int64, leaders []item, window int32, now time
 // needs a fill of its own.
 func (p *partState) filled(hi int64, hashes []segment.HashAt, now time.Time) (again bool) {
 	for _, h := range hashes {
-		p.recent.add(h.Hash, h.Offset, h.At, now, p.windowDur())
+		p.recent.Add(h.Hash, h.Offset, h.At, now, p.windowDur())
 	}
 	if p.gapHi <= hi {
 		// Every foreign offset this bridge saw is known now; the rest up
@@ -117,7 +118,7 @@ func (p *partState) maybeCloseGap(now time.Time) {
 func (p *partState) probeRanges(w *segment.Write, now time.Time) {
 	p.maybeCloseGap(now)
 	w.Verified = p.verified
-	if lo, hi := p.recent.forgottenRange(now, p.windowDur()); hi > 0 && lo <= p.verified {
+	if lo, hi := p.recent.ForgottenRange(now, p.windowDur()); hi > 0 && lo <= p.verified {
 		w.ForgottenLo, w.ForgottenHi = lo-1, min(hi, p.verified)
 	}
 }
@@ -128,5 +129,5 @@ func (p *partState) localDuplicate(h [segment.HashSize]byte, now time.Time) (int
 	if p.window <= 0 {
 		return 0, false
 	}
-	return p.recent.lookup(h, now, p.windowDur())
+	return p.recent.Lookup(h, now, p.windowDur())
 }

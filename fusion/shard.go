@@ -113,7 +113,7 @@ func (s *shard) accept(r *request) {
 	k := partKey{r.sub.Tenant, r.sub.Queue, r.sub.Partition}
 	p := s.parts[k]
 	if p == nil {
-		p = newPartState(k, &s.f.recentBudget)
+		p = newPartState(k, s.f.recentBudget)
 		s.parts[k] = p
 	}
 	for i := range r.sub.Frames {
@@ -385,11 +385,11 @@ func (s *shard) sweep() {
 		idle := now.Sub(p.lastUsed)
 		switch {
 		case idle > idleForget:
-			p.recent.reset() // gives its bytes back to the budget
+			p.recent.Reset() // gives its bytes back to the budget
 			delete(s.parts, k)
 		case p.window >= 0:
-			p.recent.expire(now, p.windowDur())
-			p.recent.shrink()
+			p.recent.Expire(now, p.windowDur())
+			p.recent.Shrink()
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/fusion/recent"
 	"math"
 	"testing"
 )
@@ -119,7 +120,7 @@ func TestForeignWritesKeepTheProbeOpen(t *testing.T) {
 // frame is still caught, and the probe range does not grow with history.
 func TestForgottenHashesAreProbedAgain(t *testing.T) {
 	sink := newMemSink(t)
-	f := startFusion(t, sink, func(c *Config) { c.RecentHashBytes = minRing*slotBytes + 2*minRing*indexBytes })
+	f := startFusion(t, sink, func(c *Config) { c.RecentHashBytes = recent.MinBytes })
 	for i := 0; i < 100; i++ { // one table of 64 entries: the first 36 are forgotten
 		submit(t, f, "q", "p", fmt.Sprintf("t%d", i))
 	}
@@ -128,7 +129,7 @@ func TestForgottenHashesAreProbedAgain(t *testing.T) {
 		t.Fatalf("verdict %s", statuses(v))
 	}
 	w := sink.lastWrite("q", "p")
-	if w.Verified != 100 || w.ForgottenLo != 0 || w.ForgottenHi < 36 || w.ForgottenHi > 100-minRing+4 {
+	if w.Verified != 100 || w.ForgottenLo != 0 || w.ForgottenHi < 36 || w.ForgottenHi > 100-recent.MinEntries+4 {
 		t.Fatalf("sent verified %d, forgotten (%d, %d]; want verified 100 and about (0, 36]", w.Verified, w.ForgottenLo, w.ForgottenHi)
 	}
 	// the most recent ones are still answered locally

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/queenbridge/queenbridge/metrics"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -127,10 +128,10 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := bridge.NewMetrics(reg)
+	meters := metrics.New(reg)
 	fu, err := fusion.New(fusion.Config{
 		Sink: db, Shards: cfg.shards, BundleMax: cfg.bundleMax, HoldTick: time.Duration(cfg.holdMS) * time.Millisecond,
-		VegasMin: cfg.vegasMin, VegasMax: cfg.vegasMax, RecentHashBytes: cfg.recentHashBytes, Logger: log, OnBundle: metrics.FusionHook,
+		VegasMin: cfg.vegasMin, VegasMax: cfg.vegasMax, RecentHashBytes: cfg.recentHashBytes, Logger: log, OnBundle: meters.FusionHook,
 	})
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
 		EncryptionKey: key, Tokens: tokens, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
-	}, metrics)
+	}, meters)
 	if err != nil {
 		return err
 	}

@@ -1,14 +1,20 @@
-package bridge
+package metrics
 
 import (
+	"net/http"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )
 
 // Metrics are the bridge's Prometheus collectors. Create them before fusion
-// so that fusion's OnBundle hook can feed FusionHook.
+// so that fusion's OnBundle hook can feed FusionHook. Safe for concurrent use.
 type Metrics struct {
 	reg          *prometheus.Registry
 	requests     *prometheus.CounterVec
@@ -18,8 +24,8 @@ type Metrics struct {
 	segsPerBndl  prometheus.Histogram
 }
 
-// NewMetrics registers the bridge's own collectors on reg.
-func NewMetrics(reg *prometheus.Registry) *Metrics {
+// New registers the bridge's own collectors on reg.
+func New(reg *prometheus.Registry) *Metrics {
 	m := &Metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -53,8 +59,22 @@ func (m *Metrics) FusionHook(info fusion.BundleInfo) {
 	}
 }
 
-// registerFusion exposes fusion's Stats snapshot, read at scrape time.
-func (m *Metrics) registerFusion(f *fusion.Fusion) {
+// Request counts a push request received over transport.
+func (m *Metrics) Request(transport string) { m.requests.WithLabelValues(transport).Inc() }
+
+// Items counts n pushed items answered with status.
+func (m *Metrics) Items(status string, n int) { m.items.WithLabelValues(status).Add(float64(n)) }
+
+// Latency records a push request's time from receipt to answer.
+func (m *Metrics) Latency(transport string, d time.Duration) {
+	m.latency.WithLabelValues(transport).Observe(d.Seconds())
+}
+
+// Handler serves the registry's collectors in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }
+
+// RegisterFusion exposes fusion's Stats snapshot, read at scrape time.
+func (m *Metrics) RegisterFusion(f *fusion.Fusion) {
 	counter := func(name, help string, v func(fusion.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(f.Stats())) })
 	}
@@ -73,17 +93,25 @@ func (m *Metrics) registerFusion(f *fusion.Fusion) {
 	)
 }
 
-// registerBridge exposes the rooms' counters (spool, maintenance, reads,
+// Rooms are the parts whose counters RegisterRooms exposes.
+type Rooms struct {
+	DB     *pgwire.DB
+	Keeper *durability.Keeper
+	Reads  *readside.Reads
+	Queues *queues.Settings
+}
+
+// RegisterRooms exposes the rooms' counters (spool, maintenance, reads,
 // peers, retention) and the database failure paths, read at scrape time.
-func (m *Metrics) registerBridge(b *Bridge) {
+func (m *Metrics) RegisterRooms(b Rooms) {
 	gauge := func(name, help string, v func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v)
 	}
 	counter := func(name, help string, v func() uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
 	}
-	keeper := func() durability.Stats { return b.keeper.Stats() }
-	reads := func() readside.Stats { return b.reads.Stats() }
+	keeper := func() durability.Stats { return b.Keeper.Stats() }
+	reads := func() readside.Stats { return b.Reads.Stats() }
 	m.reg.MustRegister(
 		gauge("queen_maintenance_mode_enabled", "1 while maintenance mode is on.", func() float64 {
 			if keeper().Maintenance {
@@ -100,10 +128,10 @@ func (m *Metrics) registerBridge(b *Bridge) {
 		gauge("queen_parked_reads", "Reads parked waiting for messages.", func() float64 { return float64(reads().Parked) }),
 		counter("queen_available_published_total", "MESSAGE_AVAILABLE announcements sent to peers.", func() uint64 { return reads().Announced }),
 		counter("queen_available_received_total", "MESSAGE_AVAILABLE announcements received from peers.", func() uint64 { return reads().PeerAnnouncements }),
-		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.queues.Stats().SettingsReceived }),
+		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.Queues.Stats().SettingsReceived }),
 		counter("queen_retention_segments_removed_total", "Segments removed by retention.", func() uint64 { return keeper().RetainedSegments }),
-		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.cfg.DB.Stats().StatementTimeouts }),
+		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.DB.Stats().StatementTimeouts }),
 		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",
-			func() uint64 { return b.cfg.DB.Stats().QuarantinedConnection }),
+			func() uint64 { return b.DB.Stats().QuarantinedConnection }),
 	)
 }

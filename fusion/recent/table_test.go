@@ -1,4 +1,4 @@
-package fusion
+package recent
 
 import (
 	"math"
@@ -10,8 +10,8 @@ import (
 )
 
 // testTable is a table capped at capacity entries, with no byte budget.
-func testTable(capacity int) recentTable {
-	return recentTable{budget: &hashBudget{limit: math.MaxInt64}, capacity: capacity}
+func testTable(capacity int) Table {
+	return Table{budget: &Budget{limit: math.MaxInt64}, capacity: capacity}
 }
 
 // refRecent is the recent-hash set's meaning, by brute force: a FIFO list,
@@ -27,7 +27,7 @@ type refEntry struct {
 	off, at int64 // at: unix nanoseconds
 }
 
-func (r *refRecent) add(h [16]byte, off int64, at, now time.Time, window time.Duration) {
+func (r *refRecent) Add(h [16]byte, off int64, at, now time.Time, window time.Duration) {
 	cut := now.Add(-window).UnixNano()
 	for len(r.entries) > 0 && r.entries[0].at < cut {
 		r.entries = r.entries[1:]
@@ -48,7 +48,7 @@ func (r *refRecent) add(h [16]byte, off int64, at, now time.Time, window time.Du
 	r.entries = append(r.entries, refEntry{h: h, off: off, at: at.UnixNano()})
 }
 
-func (r *refRecent) lookup(h [16]byte, now time.Time, window time.Duration) (int64, bool) {
+func (r *refRecent) Lookup(h [16]byte, now time.Time, window time.Duration) (int64, bool) {
 	cut := now.Add(-window).UnixNano()
 	best, found := int64(0), false
 	for _, e := range r.entries {
@@ -105,19 +105,19 @@ func TestRecentTableMatchesTheModel(t *testing.T) {
 				if rng.Intn(5) == 0 {
 					at = now.Add(-time.Duration(rng.Intn(25)) * time.Second)
 				}
-				tab.add(h, off, at, now, window)
-				ref.add(h, off, at, now, window)
+				tab.Add(h, off, at, now, window)
+				ref.Add(h, off, at, now, window)
 			case 2:
-				got, gok := tab.lookup(h, now, window)
-				want, wok := ref.lookup(h, now, window)
+				got, gok := tab.Lookup(h, now, window)
+				want, wok := ref.Lookup(h, now, window)
 				if got != want || gok != wok {
 					t.Fatalf("seed %d op %d: lookup %x = %d,%v; model %d,%v", seed, op, h, got, gok, want, wok)
 				}
 			}
-			if tab.len() != len(ref.entries) {
-				t.Fatalf("seed %d op %d: %d entries, model %d", seed, op, tab.len(), len(ref.entries))
+			if tab.Len() != len(ref.entries) {
+				t.Fatalf("seed %d op %d: %d entries, model %d", seed, op, tab.Len(), len(ref.entries))
 			}
-			tl, th := tab.forgottenRange(now, window)
+			tl, th := tab.ForgottenRange(now, window)
 			if rl, rh := ref.span(now, window); tl != rl || th != rh {
 				t.Fatalf("seed %d op %d: forgotten range [%d, %d], model [%d, %d]", seed, op, tl, th, rl, rh)
 			}
@@ -136,24 +136,24 @@ func BenchmarkRecentSets(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	hash := func() (h [16]byte) { rng.Read(h[:]); return }
 	b.Run("table", func(b *testing.B) {
-		sets := make([]recentTable, parts)
+		sets := make([]Table, parts)
 		for p := range sets {
 			sets[p] = testTable(perPart)
 			for i := 0; i < perPart; i++ {
-				sets[p].add(hash(), int64(i), now, now, window)
+				sets[p].Add(hash(), int64(i), now, now, window)
 			}
 		}
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			s := &sets[i%parts]
 			h := hash()
-			s.lookup(h, now, window)
-			s.add(h, int64(perPart+i), now, now, window)
+			s.Lookup(h, now, window)
+			s.Add(h, int64(perPart+i), now, now, window)
 		}
 		b.StopTimer()
 		var bytes, entries int64
 		for p := range sets {
-			bytes, entries = bytes+sets[p].bytes, entries+int64(sets[p].len())
+			bytes, entries = bytes+sets[p].bytes, entries+int64(sets[p].Len())
 		}
 		b.ReportMetric(float64(bytes)/float64(entries), "bytes/entry")
 	})
@@ -163,51 +163,51 @@ func BenchmarkRecentSets(b *testing.B) {
 // cannot hold (and say which offsets), give memory back when they shrink or
 // reset, and answer look-ups for what they still hold.
 func TestRecentTablesShareTheBudget(t *testing.T) {
-	budget := &hashBudget{limit: 3 * (minRing*slotBytes + 2*minRing*indexBytes)} // three tables of 64
+	budget := &Budget{limit: 3 * (minRing*slotBytes + 2*minRing*indexBytes)} // three tables of 64
 	window := time.Minute
 	now := time.Now()
-	a, b := newRecentTable(budget), newRecentTable(budget)
+	a, b := New(budget), New(budget)
 	for off := int64(1); off <= 200; off++ {
-		a.add([16]byte{1, byte(off), byte(off >> 8)}, off, now, now, window)
+		a.Add([16]byte{1, byte(off), byte(off >> 8)}, off, now, now, window)
 		if used := budget.used.Load(); used > budget.limit {
 			t.Fatalf("budget overdrawn: %d of %d", used, budget.limit)
 		}
 	}
-	if a.len() != 128 {
-		t.Fatalf("a holds %d, want 128 (two thirds of the budget)", a.len())
+	if a.Len() != 128 {
+		t.Fatalf("a holds %d, want 128 (two thirds of the budget)", a.Len())
 	}
-	if lo, hi := a.forgottenRange(now, window); lo != 1 || hi != 72 {
+	if lo, hi := a.ForgottenRange(now, window); lo != 1 || hi != 72 {
 		t.Fatalf("a forgot [%d, %d], want [1, 72]", lo, hi)
 	}
-	if _, ok := a.lookup([16]byte{1, 200}, now, window); !ok {
+	if _, ok := a.Lookup([16]byte{1, 200}, now, window); !ok {
 		t.Fatal("a lost its newest entry")
 	}
 	for off := int64(1); off <= 100; off++ {
-		b.add([16]byte{2, byte(off)}, off, now, now, window)
+		b.Add([16]byte{2, byte(off)}, off, now, now, window)
 	}
-	if b.len() != 64 {
-		t.Fatalf("b holds %d, want the 64 left in the budget", b.len())
+	if b.Len() != 64 {
+		t.Fatalf("b holds %d, want the 64 left in the budget", b.Len())
 	}
 	// Once a's entries leave the window, a shrinks and b may grow.
 	later := now.Add(2 * window)
-	a.expire(later, window)
-	a.shrink()
+	a.Expire(later, window)
+	a.Shrink()
 	for off := int64(101); off <= 200; off++ {
-		b.add([16]byte{2, byte(off)}, off, later, later, window)
+		b.Add([16]byte{2, byte(off)}, off, later, later, window)
 	}
-	if b.len() != 100 {
-		t.Fatalf("b holds %d after a shrank, want all 100 of its window", b.len())
+	if b.Len() != 100 {
+		t.Fatalf("b holds %d after a shrank, want all 100 of its window", b.Len())
 	}
-	a.reset()
-	b.reset()
+	a.Reset()
+	b.Reset()
 	if used := budget.used.Load(); used != 0 {
 		t.Fatalf("%d bytes still counted after both tables reset", used)
 	}
 	// With no budget at all, a table remembers nothing and forgets all.
-	none := newRecentTable(&hashBudget{})
-	none.add([16]byte{9}, 5, now, now, window)
-	if lo, hi := none.forgottenRange(now, window); none.len() != 0 || lo != 5 || hi != 5 {
-		t.Fatalf("unbudgeted table: %d entries, forgot [%d, %d]", none.len(), lo, hi)
+	none := New(&Budget{})
+	none.Add([16]byte{9}, 5, now, now, window)
+	if lo, hi := none.ForgottenRange(now, window); none.Len() != 0 || lo != 5 || hi != 5 {
+		t.Fatalf("unbudgeted table: %d entries, forgot [%d, %d]", none.Len(), lo, hi)
 	}
 }
 
@@ -218,23 +218,23 @@ func TestRecentTableRebases(t *testing.T) {
 	tab := testTable(100)
 	now := time.Now()
 	window := time.Hour
-	tab.add([16]byte{1}, 5, now, now, window)
-	tab.add([16]byte{2}, 6, now, now, window)
+	tab.Add([16]byte{1}, 5, now, now, window)
+	tab.Add([16]byte{2}, 6, now, now, window)
 	far := int64(5) + 1<<33
-	tab.add([16]byte{3}, far, now, now, window)
-	if off, ok := tab.lookup([16]byte{3}, now, window); !ok || off != far {
+	tab.Add([16]byte{3}, far, now, now, window)
+	if off, ok := tab.Lookup([16]byte{3}, now, window); !ok || off != far {
 		t.Fatalf("far entry: %d, %v", off, ok)
 	}
-	if _, ok := tab.lookup([16]byte{1}, now, window); ok {
+	if _, ok := tab.Lookup([16]byte{1}, now, window); ok {
 		t.Fatal("an entry from before the rebase is still answered")
 	}
-	if lo, hi := tab.forgottenRange(now, window); lo != 5 || hi != 6 {
+	if lo, hi := tab.ForgottenRange(now, window); lo != 5 || hi != 6 {
 		t.Fatalf("forgotten [%d, %d], want [5, 6]", lo, hi)
 	}
 	later := now.Add(30 * 24 * time.Hour) // past the 32-bit milliseconds
-	tab.add([16]byte{4}, far+1, later, later, window)
-	if off, ok := tab.lookup([16]byte{4}, later, window); !ok || off != far+1 || tab.len() != 1 {
-		t.Fatalf("after 30 days: %d, %v, %d entries", off, ok, tab.len())
+	tab.Add([16]byte{4}, far+1, later, later, window)
+	if off, ok := tab.Lookup([16]byte{4}, later, window); !ok || off != far+1 || tab.Len() != 1 {
+		t.Fatalf("after 30 days: %d, %v, %d entries", off, ok, tab.Len())
 	}
 }
 
@@ -244,12 +244,12 @@ func TestForgottenRangeCoversOlderOffsetsEvictedLater(t *testing.T) {
 	tab := testTable(40) // chunks of 2 evictions
 	window := time.Hour
 	now := time.Now()
-	tab.add([16]byte{1}, 100, now, now, window) // this bridge's own write
-	tab.add([16]byte{2}, 5, now, now, window)   // read back from another writer
+	tab.Add([16]byte{1}, 100, now, now, window) // this bridge's own write
+	tab.Add([16]byte{2}, 5, now, now, window)   // read back from another writer
 	for i := 0; i < 40; i++ {                   // push both out of the table
-		tab.add([16]byte{9, byte(i)}, int64(200+i), now, now, window)
+		tab.Add([16]byte{9, byte(i)}, int64(200+i), now, now, window)
 	}
-	lo, hi := tab.forgottenRange(now, window)
+	lo, hi := tab.ForgottenRange(now, window)
 	if lo > 5 || hi < 100 {
 		t.Fatalf("forgotten range [%d, %d] misses offset 5 or 100", lo, hi)
 	}

@@ -1,4 +1,4 @@
-package bridge
+package jsonapi
 
 import (
 	"bytes"
@@ -23,9 +23,9 @@ func FuzzDecodePush(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		items, err := decodePush(body)
+		items, err := DecodePush(body)
 		if err != nil {
-			var bad *badRequest
+			var bad *BadRequest
 			if !errors.As(err, &bad) {
 				t.Fatalf("error of the wrong kind: %v", err)
 			}

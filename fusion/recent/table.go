@@ -1,4 +1,4 @@
-package fusion
+package recent
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// recentTable is the recent-hash set as a FIFO ring of entries plus an
+// Table is the recent-hash set as a FIFO ring of entries plus an
 // open-addressing index (linear probing, backward-shift deletion). An entry
 // is the 16-byte hash, its offset as 32 bits above the table's offBase, and
 // its commit time as 32-bit milliseconds above the table's epoch: 24 bytes.
@@ -23,14 +23,14 @@ import (
 // Same-hash entries may coexist (a hash can be stored again once its first
 // copy left the window); look-up answers the earliest one still inside the
 // window.
-type recentTable struct {
+type Table struct {
 	// budget is shared by every partition's table; bytes is what this one
 	// holds of it (ring and index as allocated). capacity is a hard cap on
 	// entries, for tests; maxRing otherwise.
-	budget   *hashBudget
+	budget   *Budget
 	bytes    int64
 	capacity int
-	ring     []recentSlot // circular, oldest at head
+	ring     []slot // circular, oldest at head
 	head     int
 	size     int
 	index    []uint32 // 0: empty; else fingerprint<<24 | (ring position + 1)
@@ -52,21 +52,31 @@ type forgottenChunk struct {
 	count  int
 }
 
-type recentSlot struct {
+type slot struct {
 	h   [segment.HashSize]byte
 	off uint32 // offset - offBase
 	at  uint32 // unix milliseconds - epoch
 }
 
-// hashBudget is the byte budget all recent tables of one Fusion share
+// Budget is the byte budget all recent tables of one Fusion share
 // (Config.RecentHashBytes). Tables live on different shard goroutines, so
 // the count is atomic; a table only ever takes or gives back its own bytes.
-type hashBudget struct {
+type Budget struct {
 	limit int64
 	used  atomic.Int64
 }
 
-func (b *hashBudget) take(n int64) bool {
+// MinEntries is the capacity of the smallest table, and MinBytes what that
+// table takes of a budget.
+const (
+	MinEntries = minRing
+	MinBytes   = minRing*slotBytes + 2*minRing*indexBytes
+)
+
+// NewBudget is a budget of limit bytes.
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+func (b *Budget) take(n int64) bool {
 	if b.used.Add(n) > b.limit {
 		b.used.Add(-n)
 		return false
@@ -74,7 +84,7 @@ func (b *hashBudget) take(n int64) bool {
 	return true
 }
 
-func (b *hashBudget) give(n int64) { b.used.Add(-n) }
+func (b *Budget) give(n int64) { b.used.Add(-n) }
 
 // Bytes per entry: a 24-byte ring slot and, at the index's load factor of at
 // most one half, two 4-byte index slots. A ring holds at most maxRing
@@ -87,34 +97,35 @@ const (
 	half       = 1 << 31
 )
 
-func newRecentTable(budget *hashBudget) recentTable {
-	return recentTable{budget: budget, capacity: maxRing}
+// New is an empty table that takes its bytes from budget.
+func New(budget *Budget) Table {
+	return Table{budget: budget, capacity: maxRing}
 }
 
 func homeOf(h *[segment.HashSize]byte) uint64 { return binary.LittleEndian.Uint64(h[0:8]) }
 
 func fpOf(h *[segment.HashSize]byte) uint32 { return uint32(h[15]) }
 
-func (s *recentTable) offsetOf(sl *recentSlot) int64 { return s.offBase + int64(sl.off) }
+func (s *Table) offsetOf(sl *slot) int64 { return s.offBase + int64(sl.off) }
 
-func (s *recentTable) timeOf(sl *recentSlot) int64 { return s.epoch + int64(sl.at) }
+func (s *Table) timeOf(sl *slot) int64 { return s.epoch + int64(sl.at) }
 
-func (s *recentTable) len() int { return s.size }
+func (s *Table) Len() int { return s.size }
 
 // reset empties the table and gives its bytes back to the budget.
-func (s *recentTable) reset() {
+func (s *Table) Reset() {
 	if s.size == 0 && s.ring == nil && s.forgotten == nil {
 		return
 	}
 	s.budget.give(s.bytes)
-	*s = recentTable{budget: s.budget, capacity: s.capacity}
+	*s = Table{budget: s.budget, capacity: s.capacity}
 }
 
 // encode fits off and at into an entry. An empty table takes new bases; a
 // value that does not fit the current ones (after 2^31 offsets or about 24
 // days) makes the table forget what it holds, and start again from new
 // bases: a one-time probe of that range instead of wrong offsets.
-func (s *recentTable) encode(off int64, at time.Time) (uint32, uint32) {
+func (s *Table) encode(off int64, at time.Time) (uint32, uint32) {
 	ms := at.UnixMilli()
 	if s.size == 0 {
 		s.offBase, s.epoch = off-half, ms-half
@@ -133,7 +144,7 @@ func (s *recentTable) encode(off int64, at time.Time) (uint32, uint32) {
 }
 
 // lookup answers the earliest offset stored for h inside the window.
-func (s *recentTable) lookup(h [segment.HashSize]byte, now time.Time, window time.Duration) (int64, bool) {
+func (s *Table) Lookup(h [segment.HashSize]byte, now time.Time, window time.Duration) (int64, bool) {
 	if s.size == 0 {
 		return 0, false
 	}
@@ -153,8 +164,8 @@ func (s *recentTable) lookup(h [segment.HashSize]byte, now time.Time, window tim
 }
 
 // add records hash h stored at off, committed at `at`.
-func (s *recentTable) add(h [segment.HashSize]byte, off int64, at, now time.Time, window time.Duration) {
-	s.expire(now, window)
+func (s *Table) Add(h [segment.HashSize]byte, off int64, at, now time.Time, window time.Duration) {
+	s.Expire(now, window)
 	o, t := s.encode(off, at)
 	if s.size == len(s.ring) && (s.size == s.capacity || !s.resize(min(s.capacity, max(minRing, 2*len(s.ring))))) {
 		// Full, and the budget (or the cap) allows no more: the oldest entry
@@ -170,13 +181,13 @@ func (s *recentTable) add(h [segment.HashSize]byte, off int64, at, now time.Time
 		}
 	}
 	pos := (s.head + s.size) % len(s.ring)
-	s.ring[pos] = recentSlot{h: h, off: o, at: t}
+	s.ring[pos] = slot{h: h, off: o, at: t}
 	s.size++
 	s.insert(pos)
 }
 
 // expire drops entries older than the window from the head.
-func (s *recentTable) expire(now time.Time, window time.Duration) {
+func (s *Table) Expire(now time.Time, window time.Duration) {
 	cut := now.Add(-window).UnixMilli()
 	for s.size > 0 && s.timeOf(&s.ring[s.head]) < cut {
 		s.pop()
@@ -184,7 +195,7 @@ func (s *recentTable) expire(now time.Time, window time.Duration) {
 }
 
 // insert indexes ring position pos.
-func (s *recentTable) insert(pos int) {
+func (s *Table) insert(pos int) {
 	h := &s.ring[pos].h
 	i := homeOf(h) & s.mask
 	for s.index[i] != 0 {
@@ -195,7 +206,7 @@ func (s *recentTable) insert(pos int) {
 
 // pop removes the head entry from the ring and the index. The index slot is
 // refilled by backward shift, so probing never meets tombstones.
-func (s *recentTable) pop() {
+func (s *Table) pop() {
 	pos := s.head
 	want := uint32(pos + 1)
 	i := homeOf(&s.ring[pos].h) & s.mask
@@ -218,7 +229,7 @@ func (s *recentTable) pop() {
 
 // resize moves the entries to a ring of n slots (n >= size) with an index
 // to match, if the budget allows the bytes; it reports whether it did.
-func (s *recentTable) resize(n int) bool {
+func (s *Table) resize(n int) bool {
 	size := uint64(1)
 	for size < uint64(2*n) {
 		size <<= 1
@@ -231,7 +242,7 @@ func (s *recentTable) resize(n int) bool {
 		s.budget.give(s.bytes - want)
 	}
 	s.bytes = want
-	ring := make([]recentSlot, n)
+	ring := make([]slot, n)
 	for i := 0; i < s.size; i++ {
 		ring[i] = s.ring[(s.head+i)%len(s.ring)]
 	}
@@ -245,7 +256,7 @@ func (s *recentTable) resize(n int) bool {
 
 // shrink gives memory back once the table holds less than a quarter of its
 // ring (after a burst, or as the window empties it).
-func (s *recentTable) shrink() {
+func (s *Table) Shrink() {
 	if len(s.ring) > minRing && s.size < len(s.ring)/4 {
 		s.resize(max(minRing, 2*s.size))
 	}
@@ -254,7 +265,7 @@ func (s *recentTable) shrink() {
 // forget notes an entry evicted while still inside the window. Chunks keep
 // this coarse: each covers 1/16 of the table's size in evictions (at least
 // 64 without a hard cap), so their number stays small.
-func (s *recentTable) forget(off int64, at time.Time) {
+func (s *Table) forget(off int64, at time.Time) {
 	chunk := max(1, min(s.capacity, max(16*minRing, len(s.ring)))/16)
 	if n := len(s.forgotten); n > 0 && s.forgotten[n-1].count < chunk {
 		// A gap read adds older offsets after newer ones, so an eviction may
@@ -269,7 +280,7 @@ func (s *recentTable) forget(off int64, at time.Time) {
 // forgottenRange is [lo, hi]: the offsets of forgotten entries that may still
 // be inside the window lie in it (0, 0 when there are none). A gap read adds
 // older offsets after newer ones, so every live chunk is looked at.
-func (s *recentTable) forgottenRange(now time.Time, window time.Duration) (lo, hi int64) {
+func (s *Table) ForgottenRange(now time.Time, window time.Duration) (lo, hi int64) {
 	drop := 0
 	for drop < len(s.forgotten) && now.Sub(s.forgotten[drop].at) > window {
 		drop++

@@ -1,20 +1,20 @@
-package bridge
+package smallmap
 
 import "testing"
 
-// smallMap answers like a map, below and past the size where it switches.
+// Map answers like a map, below and past the size where it switches.
 func TestSmallMapMatchesAMap(t *testing.T) {
-	var s smallMap[[2]string, int]
+	var s Map[[2]string, int]
 	want := map[[2]string]int{}
-	for i := 0; i < 3*smallMapMax; i++ {
+	for i := 0; i < 3*arrayMax; i++ {
 		k := [2]string{"q", string(rune('a' + i))}
-		if _, ok := s.get(k); ok {
+		if _, ok := s.Get(k); ok {
 			t.Fatalf("key %v found before it was put", k)
 		}
-		s.put(k, i)
+		s.Put(k, i)
 		want[k] = i
 		for wk, wv := range want {
-			if v, ok := s.get(wk); !ok || v != wv {
+			if v, ok := s.Get(wk); !ok || v != wv {
 				t.Fatalf("after %d puts: %v = %d, %v; want %d", i+1, wk, v, ok, wv)
 			}
 		}
@@ -22,9 +22,9 @@ func TestSmallMapMatchesAMap(t *testing.T) {
 	if s.m == nil {
 		t.Fatal("the map was never built past the arrays")
 	}
-	s.set([2]string{"q", "a"}, 100)
+	s.Set([2]string{"q", "a"}, 100)
 	seen := 0
-	s.each(func(k [2]string, v int) {
+	s.Each(func(k [2]string, v int) {
 		seen++
 		if w := want[k]; k == ([2]string{"q", "a"}) && v != 100 || k != ([2]string{"q", "a"}) && v != w {
 			t.Fatalf("each: %v = %d", k, v)

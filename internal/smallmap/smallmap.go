@@ -1,19 +1,20 @@
-package bridge
+package smallmap
 
-// smallMap finds values by key: by scanning its arrays while it holds few
+// Map finds values by key: by scanning its arrays while it holds few
 // entries (the usual push has one to a few items), by a map beyond that.
 // Building three maps was most of a one-item push's allocations; as a local
-// variable a smallMap stays on the stack until it outgrows the arrays.
-type smallMap[K comparable, V any] struct {
+// variable a Map stays on the stack until it outgrows the arrays.
+type Map[K comparable, V any] struct {
 	n    int
-	keys [smallMapMax]K
-	vals [smallMapMax]V
+	keys [arrayMax]K
+	vals [arrayMax]V
 	m    map[K]V
 }
 
-const smallMapMax = 8
+const arrayMax = 8
 
-func (s *smallMap[K, V]) get(k K) (V, bool) {
+// Get returns the value of k and whether it is present.
+func (s *Map[K, V]) Get(k K) (V, bool) {
 	if s.m != nil {
 		v, ok := s.m[k]
 		return v, ok
@@ -27,15 +28,15 @@ func (s *smallMap[K, V]) get(k K) (V, bool) {
 	return zero, false
 }
 
-// put sets k to v (k must not be present yet).
-func (s *smallMap[K, V]) put(k K, v V) {
-	if s.m == nil && s.n < smallMapMax {
+// Put sets k to v (k must not be present yet).
+func (s *Map[K, V]) Put(k K, v V) {
+	if s.m == nil && s.n < arrayMax {
 		s.keys[s.n], s.vals[s.n] = k, v
 		s.n++
 		return
 	}
 	if s.m == nil {
-		s.m = make(map[K]V, 4*smallMapMax)
+		s.m = make(map[K]V, 4*arrayMax)
 		for i := 0; i < s.n; i++ {
 			s.m[s.keys[i]] = s.vals[i]
 		}
@@ -43,8 +44,8 @@ func (s *smallMap[K, V]) put(k K, v V) {
 	s.m[k] = v
 }
 
-// set replaces the value of k, which must be present.
-func (s *smallMap[K, V]) set(k K, v V) {
+// Set replaces the value of k, which must be present.
+func (s *Map[K, V]) Set(k K, v V) {
 	if s.m != nil {
 		s.m[k] = v
 		return
@@ -57,8 +58,8 @@ func (s *smallMap[K, V]) set(k K, v V) {
 	}
 }
 
-// each calls fn for every entry.
-func (s *smallMap[K, V]) each(fn func(K, V)) {
+// Each calls fn for every entry.
+func (s *Map[K, V]) Each(fn func(K, V)) {
 	if s.m != nil {
 		for k, v := range s.m {
 			fn(k, v)

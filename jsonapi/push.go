@@ -1,16 +1,10 @@
-package bridge
+package jsonapi
 
-import (
-	"fmt"
-	"strconv"
-	"unicode/utf8"
+import "github.com/queenbridge/queenbridge/internal/jsonscan"
 
-	"github.com/queenbridge/queenbridge/internal/jsonscan"
-)
-
-// pushItem is one validated item of a push body. Payload is a sub-slice of
+// Item is one validated item of a push body. Payload is a sub-slice of
 // the body: the bytes exactly as sent.
-type pushItem struct {
+type Item struct {
 	Queue         string
 	Partition     string
 	TransactionID string // "" when the client sent none
@@ -23,15 +17,8 @@ const DefaultPartition = "Default"
 
 var nullPayload = []byte("null")
 
-// badRequest is a request-level error answered 400 and naming what was wrong.
-type badRequest struct{ msg string }
-
-func (e *badRequest) Error() string { return e.msg }
-
-func badf(format string, args ...any) error { return &badRequest{msg: fmt.Sprintf(format, args...)} }
-
 // notJSON is the 400 for a body that does not parse.
-func notJSON(err error) error { return badf("body is not JSON: %v", err) }
+func notJSON(err error) error { return Badf("body is not JSON: %v", err) }
 
 // members walks the object at the cursor (a '{'), calling fn with each
 // member's name (unescaped) with the cursor on its value; fn consumes the
@@ -77,17 +64,17 @@ func skip(s *jsonscan.Scanner, depth int) error {
 	return nil
 }
 
-// decodePush parses and validates a push body. Every item is checked before
+// DecodePush parses and validates a push body. Every item is checked before
 // anything is returned; the first invalid one rejects the whole body.
-func decodePush(body []byte) ([]pushItem, error) {
+func DecodePush(body []byte) ([]Item, error) {
 	s := jsonscan.New(body)
 	if s.Peek() != '{' {
 		if err := skip(s, 0); err != nil {
 			return nil, err
 		}
-		return nil, badf("body must be a JSON object with an items array")
+		return nil, Badf("body must be a JSON object with an items array")
 	}
-	var items []pushItem
+	var items []Item
 	seen := false
 	err := members(s, func(name []byte) error {
 		if string(name) != "items" {
@@ -97,7 +84,7 @@ func decodePush(body []byte) ([]pushItem, error) {
 			if err := skip(s, 0); err != nil {
 				return err
 			}
-			return badf("items must be an array")
+			return Badf("items must be an array")
 		}
 		var err error
 		items, err = decodeItems(s)
@@ -111,14 +98,14 @@ func decodePush(body []byte) ([]pushItem, error) {
 		return nil, notJSON(s.ErrAt("data after the top-level value"))
 	}
 	if !seen {
-		return nil, badf("items is required")
+		return nil, Badf("items is required")
 	}
 	return items, nil
 }
 
-func decodeItems(s *jsonscan.Scanner) ([]pushItem, error) {
+func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
 	s.Next() // '['
-	items := []pushItem{}
+	items := []Item{}
 	if s.Peek() == ']' {
 		s.Next()
 		return items, nil
@@ -141,20 +128,13 @@ func decodeItems(s *jsonscan.Scanner) ([]pushItem, error) {
 	}
 }
 
-// field is one optional string field of an item as scanned.
-type field struct {
-	set   bool // present and not null
-	str   bool // a string
-	value string
-}
-
-func decodeItem(s *jsonscan.Scanner, idx int) (pushItem, error) {
-	it := pushItem{Payload: nullPayload}
+func decodeItem(s *jsonscan.Scanner, idx int) (Item, error) {
+	it := Item{Payload: nullPayload}
 	if s.Peek() != '{' {
 		if err := skip(s, 1); err != nil {
 			return it, err
 		}
-		return it, badf("items[%d] must be an object", idx)
+		return it, Badf("items[%d] must be an object", idx)
 	}
 	var queue, partition, txid, trace field
 	err := members(s, func(name []byte) error {
@@ -226,42 +206,4 @@ func scanField(s *jsonscan.Scanner, f *field) error {
 		f.set, f.str = true, false
 		return nil
 	}
-}
-
-const maxNameBytes = 255
-
-// checkName applies the rules shared by queue, partition, transactionId and
-// traceId: a string of minLen..255 bytes, valid UTF-8, no control characters.
-// checkName validates field name of item idx (idx < 0: a field of the body
-// itself). The error's label (items[3].queue) is only built for an error:
-// formatting it for every field of every item was 2.6 % of the bridge's CPU
-// at one-item pushes.
-func checkName(idx int, name string, f field, required bool, minLen int) (string, error) {
-	label := func() string {
-		if idx < 0 {
-			return name
-		}
-		return "items[" + strconv.Itoa(idx) + "]." + name
-	}
-	if !f.set {
-		if required {
-			return "", badf("%s is required", label())
-		}
-		return "", nil
-	}
-	if !f.str {
-		return "", badf("%s must be a string", label())
-	}
-	if len(f.value) < minLen || len(f.value) > maxNameBytes {
-		return "", badf("%s must be %d..%d bytes, got %d", label(), minLen, maxNameBytes, len(f.value))
-	}
-	if !utf8.ValidString(f.value) {
-		return "", badf("%s must be valid UTF-8", label())
-	}
-	for _, r := range f.value {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return "", badf("%s must not contain control characters", label())
-		}
-	}
-	return f.value, nil
 }

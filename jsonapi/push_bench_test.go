@@ -1,4 +1,4 @@
-package bridge
+package jsonapi
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func BenchmarkDecodePush(b *testing.B) {
 			b.SetBytes(int64(body.Len()))
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := decodePush(body.Bytes()); err != nil {
+				if _, err := DecodePush(body.Bytes()); err != nil {
 					b.Fatal(err)
 				}
 			}

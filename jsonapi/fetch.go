@@ -1,0 +1,70 @@
+package jsonapi
+
+import (
+	"strconv"
+	"time"
+)
+
+// FetchRequest is a read: GET /api/v1/messages query parameters, or the
+// JSON body of <prefix>.v1.fetch.
+type FetchRequest struct {
+	Queue     string `json:"queue"`
+	Partition string `json:"partition"`
+	From      int64  `json:"from"`
+	Limit     int    `json:"limit"`
+	WaitMs    int    `json:"waitMs"`
+}
+
+const (
+	maxReadLimit = 1000
+	maxWait      = 5 * time.Minute
+)
+
+// Validate checks a read and fills in its defaults: partition Default,
+// from 1, limit 100.
+func (r *FetchRequest) Validate() error {
+	if err := CheckName("queue", r.Queue, r.Queue != ""); err != nil {
+		return err
+	}
+	if r.Partition == "" {
+		r.Partition = DefaultPartition
+	}
+	if err := CheckName("partition", r.Partition, true); err != nil {
+		return err
+	}
+	switch {
+	case r.From == 0:
+		r.From = 1
+	case r.From < 0:
+		return Badf("from must be at least 1, got %d", r.From)
+	}
+	switch {
+	case r.Limit == 0:
+		r.Limit = 100
+	case r.Limit < 0 || r.Limit > maxReadLimit:
+		return Badf("limit must be 1..%d, got %d", maxReadLimit, r.Limit)
+	}
+	if r.WaitMs < 0 || time.Duration(r.WaitMs)*time.Millisecond > maxWait {
+		return Badf("waitMs must be 0..%d, got %d", maxWait.Milliseconds(), r.WaitMs)
+	}
+	return nil
+}
+
+// AppendMessage appends one message of a read answer. The payload goes out
+// as stored (decrypted first for encrypted queues), never re-encoded.
+func AppendMessage(out []byte, offset int64, id [16]byte, txid, traceID string, payload []byte, createdAt time.Time) []byte {
+	out = append(out, `{"offset":`...)
+	out = strconv.AppendInt(out, offset, 10)
+	out = append(out, `,"messageId":"`...)
+	out = AppendUUID(out, id)
+	out = append(out, `","transactionId":`...)
+	out = AppendString(out, txid)
+	out = append(out, `,"traceId":`...)
+	out = AppendString(out, traceID)
+	out = append(out, `,"payload":`...)
+	out = append(out, payload...)
+	out = append(out, `,"createdAt":"`...)
+	out = createdAt.UTC().AppendFormat(out, time.RFC3339Nano)
+	out = append(out, `"}`...)
+	return out
+}
