@@ -33,8 +33,8 @@ func loadV0(ctx context.Context, db *DB) error {
 	return err
 }
 
-// floorSQL defines the floor sub-benchmarks' functions, scalar statements on
-// one fixed partition with no guard, probe, array or result set:
+// The floor sub-benchmarks' functions are scalar statements on one fixed
+// partition with no guard, probe, array or result set (floorSQL):
 //
 //	bench_noop                    a plpgsql call that does nothing
 //	bench_update_insert           move a partition row's offset, insert one
@@ -45,41 +45,30 @@ func loadV0(ctx context.Context, db *DB) error {
 //	                              one segment
 //
 // They show what any bundle function of that shape costs at one segment.
-const floorSQL = `
+const (
+	floorLock   = "PERFORM 1 FROM public.bench_floor_part WHERE id = 1 FOR UPDATE;"
+	floorUpdate = "UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;"
+	floorSeg    = `INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
+    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);`
+	floorTxn = `INSERT INTO public.bench_floor_txn (partition_id, end_offset, base_offset, created_at, hashes)
+    VALUES (1, v_last, v_last, clock_timestamp(), substring(p_blob FOR 16));`
+)
+
+// floorFunction defines public.name(p_blob bytea) running the statements.
+func floorFunction(name string, statements ...string) string {
+	return "CREATE FUNCTION public." + name + "(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$\nDECLARE v_last bigint;\nBEGIN\n    " +
+		strings.Join(statements, "\n    ") + "\n    RETURN v_last;\nEND $$;\n"
+}
+
+var floorSQL = `
 CREATE TABLE public.bench_floor_part (id bigint PRIMARY KEY, last_offset bigint NOT NULL) WITH (fillfactor = 70);
 INSERT INTO public.bench_floor_part VALUES (1, 0);
 CREATE TABLE public.bench_floor_seg (LIKE queen.log_segments INCLUDING ALL);
-CREATE FUNCTION public.bench_noop(p_blob bytea) RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$;
-CREATE FUNCTION public.bench_update_insert(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v_last bigint;
-BEGIN
-    UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;
-    INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
-    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);
-    RETURN v_last;
-END $$;
 CREATE TABLE public.bench_floor_txn (LIKE queen.log_txns INCLUDING ALL);
-CREATE FUNCTION public.bench_lock_update_insert_txn(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v_last bigint;
-BEGIN
-    PERFORM 1 FROM public.bench_floor_part WHERE id = 1 FOR UPDATE;
-    UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;
-    INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
-    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);
-    INSERT INTO public.bench_floor_txn (partition_id, end_offset, base_offset, created_at, hashes)
-    VALUES (1, v_last, v_last, clock_timestamp(), substring(p_blob FOR 16));
-    RETURN v_last;
-END $$;
-CREATE FUNCTION public.bench_update_insert_txn(p_blob bytea) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE v_last bigint;
-BEGIN
-    UPDATE public.bench_floor_part SET last_offset = last_offset + 1 WHERE id = 1 RETURNING last_offset INTO v_last;
-    INSERT INTO public.bench_floor_seg (partition_id, end_offset, base_offset, msg_count, created_at, payload)
-    VALUES (1, v_last, v_last, 1, clock_timestamp(), p_blob);
-    INSERT INTO public.bench_floor_txn (partition_id, end_offset, base_offset, created_at, hashes)
-    VALUES (1, v_last, v_last, clock_timestamp(), substring(p_blob FOR 16));
-    RETURN v_last;
-END $$;`
+CREATE FUNCTION public.bench_noop(p_blob bytea) RETURNS void LANGUAGE plpgsql AS $$ BEGIN END $$;
+` + floorFunction("bench_update_insert", floorUpdate, floorSeg) +
+	floorFunction("bench_update_insert_txn", floorUpdate, floorSeg, floorTxn) +
+	floorFunction("bench_lock_update_insert_txn", floorLock, floorUpdate, floorSeg, floorTxn)
 
 // BenchmarkBundleBackendCPU measures what one bundle call costs the
 // PostgreSQL backends that run it: their CPU time from /proc, per call,
