@@ -3,12 +3,13 @@ package bridge
 import (
 	"context"
 	"errors"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 func (b *Bridge) httpHandler() http.Handler {

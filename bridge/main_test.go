@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/queenbridge/queenbridge/metrics"
 	"io"
 	"net/http"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/queenbridge/queenbridge/bridge"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/spool"
 )

@@ -3,10 +3,10 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // maintenanceAnswer is what both transports answer.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"

@@ -3,9 +3,9 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"github.com/queenbridge/queenbridge/jsonapi"
 
 	"github.com/queenbridge/queenbridge/durability"
+	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // spoolErrors writes every item whose status is statusError to the spool, as

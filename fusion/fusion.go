@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queenbridge/queenbridge/fusion/recent"
 	"sync"
 	"sync/atomic"
 
+	"github.com/queenbridge/queenbridge/fusion/recent"
 	"github.com/queenbridge/queenbridge/segment"
 	"github.com/zeebo/xxh3"
 )

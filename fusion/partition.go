@@ -1,9 +1,9 @@
 package fusion
 
 import (
-	"github.com/queenbridge/queenbridge/fusion/recent"
 	"time"
 
+	"github.com/queenbridge/queenbridge/fusion/recent"
 	"github.com/queenbridge/queenbridge/segment"
 )
 

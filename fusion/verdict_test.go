@@ -3,10 +3,11 @@ package fusion
 import (
 	"errors"
 	"fmt"
-	"github.com/google/uuid"
-	"github.com/queenbridge/queenbridge/fusion/recent"
 	"math"
 	"testing"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/fusion/recent"
 )
 
 // A duplicate in the middle of a segment: that frame is answered with the
