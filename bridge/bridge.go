@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/metrics"
@@ -28,6 +29,7 @@ type Bridge struct {
 	queues  *queues.Settings
 	reads   *readside.Reads
 	keeper  *durability.Keeper
+	tokens  *auth.Tokens // HTTP bearer tokens; none: HTTP is open
 
 	// gate orders NATS handlers against Stop: a handler holds it shared
 	// while it checks `stopping` and enqueues into work; Stop takes it
@@ -42,6 +44,8 @@ type Bridge struct {
 	svc        micro.Service
 	httpSrv    *http.Server
 	httpLn     net.Listener
+	metricsSrv *http.Server // the metrics-only listener (Config.MetricsAddr)
+	metricsLn  net.Listener
 	fetchSlots chan struct{} // NATS reads parked at once
 
 	id string // this bridge, in broadcasts
@@ -59,6 +63,9 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	b := &Bridge{cfg: cfg, id: uuid.NewString(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
 	link := peers.Link{NATS: cfg.NATS, Prefix: cfg.Prefix, Origin: b.id}
 	var err error
+	if b.tokens, err = auth.NewTokens(cfg.Tokens, cfg.AdminTokens); err != nil {
+		return nil, err
+	}
 	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKey: cfg.EncryptionKey,
 		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger}); err != nil {
 		return nil, err
@@ -110,24 +117,46 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	var err error
 	if b.cfg.HTTPAddr != "" {
-		ln, err := net.Listen("tcp", b.cfg.HTTPAddr)
-		if err != nil {
-			return fmt.Errorf("bridge: http listen %s: %w", b.cfg.HTTPAddr, err)
+		if b.httpSrv, b.httpLn, err = b.serve(b.cfg.HTTPAddr, b.httpHandler()); err != nil {
+			return err
 		}
-		b.httpLn = ln
-		// Reading a request (a body of up to MaxBodyBytes) and idling are
-		// bounded; writing is not, because a parked read holds its answer
-		// for up to its waitMs.
-		b.httpSrv = &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
-		go func() {
-			if err := b.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				b.cfg.Logger.Error().Str("target", "bridge").Err(err).Msg("http server stopped")
-			}
-		}()
+	}
+	if b.cfg.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics/prometheus", b.metrics.Handler())
+		if b.metricsSrv, b.metricsLn, err = b.serve(b.cfg.MetricsAddr, mux); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// serve listens on addr and serves h on a goroutine of its own until Stop
+// shuts the server down. Reading a request (a body of up to MaxBodyBytes)
+// and idling are bounded; writing is not, because a parked read holds its
+// answer for up to its waitMs.
+func (b *Bridge) serve(addr string, h http.Handler) (*http.Server, net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bridge: http listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.cfg.Logger.Error().Str("target", "bridge").Err(err).Str("addr", addr).Msg("http server stopped")
+		}
+	}()
+	return srv, ln, nil
+}
+
+// MetricsAddr is the address of the metrics-only listener ("" without one).
+func (b *Bridge) MetricsAddr() string {
+	if b.metricsLn == nil {
+		return ""
+	}
+	return b.metricsLn.Addr().String()
 }
 
 // HTTPAddr is the address the HTTP shim listens on ("" without one).
@@ -156,8 +185,11 @@ func (b *Bridge) Stop(ctx context.Context) error {
 			close(b.work)
 			b.workWG.Wait()
 		}
-		if b.httpSrv != nil {
-			if err := b.httpSrv.Shutdown(ctx); err != nil {
+		for _, srv := range []*http.Server{b.httpSrv, b.metricsSrv} {
+			if srv == nil {
+				continue
+			}
+			if err := srv.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("bridge: http shutdown: %w", err))
 			}
 		}

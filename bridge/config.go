@@ -34,9 +34,19 @@ type Config struct {
 	// EncryptionKey is the AES-256 key (QUEEN_ENCRYPTION_KEY, 32 bytes);
 	// nil: no key, and encrypted queues refuse pushes. Default nil.
 	EncryptionKey []byte
-	// Tokens maps HTTP bearer tokens to tenants (QUEEN_HTTP_TOKENS); empty:
-	// no authentication, the default tenant. Default empty.
+	// Tokens maps HTTP bearer tokens to tenants (QUEEN_HTTP_TOKENS): they
+	// push, read and configure their tenant's queues. With no tokens and no
+	// admin tokens, HTTP needs no authentication and acts for the default
+	// tenant. Default empty.
 	Tokens map[string][16]byte
+	// AdminTokens are tokens that may also switch maintenance mode
+	// (QUEEN_HTTP_ADMIN_TOKENS), each acting for its tenant. Default empty.
+	AdminTokens map[string][16]byte
+	// MetricsAddr, when set, serves /metrics/prometheus on a listener of its
+	// own without tokens, for a scraper on a private address
+	// (QUEEN_METRICS_ADDR). The main listener serves it too, under the token
+	// rules. Default "".
+	MetricsAddr string
 	// QueueCacheTTL is how long a queue's settings are trusted across
 	// requests. Default 2s.
 	QueueCacheTTL time.Duration

@@ -6,21 +6,24 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 func (b *Bridge) httpHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/push", b.httpPush)
-	mux.HandleFunc("POST /api/v1/configure", b.httpConfigure)
-	mux.HandleFunc("GET /api/v1/system/maintenance", b.httpMaintenance)
-	mux.HandleFunc("POST /api/v1/system/maintenance", b.httpMaintenance)
-	mux.HandleFunc("GET /api/v1/messages", b.httpMessages)
+	mux.Handle("POST /api/v1/push", b.guard(auth.ActionPush, b.httpPush))
+	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.httpConfigure))
+	mux.Handle("GET /api/v1/system/maintenance", b.guard(auth.ActionReadMaintenance, b.httpMaintenance))
+	mux.Handle("POST /api/v1/system/maintenance", b.guard(auth.ActionSetMaintenance, b.httpMaintenance))
+	mux.Handle("GET /api/v1/messages", b.guard(auth.ActionRead, b.httpMessages))
 	mux.HandleFunc("GET /health", b.httpHealth)
-	mux.Handle("GET /metrics/prometheus", b.metrics.Handler())
+	scrape := b.metrics.Handler()
+	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ [16]byte) {
+		scrape.ServeHTTP(w, r)
+	}))
 	return mux
 }
 
@@ -28,19 +31,6 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// tenantOf resolves the bearer token when tokens are configured.
-func (b *Bridge) tenantOf(r *http.Request) ([16]byte, bool) {
-	if len(b.cfg.Tokens) == 0 {
-		return [16]byte{}, true
-	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return [16]byte{}, false
-	}
-	t, ok := b.cfg.Tokens[strings.TrimSpace(tok)]
-	return t, ok
 }
 
 // readBody reads the whole body once, up to the limit.
@@ -67,24 +57,19 @@ func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, 
 	return body, 0, nil
 }
 
-// request resolves the tenant and reads the body; on failure it has
-// answered already and reports false.
-func (b *Bridge) request(w http.ResponseWriter, r *http.Request) ([16]byte, []byte, bool) {
-	tenant, ok := b.tenantOf(r)
-	if !ok {
-		writeJSON(w, http.StatusUnauthorized, jsonapi.ErrorBody("a valid Authorization: Bearer token is required"))
-		return tenant, nil, false
-	}
+// body reads the body; on failure it has answered already and reports
+// false.
+func (b *Bridge) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, status, err := b.readBody(w, r)
 	if err != nil {
 		writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
-		return tenant, nil, false
+		return nil, false
 	}
-	return tenant, body, true
+	return body, true
 }
 
-func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
-	tenant, body, ok := b.request(w, r)
+func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+	body, ok := b.body(w, r)
 	if !ok {
 		b.metrics.Request("http")
 		return
@@ -99,8 +84,8 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, a.status, a.body)
 }
 
-func (b *Bridge) httpConfigure(w http.ResponseWriter, r *http.Request) {
-	tenant, body, ok := b.request(w, r)
+func (b *Bridge) httpConfigure(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+	body, ok := b.body(w, r)
 	if !ok {
 		return
 	}

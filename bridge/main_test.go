@@ -41,6 +41,8 @@ type nodeOpts struct {
 	key      []byte
 	maxBody  int64
 	tokens   map[string][16]byte
+	admins   map[string][16]byte // admin tokens
+	metrics  string              // Config.MetricsAddr
 	dsn      string // share a database; default: a new one
 	natsURL  string // default: the test binary's NATS
 	prefix   string
@@ -95,7 +97,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, Registry: o.registry, Spool: sp,
+		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
 	if err != nil {
 		t.Fatal(err)
@@ -122,13 +124,15 @@ func (n *node) stop() {
 	n.sp.Close()
 }
 
-// post sends body to an HTTP route and returns status and body.
+// post sends body to an HTTP route (as application/json unless header
+// says otherwise) and returns status and body.
 func (n *node) post(path string, body []byte, header ...string) (int, []byte) {
 	n.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, n.base+path, bytes.NewReader(body))
 	if err != nil {
 		n.t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -141,9 +145,16 @@ func (n *node) post(path string, body []byte, header ...string) (int, []byte) {
 	return resp.StatusCode, out
 }
 
-func (n *node) get(path string) (int, []byte) {
+func (n *node) get(path string, header ...string) (int, []byte) {
 	n.t.Helper()
-	resp, err := http.Get(n.base + path)
+	req, err := http.NewRequest(http.MethodGet, n.base+path, nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		n.t.Fatal(err)
 	}

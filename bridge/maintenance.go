@@ -34,7 +34,7 @@ func (b *Bridge) maintenanceRequest(ctx context.Context, body []byte) (int, []by
 	return http.StatusOK, b.maintenanceAnswer()
 }
 
-func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request) {
+func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ [16]byte) {
 	var body []byte
 	if r.Method == http.MethodPost {
 		var status int

@@ -33,7 +33,9 @@ type config struct {
 	maxBodyBytes                    int64
 	dedupWindowS                    int
 	encryptionKeyHex                string
-	httpTokens                      string
+	httpTokens, httpAdminTokens     string
+	metricsAddr                     string
+	encryptionKeyFile               string
 	logLevel, logFormat             string
 	shutdownTimeout                 time.Duration
 	pprofAddr                       string
@@ -86,7 +88,10 @@ func (c *config) settings() []setting {
 		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", num64(&c.maxBodyBytes)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 key for encrypted queues, 64 hex characters", str(&c.encryptionKeyHex)},
-		{"QUEEN_HTTP_TOKENS", "", "bearer tokens for HTTP: token=tenant-uuid,... (empty: no authentication)", str(&c.httpTokens)},
+		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding the AES-256 key (64 hex characters), instead of QUEEN_ENCRYPTION_KEY", str(&c.encryptionKeyFile)},
+		{"QUEEN_HTTP_TOKENS", "", "tenant bearer tokens for HTTP: token=tenant-uuid,... (none here and in QUEEN_HTTP_ADMIN_TOKENS: no authentication)", str(&c.httpTokens)},
+		{"QUEEN_HTTP_ADMIN_TOKENS", "", "admin bearer tokens for HTTP (may also switch maintenance): token=tenant-uuid,...", str(&c.httpAdminTokens)},
+		{"QUEEN_METRICS_ADDR", "", "also serve /metrics/prometheus here, without tokens (empty: only on the HTTP address)", str(&c.metricsAddr)},
 		{"QUEEN_LOG_LEVEL", "info", "debug, info, warn, error", str(&c.logLevel)},
 		{"QUEEN_PPROF_ADDR", "", "serve net/http/pprof on this address (empty: off)", str(&c.pprofAddr)},
 		{"QUEEN_LOG_FORMAT", "json", "json, or console for people", str(&c.logFormat)},
@@ -137,27 +142,42 @@ func load(args []string) (*config, error) {
 	return c, nil
 }
 
+// encryptionKey is the key from QUEEN_ENCRYPTION_KEY or the file
+// QUEEN_ENCRYPTION_KEY_FILE names; errors never show the key.
 func (c *config) encryptionKey() ([]byte, error) {
-	if c.encryptionKeyHex == "" {
+	hexKey, from := c.encryptionKeyHex, "QUEEN_ENCRYPTION_KEY"
+	if c.encryptionKeyFile != "" {
+		if hexKey != "" {
+			return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY and QUEEN_ENCRYPTION_KEY_FILE are both set; set one")
+		}
+		b, err := os.ReadFile(c.encryptionKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY_FILE: %w", err)
+		}
+		hexKey, from = strings.TrimSpace(string(b)), "QUEEN_ENCRYPTION_KEY_FILE "+c.encryptionKeyFile
+	}
+	if hexKey == "" {
 		return nil, nil
 	}
-	k, err := hex.DecodeString(c.encryptionKeyHex)
+	k, err := hex.DecodeString(hexKey)
 	if err != nil || len(k) != 32 {
-		return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY must be 64 hex characters (32 bytes)")
+		return nil, fmt.Errorf("%s must hold 64 hex characters (32 bytes)", from)
 	}
 	return k, nil
 }
 
-func (c *config) tokens() (map[string][16]byte, error) {
+// parseTokens reads token=tenant-uuid,... from the setting env. An error
+// names the entry by position, never by its text: it holds a token.
+func parseTokens(env, list string) (map[string][16]byte, error) {
 	out := map[string][16]byte{}
-	for _, pair := range strings.Split(c.httpTokens, ",") {
+	for i, pair := range strings.Split(list, ",") {
 		if strings.TrimSpace(pair) == "" {
 			continue
 		}
 		tok, ten, ok := strings.Cut(pair, "=")
 		id, err := uuid.Parse(strings.TrimSpace(ten))
 		if !ok || err != nil || strings.TrimSpace(tok) == "" {
-			return nil, fmt.Errorf("QUEEN_HTTP_TOKENS: %q is not token=tenant-uuid", pair)
+			return nil, fmt.Errorf("%s: entry %d is not token=tenant-uuid", env, i+1)
 		}
 		out[strings.TrimSpace(tok)] = id
 	}

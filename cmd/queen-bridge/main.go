@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/bridge"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/fusion"
@@ -69,7 +70,11 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := cfg.tokens()
+	tokens, err := parseTokens("QUEEN_HTTP_TOKENS", cfg.httpTokens)
+	if err != nil {
+		return err
+	}
+	adminTokens, err := parseTokens("QUEEN_HTTP_ADMIN_TOKENS", cfg.httpAdminTokens)
 	if err != nil {
 		return err
 	}
@@ -90,7 +95,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 				Msg("the postgres account cannot reach the data directory (a parent is not searchable); the embedded cluster lives elsewhere")
 		}
 	}
-	natsURL, natsWhere := cfg.natsURL, "external "+cfg.natsURL
+	natsURL, natsWhere := cfg.natsURL, "external "+auth.URL(cfg.natsURL)
 	natsOpts := []nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}
 	if natsURL == "" {
 		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen})
@@ -106,7 +111,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	nc, err := nats.Connect(natsURL, natsOpts...)
 	if err != nil {
-		return fmt.Errorf("connect to NATS %s: %w", natsURL, err)
+		return fmt.Errorf("connect to NATS %s: %w", auth.URL(natsURL), err)
 	}
 	defer nc.Close()
 
@@ -141,7 +146,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
-		EncryptionKey: key, Tokens: tokens, Registry: reg, Logger: log, Spool: sp,
+		EncryptionKey: key, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 	}, meters)
 	if err != nil {

@@ -1,0 +1,64 @@
+package bridge
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/jsonapi"
+)
+
+// tenantHandler serves a request on behalf of a tenant.
+type tenantHandler func(w http.ResponseWriter, r *http.Request, tenant [16]byte)
+
+// guard admits a request to h: with tokens configured, only with a valid
+// bearer token (401) whose role may do a (403); a POST only with a JSON
+// body (415), so that a web page cannot send one cross-site (a browser
+// sends application/json only after a CORS preflight, which this server
+// never grants). Without tokens every request acts for the default tenant.
+func (b *Bridge) guard(a auth.Action, h tenantHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Principal{Role: auth.RoleAdmin}
+		if b.tokens.Enabled() {
+			var ok bool
+			tok, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if bearer {
+				p, ok = b.tokens.Lookup(strings.TrimSpace(tok))
+			}
+			if !ok {
+				b.refuse(w, a, http.StatusUnauthorized, "a valid Authorization: Bearer token is required")
+				return
+			}
+			if !p.May(a) {
+				b.refuse(w, a, http.StatusForbidden, "this token may not "+actionText[a])
+				return
+			}
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				b.refuse(w, a, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+				return
+			}
+		}
+		h(w, r, p.Tenant)
+	})
+}
+
+// refuse answers a request that guard turned away; a push still counts as
+// received.
+func (b *Bridge) refuse(w http.ResponseWriter, a auth.Action, status int, msg string) {
+	if a == auth.ActionPush {
+		b.metrics.Request("http")
+	}
+	writeJSON(w, status, jsonapi.ErrorBody(msg))
+}
+
+var actionText = map[auth.Action]string{
+	auth.ActionPush:            "push",
+	auth.ActionRead:            "read messages",
+	auth.ActionConfigure:       "configure queues",
+	auth.ActionMetrics:         "read metrics",
+	auth.ActionReadMaintenance: "read maintenance mode",
+	auth.ActionSetMaintenance:  "switch maintenance mode (admin tokens only)",
+}
