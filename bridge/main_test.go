@@ -43,8 +43,8 @@ type nodeOpts struct {
 	tokens   map[string][16]byte
 	admins   map[string][16]byte // admin tokens
 	metrics  string              // Config.MetricsAddr
-	dsn      string // share a database; default: a new one
-	natsURL  string // default: the test binary's NATS
+	dsn      string              // share a database; default: a new one
+	natsURL  string              // default: the test binary's NATS
 	prefix   string
 	registry *prometheus.Registry
 	spoolDir string        // default: a new temporary directory
