@@ -66,7 +66,17 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if b.tokens, err = auth.NewTokens(cfg.Tokens, cfg.AdminTokens); err != nil {
 		return nil, err
 	}
-	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKey: cfg.EncryptionKey,
+	keys := map[uint8][]byte{}
+	for id, k := range cfg.EncryptionKeys {
+		keys[id] = k
+	}
+	if cfg.EncryptionKey != nil {
+		if _, twice := keys[0]; twice {
+			return nil, errors.New("bridge: EncryptionKey and EncryptionKeys both give key id 0")
+		}
+		keys[0] = cfg.EncryptionKey
+	}
+	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKeys: keys,
 		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

@@ -31,9 +31,13 @@ type Config struct {
 	HTTPAddr string
 	// MaxBodyBytes caps a push body (QUEEN_MAX_BODY_BYTES). Default 16 MiB.
 	MaxBodyBytes int64
-	// EncryptionKey is the AES-256 key (QUEEN_ENCRYPTION_KEY, 32 bytes);
-	// nil: no key, and encrypted queues refuse pushes. Default nil.
+	// EncryptionKey is an AES-256 key (32 bytes) with id 0; nil: none.
+	// Default nil.
 	EncryptionKey []byte
+	// EncryptionKeys are AES-256 keys by id (QUEEN_ENCRYPTION_KEY, as
+	// id:hex,...): the highest id encrypts, every one decrypts. With no key
+	// at all, encrypted queues refuse pushes. Default none.
+	EncryptionKeys map[uint8][]byte
 	// Tokens maps HTTP bearer tokens to tenants (QUEEN_HTTP_TOKENS): they
 	// push, read and configure their tenant's queues. With no tokens and no
 	// admin tokens, HTTP needs no authentication and acts for the default

@@ -39,6 +39,7 @@ type node struct {
 
 type nodeOpts struct {
 	key      []byte
+	keys     map[uint8][]byte // encryption keys by id
 	maxBody  int64
 	tokens   map[string][16]byte
 	admins   map[string][16]byte // admin tokens
@@ -97,7 +98,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, Registry: o.registry, Spool: sp,
+		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -75,12 +76,92 @@ func TestEncryptedQueueNeverStoresPlaintext(t *testing.T) {
 	if bytes.Contains(raw, []byte("PLAINTEXT-MARKER")) || bytes.Contains(frames[0].Payload, []byte("PLAINTEXT-MARKER")) {
 		t.Fatal("plaintext found in the stored segment")
 	}
+	// The stored format: key id || nonce || ciphertext || tag, bound to the
+	// tenant, queue and partition (testKey is key id 0).
+	if f.Flags&segment.FlagKeyed == 0 || f.Payload[0] != 0 {
+		t.Fatalf("flags %b, key id %d: want a keyed payload under key 0", f.Flags, f.Payload[0])
+	}
 	block, _ := aes.NewCipher(testKey)
 	aead, _ := cipher.NewGCM(block)
-	opened, err := aead.Open(nil, f.Payload[:12], f.Payload[12:], nil)
+	ad := append([]byte("queen-payload-v1"), 0)
+	ad = append(ad, make([]byte, 16)...) // the default tenant
+	ad = append(append(ad, byte(len("secret"))), "secret"...)
+	ad = append(append(ad, byte(len("Default"))), "Default"...)
+	opened, err := aead.Open(nil, f.Payload[1:13], f.Payload[13:], ad)
 	if err != nil || string(opened) != plain {
 		t.Fatalf("decrypted %q (%v), want %q", opened, err, plain)
 	}
+}
+
+// A ciphertext moved to another queue (by anyone who can write SQL) no
+// longer decrypts; in its own queue it does.
+func TestCiphertextMovedToAnotherQueueFails(t *testing.T) {
+	n := newNode(t, nodeOpts{key: testKey})
+	for _, q := range []string{"vault", "other"} {
+		if status, out := n.post("/api/v1/configure", []byte(`{"queue":"`+q+`","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
+			t.Fatalf("configure: %d %s", status, out)
+		}
+		n.pushHTTP(items(`{"queue":"` + q + `","partition":"p","payload":{"q":"` + q + `"}}`))
+	}
+	if a := n.read("queue=vault&partition=p"); len(a.Messages) != 1 || string(a.Messages[0].Payload) != `{"q":"vault"}` {
+		t.Fatalf("vault reads %+v", a)
+	}
+	if _, err := n.db.Pool().Exec(context.Background(), `UPDATE queen.log_segments d SET payload = s.payload
+		FROM queen.log_segments s, queen.log_partitions ps, queen.queues qs, queen.log_partitions pd, queen.queues qd
+		WHERE ps.id = s.partition_id AND qs.id = ps.queue_id AND qs.name = 'vault'
+		  AND pd.id = d.partition_id AND qd.id = pd.queue_id AND qd.name = 'other'`); err != nil {
+		t.Fatal(err)
+	}
+	status, out := n.get("/api/v1/messages?queue=other&partition=p")
+	if status != http.StatusInternalServerError || !strings.Contains(string(out), "message at offset 1") || strings.Contains(string(out), "vault") {
+		t.Fatalf("the moved ciphertext read as %d %s", status, out)
+	}
+}
+
+// Keys rotate: a log written under key 1 still reads once key 2 is added
+// and encrypts, and so does one written before key ids existed.
+func TestKeyRotationKeepsOldPayloadsReadable(t *testing.T) {
+	key1, key2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	first := newNode(t, nodeOpts{keys: map[uint8][]byte{1: key1}})
+	if status, out := first.post("/api/v1/configure", []byte(`{"queue":"rot","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	first.pushHTTP(items(`{"queue":"rot","payload":"one"}`))
+	// A payload as bridges before key ids stored it: nonce || ciphertext, no
+	// associated data, flagged encrypted only.
+	block, _ := aes.NewCipher(key1)
+	aead, _ := cipher.NewGCM(block)
+	nonce := bytes.Repeat([]byte{9}, 12)
+	legacy := aead.Seal(append([]byte{}, nonce...), nonce, []byte(`"zero"`), nil)
+	if _, err := first.db.PushBundle(context.Background(), []segment.Write{legacyWrite("rot", "old", legacy)}); err != nil {
+		t.Fatal(err)
+	}
+	dsn := first.db.Pool().Config().ConnConfig.ConnString()
+	first.stop()
+
+	second := newNode(t, nodeOpts{keys: map[uint8][]byte{1: key1, 2: key2}, dsn: dsn})
+	second.pushHTTP(items(`{"queue":"rot","payload":"two"}`))
+	a := second.read("queue=rot")
+	if len(a.Messages) != 2 || string(a.Messages[0].Payload) != `"one"` || string(a.Messages[1].Payload) != `"two"` {
+		t.Fatalf("after rotation: %+v", a)
+	}
+	if f := storedFrame(t, second, "rot", "Default", 2); f.Payload[0] != 2 {
+		t.Fatalf("the new payload is sealed under key %d, want 2", f.Payload[0])
+	}
+	if o := second.read("queue=rot&partition=old"); len(o.Messages) != 1 || string(o.Messages[0].Payload) != `"zero"` {
+		t.Fatalf("the payload from before key ids: %+v", o)
+	}
+	// Without key 1, what it sealed no longer opens, and says why.
+	third := newNode(t, nodeOpts{keys: map[uint8][]byte{2: key2}, dsn: dsn})
+	if status, out := third.get("/api/v1/messages?queue=rot"); status != http.StatusInternalServerError || !strings.Contains(string(out), "key id that is not configured (1)") {
+		t.Fatalf("without key 1: %d %s", status, out)
+	}
+}
+
+// legacyWrite is one segment of one encrypted frame as stored before key ids.
+func legacyWrite(queue, partition string, sealed []byte) segment.Write {
+	f := []segment.Frame{{ID: uuid.Must(uuid.NewV7()), TransactionID: "legacy-" + partition, Flags: segment.FlagEncrypted, Payload: sealed}}
+	return segment.Write{Queue: queue, Partition: partition, Count: 1, Hashes: segment.AppendHashes(nil, f), Blob: segment.Pack(nil, f)}
 }
 
 func TestEncryptedQueueWithoutKeyFailsTheItem(t *testing.T) {

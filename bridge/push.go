@@ -130,7 +130,7 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
 		switch {
 		case enc == nil:
-			f.Payload, f.Flags = c.b.queues.Seal(it.Payload), segment.FlagEncrypted
+			f.Payload, f.Flags = c.b.queues.Seal(c.tenant, it.Queue, it.Partition, it.Payload)
 		case !errors.Is(enc, queues.ErrPlain):
 			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: enc.Error()}
 			continue

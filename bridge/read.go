@@ -26,12 +26,12 @@ func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req jsonapi.FetchRe
 	if err != nil {
 		return http.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 	}
-	return b.renderMessages(req, msgs)
+	return b.renderMessages(tenant, req, msgs)
 }
 
 // renderMessages writes {"messages": [...], "next": n}; payloads go out as
 // stored (decrypted first for encrypted queues), never re-encoded.
-func (b *Bridge) renderMessages(req jsonapi.FetchRequest, msgs []pgwire.Message) (int, []byte) {
+func (b *Bridge) renderMessages(tenant [16]byte, req jsonapi.FetchRequest, msgs []pgwire.Message) (int, []byte) {
 	out := make([]byte, 0, 64+len(msgs)*256)
 	out = append(out, `{"messages":[`...)
 	next := req.From
@@ -41,7 +41,7 @@ func (b *Bridge) renderMessages(req jsonapi.FetchRequest, msgs []pgwire.Message)
 			if !b.queues.HasKey() {
 				return http.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("queue %q holds encrypted messages and no QUEEN_ENCRYPTION_KEY is configured", req.Queue))
 			}
-			plain, err := b.queues.Open(payload)
+			plain, err := b.queues.Open(tenant, req.Queue, req.Partition, m.Frame.Flags, payload)
 			if err != nil {
 				return http.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("message at offset %d: %v", m.Offset, err))
 			}

@@ -21,9 +21,9 @@ type Config struct {
 	DB *pgwire.DB
 	// Peers carries the queue.changed broadcast; no NATS: none. Default none.
 	Peers peers.Link
-	// EncryptionKey is the AES-256 key (32 bytes); nil: no key, and
-	// encrypted queues refuse pushes. Default nil.
-	EncryptionKey []byte
+	// EncryptionKeys are the AES-256 keys (32 bytes each) by id: the highest
+	// id seals, all open. None: encrypted queues refuse pushes. Default none.
+	EncryptionKeys map[uint8][]byte
 	// CacheTTL is how long a queue's settings are trusted. Default 2s.
 	CacheTTL time.Duration
 	// Logger for the bridge target. Default: disabled.
@@ -54,7 +54,7 @@ func New(cfg Config) (*Settings, error) {
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = 2 * time.Second
 	}
-	s, err := newSealer(cfg.EncryptionKey)
+	s, err := newSealer(cfg.EncryptionKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +148,20 @@ func (s *Settings) EncryptionFor(ctx context.Context, tenant [16]byte, queue str
 	return ErrPlain
 }
 
-// Seal encrypts a payload; only after EncryptionFor answered nil.
-func (s *Settings) Seal(plain []byte) []byte { return s.sealer.seal(plain) }
+// Seal encrypts a payload of (tenant, queue, partition) and returns it with
+// the frame flags that say how; only after EncryptionFor answered nil.
+func (s *Settings) Seal(tenant [16]byte, queue, partition string, plain []byte) ([]byte, uint8) {
+	return s.sealer.seal(tenant, queue, partition, plain)
+}
 
 // HasKey reports whether this bridge can encrypt and decrypt.
 func (s *Settings) HasKey() bool { return s.sealer != nil }
 
-// Open decrypts a stored payload; only when HasKey.
-func (s *Settings) Open(sealed []byte) ([]byte, error) { return s.sealer.open(sealed) }
+// Open decrypts a stored payload of (tenant, queue, partition) written with
+// flags; only when HasKey.
+func (s *Settings) Open(tenant [16]byte, queue, partition string, flags uint8, sealed []byte) ([]byte, error) {
+	return s.sealer.open(tenant, queue, partition, flags, sealed)
+}
 
 // Stats are counters for the metrics.
 type Stats struct {

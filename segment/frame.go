@@ -13,6 +13,10 @@ import (
 const (
 	// FlagEncrypted: the payload is AES-GCM ciphertext, not the pushed JSON.
 	FlagEncrypted uint8 = 1 << 0
+	// FlagKeyed (with FlagEncrypted): the ciphertext starts with the id of
+	// its key and is bound to its tenant, queue and partition (queues'
+	// sealer). Without it, an encrypted payload predates key ids.
+	FlagKeyed uint8 = 1 << 1
 )
 
 // Frame is one message as stored.

@@ -87,8 +87,8 @@ func (c *config) settings() []setting {
 		{"QUEEN_RETENTION_INTERVAL_MS", "5000", "how often retention removes expired segments, ms (0: never)", num(&c.retentionMS)},
 		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", num64(&c.maxBodyBytes)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
-		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 key for encrypted queues, 64 hex characters", str(&c.encryptionKeyHex)},
-		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding the AES-256 key (64 hex characters), instead of QUEEN_ENCRYPTION_KEY", str(&c.encryptionKeyFile)},
+		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 keys for encrypted queues: 64 hex characters, or id:hex,... (ids 0..255; the highest encrypts, all decrypt)", str(&c.encryptionKeyHex)},
+		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding QUEEN_ENCRYPTION_KEY's value (entries separated by commas or lines), instead of the variable", str(&c.encryptionKeyFile)},
 		{"QUEEN_HTTP_TOKENS", "", "tenant bearer tokens for HTTP: token=tenant-uuid,... (none here and in QUEEN_HTTP_ADMIN_TOKENS: no authentication)", str(&c.httpTokens)},
 		{"QUEEN_HTTP_ADMIN_TOKENS", "", "admin bearer tokens for HTTP (may also switch maintenance): token=tenant-uuid,...", str(&c.httpAdminTokens)},
 		{"QUEEN_METRICS_ADDR", "", "also serve /metrics/prometheus here, without tokens (empty: only on the HTTP address)", str(&c.metricsAddr)},
@@ -142,28 +142,46 @@ func load(args []string) (*config, error) {
 	return c, nil
 }
 
-// encryptionKey is the key from QUEEN_ENCRYPTION_KEY or the file
-// QUEEN_ENCRYPTION_KEY_FILE names; errors never show the key.
-func (c *config) encryptionKey() ([]byte, error) {
-	hexKey, from := c.encryptionKeyHex, "QUEEN_ENCRYPTION_KEY"
+// encryptionKeys are the keys from QUEEN_ENCRYPTION_KEY or the file
+// QUEEN_ENCRYPTION_KEY_FILE names: one key of 64 hex characters (key id
+// 0), or id:hex,... with ids 0..255 (the highest encrypts). Errors name an
+// entry by position, never by its text.
+func (c *config) encryptionKeys() (map[uint8][]byte, error) {
+	list, from := c.encryptionKeyHex, "QUEEN_ENCRYPTION_KEY"
 	if c.encryptionKeyFile != "" {
-		if hexKey != "" {
+		if list != "" {
 			return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY and QUEEN_ENCRYPTION_KEY_FILE are both set; set one")
 		}
 		b, err := os.ReadFile(c.encryptionKeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("QUEEN_ENCRYPTION_KEY_FILE: %w", err)
 		}
-		hexKey, from = strings.TrimSpace(string(b)), "QUEEN_ENCRYPTION_KEY_FILE "+c.encryptionKeyFile
+		list, from = strings.Join(strings.Fields(string(b)), ","), "QUEEN_ENCRYPTION_KEY_FILE "+c.encryptionKeyFile
 	}
-	if hexKey == "" {
-		return nil, nil
+	keys := map[uint8][]byte{}
+	for i, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		id, hexKey := 0, entry
+		if idText, k, ok := strings.Cut(entry, ":"); ok {
+			n, err := strconv.Atoi(idText)
+			if err != nil || n < 0 || n > 255 {
+				return nil, fmt.Errorf("%s: entry %d: the key id must be 0..255", from, i+1)
+			}
+			id, hexKey = n, k
+		}
+		k, err := hex.DecodeString(hexKey)
+		if err != nil || len(k) != 32 {
+			return nil, fmt.Errorf("%s: entry %d must be 64 hex characters (32 bytes), or id:that", from, i+1)
+		}
+		if _, twice := keys[uint8(id)]; twice {
+			return nil, fmt.Errorf("%s: key id %d is given twice", from, id)
+		}
+		keys[uint8(id)] = k
 	}
-	k, err := hex.DecodeString(hexKey)
-	if err != nil || len(k) != 32 {
-		return nil, fmt.Errorf("%s must hold 64 hex characters (32 bytes)", from)
-	}
-	return k, nil
+	return keys, nil
 }
 
 // parseTokens reads token=tenant-uuid,... from the setting env. An error

@@ -66,7 +66,7 @@ func newLogger(cfg *config) (zerolog.Logger, error) {
 // run starts every part, waits for ctx (a signal), then stops them in order:
 // intake first, then fusion's drain, then the connections and servers.
 func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
-	key, err := cfg.encryptionKey()
+	keys, err := cfg.encryptionKeys()
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
-		EncryptionKey: key, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, Registry: reg, Logger: log, Spool: sp,
+		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 	}, meters)
 	if err != nil {

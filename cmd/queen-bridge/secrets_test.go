@@ -110,3 +110,40 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+func TestEncryptionKeysParse(t *testing.T) {
+	k := func(b byte) string { return strings.Repeat(string("0123456789abcdef"[b]), 64) }
+	good := []struct {
+		value string
+		ids   []uint8
+	}{
+		{k(1), []uint8{0}},
+		{"1:" + k(1) + ", 2:" + k(2), []uint8{1, 2}},
+		{"0:" + k(1) + ",255:" + k(2), []uint8{0, 255}},
+		{"", nil},
+	}
+	for _, g := range good {
+		keys, err := (&config{encryptionKeyHex: g.value}).encryptionKeys()
+		if err != nil || len(keys) != len(g.ids) {
+			t.Fatalf("%q: %v, %d keys", g.value, err, len(keys))
+		}
+		for _, id := range g.ids {
+			if len(keys[id]) != 32 {
+				t.Fatalf("%q: no 32-byte key %d", g.value, id)
+			}
+		}
+	}
+	for _, bad := range []string{"1:" + k(3)[:62], "256:" + k(3), "x:" + k(3), "1:" + k(3) + ",1:" + k(4), k(3) + "zz"} {
+		_, err := (&config{encryptionKeyHex: bad}).encryptionKeys()
+		if err == nil || strings.Contains(err.Error(), k(3)[:16]) {
+			t.Errorf("%.12q...: error %v", bad, err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("1:"+k(1)+"\n2:"+k(2)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := (&config{encryptionKeyFile: file}).encryptionKeys(); err != nil || len(keys[1]) != 32 || len(keys[2]) != 32 {
+		t.Fatalf("from a file: %v", err)
+	}
+}
