@@ -27,8 +27,11 @@ type Config struct {
 	DataDir string
 	// Port on 127.0.0.1. Default: 0, a free port chosen at start.
 	Port int
-	// Database is created when missing. Default: "queen".
+	// Database is created when missing, owned by Role. Default: "queen".
 	Database string
+	// Role is the login role DSN connects as: not a superuser, the owner of
+	// Database. Default: DefaultRole.
+	Role string
 	// OSUser runs initdb and postgres when the effective uid is 0.
 	// Default: "postgres".
 	OSUser string
@@ -69,6 +72,7 @@ type Postgres struct {
 	logFile *os.File
 	stop    sync.Once
 	stopErr error
+	creds   *credentials
 }
 
 // StartPostgres initialises (when needed) and starts a cluster, waits until it
@@ -82,6 +86,9 @@ func StartPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
 	}
 	if cfg.OSUser == "" {
 		cfg.OSUser = "postgres"
+	}
+	if cfg.Role == "" {
+		cfg.Role = DefaultRole
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 60 * time.Second
@@ -115,9 +122,34 @@ func StartPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
 	if err := prepareDataDir(cfg.DataDir, as); err != nil {
 		return nil, err
 	}
+	credsPath := credentialsPath(cfg.DataDir)
+	creds, err := loadCredentials(credsPath)
+	if err != nil {
+		return nil, err
+	}
+	trust := false
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
-		if err := initdb(ctx, cfg, as); err != nil {
+		if creds == nil {
+			creds = &credentials{SuperuserPassword: newPassword(), RolePassword: newPassword()}
+		}
+		if err := creds.save(credsPath); err != nil {
 			return nil, err
+		}
+		if err := initdb(ctx, cfg, as, creds.SuperuserPassword); err != nil {
+			return nil, err
+		}
+	} else {
+		if trust, err = trustsConnections(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		switch {
+		case creds == nil && !trust:
+			return nil, fmt.Errorf("embedded postgres: %s needs passwords and %s, which holds them, is missing", cfg.DataDir, credsPath)
+		case creds == nil:
+			creds = &credentials{SuperuserPassword: newPassword(), RolePassword: newPassword()}
+			if err := creds.save(credsPath); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if cfg.Port == 0 {
@@ -125,7 +157,7 @@ func StartPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
 			return nil, err
 		}
 	}
-	p := &Postgres{cfg: cfg, exited: make(chan struct{})}
+	p := &Postgres{cfg: cfg, exited: make(chan struct{}), creds: creds}
 	if err := p.start(as); err != nil {
 		return nil, err
 	}
@@ -133,7 +165,13 @@ func StartPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
 		_ = p.Stop(context.Background())
 		return nil, err
 	}
-	if err := p.createDatabase(ctx); err != nil {
+	if trust {
+		if err := p.convertTrust(ctx); err != nil {
+			_ = p.Stop(context.Background())
+			return nil, err
+		}
+	}
+	if err := p.ensureRole(ctx); err != nil {
 		_ = p.Stop(context.Background())
 		return nil, err
 	}
@@ -158,8 +196,15 @@ func prepareDataDir(dir string, as *runAs) error {
 	return nil
 }
 
-func initdb(ctx context.Context, cfg Config, as *runAs) error {
-	args := []string{"-D", cfg.DataDir, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--locale=C"}
+// initdb makes the cluster with password authentication, the superuser's
+// password handed over in a file.
+func initdb(ctx context.Context, cfg Config, as *runAs, password string) error {
+	pw, remove, err := pwfile(password, as)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	args := []string{"-D", cfg.DataDir, "-U", "postgres", "--auth=scram-sha-256", "--pwfile=" + pw, "--encoding=UTF8", "--locale=C"}
 	if cfg.NoSync {
 		args = append(args, "--no-sync")
 	}
@@ -260,35 +305,6 @@ func (p *Postgres) waitReady(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func (p *Postgres) createDatabase(ctx context.Context) error {
-	conn, err := pgconn.Connect(ctx, p.adminDSN())
-	if err != nil {
-		return fmt.Errorf("embedded postgres: connect: %w", err)
-	}
-	defer conn.Close(context.Background())
-	res := conn.ExecParams(ctx, "SELECT 1 FROM pg_database WHERE datname = $1", [][]byte{[]byte(p.cfg.Database)}, nil, nil, nil).Read()
-	if res.Err != nil {
-		return fmt.Errorf("embedded postgres: look up database: %w", res.Err)
-	}
-	if len(res.Rows) > 0 {
-		return nil
-	}
-	ident := quoteIdent(p.cfg.Database)
-	if err := conn.Exec(ctx, "CREATE DATABASE "+ident).Close(); err != nil {
-		return fmt.Errorf("embedded postgres: create database %s: %w", ident, err)
-	}
-	return nil
-}
-
-// DSN connects to the cluster's database as the superuser.
-func (p *Postgres) DSN() string { return p.dsnFor(p.cfg.Database) }
-
-func (p *Postgres) adminDSN() string { return p.dsnFor("postgres") }
-
-func (p *Postgres) dsnFor(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.cfg.Port, db)
 }
 
 // DataDir is where the cluster lives (see the package doc on the fallback).

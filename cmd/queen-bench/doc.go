@@ -15,8 +15,9 @@
 //
 // -compare runs the bridge and the three baselines back to back on the same
 // database and prints one table with items/s, p50/p99, the bridge's ratio to
-// each, and the CPU split:
+// each, and the CPU split (an embedded cluster's passwords are in
+// QUEEN_DATA_DIR/pg.credentials):
 //
-//	queen-bench -compare -pg-dsn postgres://postgres@127.0.0.1:5432/queen \
+//	queen-bench -compare -pg-dsn postgres://queen_bridge:PASSWORD@127.0.0.1:5432/queen \
 //	    -clients 64 -items 1 -partitions 1000 -duration 10s
 package main

@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 				log.Warn().Str("target", "bridge").Err(err).Msg("embedded postgres stop")
 			}
 		}()
-		dsn, pgWhere = pg.DSN(), fmt.Sprintf("embedded 127.0.0.1:%d, data %s", pg.Port(), pg.DataDir())
+		dsn, pgWhere = pg.DSN(), fmt.Sprintf("embedded 127.0.0.1:%d, data %s, passwords in %s", pg.Port(), pg.DataDir(), pg.CredentialsFile())
 		if want, _ := filepath.Abs(filepath.Join(cfg.dataDir, "pg")); pg.DataDir() != want {
 			log.Warn().Str("target", "bridge").Str("wanted", want).Str("using", pg.DataDir()).
 				Msg("the postgres account cannot reach the data directory (a parent is not searchable); the embedded cluster lives elsewhere")

@@ -88,7 +88,7 @@ func startPostgres() (string, error) {
 		return "", err
 	}
 	env.pg, env.pgDir = pg, dir
-	return pg.DSN(), nil
+	return pg.SuperuserDSN(), nil
 }
 
 // NewDatabase creates an empty database for this test, dropped when the test
