@@ -78,3 +78,24 @@ func TestURLRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+func TestAccountsMapTheRequestInfoToATenant(t *testing.T) {
+	a := NewAccounts(map[string][16]byte{"TENANT_A": {1}, "ACXYZ": {2}})
+	if !a.Enabled() || NewAccounts(nil).Enabled() {
+		t.Fatal("Enabled wrong")
+	}
+	if ten, err := a.TenantOf(`{"acc":"TENANT_A","rtt":1234}`); err != nil || ten != [16]byte{1} {
+		t.Fatalf("TENANT_A: %v %v", ten, err)
+	}
+	if ten, err := a.TenantOf(`{"acc":"ACXYZ","user":"u"}`); err != nil || ten != [16]byte{2} {
+		t.Fatalf("ACXYZ: %v %v", ten, err)
+	}
+	for _, bad := range []string{"", "{", `{"acc":""}`, `{"user":"x"}`} {
+		if _, err := a.TenantOf(bad); !errors.Is(err, ErrNoAccount) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := a.TenantOf(`{"acc":"OTHER"}`); !errors.Is(err, ErrUnknownAccount) {
+		t.Fatalf("unmapped: %v", err)
+	}
+}

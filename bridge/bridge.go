@@ -24,12 +24,13 @@ import (
 // composes the rooms behind it (queue settings, the read side, durability)
 // and holds only the front door's own state.
 type Bridge struct {
-	cfg     Config
-	metrics *metrics.Metrics
-	queues  *queues.Settings
-	reads   *readside.Reads
-	keeper  *durability.Keeper
-	tokens  *auth.Tokens // HTTP bearer tokens; none: HTTP is open
+	cfg      Config
+	metrics  *metrics.Metrics
+	queues   *queues.Settings
+	reads    *readside.Reads
+	keeper   *durability.Keeper
+	tokens   *auth.Tokens   // HTTP bearer tokens; none: HTTP is open
+	accounts *auth.Accounts // NATS account -> tenant; none: single-account mode
 
 	// gate orders NATS handlers against Stop: a handler holds it shared
 	// while it checks `stopping` and enqueues into work; Stop takes it
@@ -66,6 +67,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if b.tokens, err = auth.NewTokens(cfg.Tokens, cfg.AdminTokens); err != nil {
 		return nil, err
 	}
+	b.accounts = auth.NewAccounts(cfg.NATSAccounts)
 	keys := map[uint8][]byte{}
 	for id, k := range cfg.EncryptionKeys {
 		keys[id] = k

@@ -24,6 +24,11 @@ type Config struct {
 	// NATS is the connection the micro service runs on; nil: no NATS front
 	// door. Default nil.
 	NATS *nats.Conn
+	// NATSAccounts maps NATS accounts to tenants (QUEEN_NATS_ACCOUNTS): the
+	// accounts mode, in which a NATS request acts for the tenant of the
+	// account it came from. Empty: the single-account mode, which trusts
+	// every NATS client. Default empty.
+	NATSAccounts map[string][16]byte
 	// Prefix of every subject (QUEEN_NATS_PREFIX). Default "queen".
 	Prefix string
 	// HTTPAddr is the HTTP shim's listen address; "" or "off": none

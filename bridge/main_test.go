@@ -46,6 +46,8 @@ type nodeOpts struct {
 	metrics  string              // Config.MetricsAddr
 	dsn      string              // share a database; default: a new one
 	natsURL  string              // default: the test binary's NATS
+	natsOpts []nats.Option       // the bridge's connection options
+	accounts map[string][16]byte // Config.NATSAccounts
 	prefix   string
 	registry *prometheus.Registry
 	spoolDir string        // default: a new temporary directory
@@ -78,7 +80,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(o.natsURL)
+	nc, err := nats.Connect(o.natsURL, o.natsOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, Registry: o.registry, Spool: sp,
+		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
@@ -48,7 +49,14 @@ func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ [16]b
 	writeJSON(w, status, out)
 }
 
+// natsMaintenance: in the accounts mode only the bridges' own account may
+// read or switch maintenance; a request through a tenant's import is
+// refused.
 func (b *Bridge) natsMaintenance(req micro.Request) {
+	if b.accounts.Enabled() && req.Headers().Get(auth.RequestInfoHeader) != "" {
+		respondNATS(b.cfg.NATS, req, http.StatusForbidden, jsonapi.ErrorBody("maintenance mode is switched from the bridges' own NATS account only"))
+		return
+	}
 	b.enqueue(req, func() {
 		defer b.calls.Done()
 		status, out := b.maintenanceRequest(context.Background(), req.Data())

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
@@ -57,9 +58,9 @@ const inlinePushBytes = 64 << 10
 // natsPush runs on the subscription's delivery goroutine; the answer is sent
 // from whichever goroutine settles the last verdict.
 func (b *Bridge) natsPush(req micro.Request) {
-	tenant, err := b.tenantFromSubject(req.Subject())
+	tenant, status, err := b.natsTenant(req, true)
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 		return
 	}
 	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
@@ -83,9 +84,14 @@ func (b *Bridge) natsPush(req micro.Request) {
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
+	tenant, status, err := b.natsTenant(req, false)
+	if err != nil {
+		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		return
+	}
 	b.enqueue(req, func() {
 		defer b.calls.Done()
-		status, body := b.configure(context.Background(), [16]byte{}, req.Data())
+		status, body := b.configure(context.Background(), tenant, req.Data())
 		respondNATS(b.cfg.NATS, req, status, body)
 	})
 }
@@ -115,6 +121,30 @@ func (b *Bridge) inline(req micro.Request, fn func()) {
 	b.calls.Add(1)
 	b.gate.RUnlock()
 	fn()
+}
+
+// natsTenant is the tenant a NATS request acts for. In the accounts mode
+// it is the requester's account, which nats-server names in the request
+// info of a request that came through a service import (403 when there is
+// none, or the account is not mapped); a tenant in the subject is then
+// refused. In the single-account mode every client is trusted: a push
+// subject may name the tenant, anything else acts for the default tenant.
+func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) ([16]byte, int, error) {
+	if !b.accounts.Enabled() {
+		if !fromSubject {
+			return [16]byte{}, 0, nil
+		}
+		t, err := b.tenantFromSubject(req.Subject())
+		return t, http.StatusBadRequest, err
+	}
+	t, err := b.accounts.TenantOf(req.Headers().Get(auth.RequestInfoHeader))
+	if err != nil {
+		return t, http.StatusForbidden, err
+	}
+	if fromSubject && req.Subject() != b.cfg.Prefix+".v1.push" {
+		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; push on %s.v1.push", req.Subject(), b.cfg.Prefix)
+	}
+	return t, 0, nil
 }
 
 // tenantFromSubject: <prefix>.v1.push is the default tenant,

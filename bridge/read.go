@@ -87,6 +87,11 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16
 // worker; it runs on a goroutine of its own, at most Config.MaxParkedFetches
 // at once.
 func (b *Bridge) natsFetch(req micro.Request) {
+	tenant, status, err := b.natsTenant(req, false)
+	if err != nil {
+		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		return
+	}
 	var fr jsonapi.FetchRequest
 	if err := json.Unmarshal(req.Data(), &fr); err != nil {
 		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody("fetch body: "+err.Error()))
@@ -107,7 +112,7 @@ func (b *Bridge) natsFetch(req micro.Request) {
 	b.calls.Add(1)
 	go func() {
 		defer func() { <-b.fetchSlots; b.calls.Done() }()
-		status, out := b.fetch(context.Background(), [16]byte{}, fr)
+		status, out := b.fetch(context.Background(), tenant, fr)
 		respondNATS(b.cfg.NATS, req, status, out)
 	}()
 }

@@ -26,6 +26,10 @@ type NATSConfig struct {
 	Cluster     string
 	ClusterName string
 	Routes      []string
+	// ConfigFile is a nats-server configuration file (accounts, users,
+	// nkeys, TLS, ...) to start from; Listen applies when it sets no port.
+	// Default: none.
+	ConfigFile string
 	// ReadyTimeout bounds the wait for the server to accept clients.
 	// Default: 10s.
 	ReadyTimeout time.Duration
@@ -50,13 +54,20 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := &server.Options{
-		Host:       host,
-		Port:       port,
-		ServerName: cfg.ServerName,
-		NoSigs:     true, // the bridge owns signal handling
-		NoLog:      true,
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		if opts, err = server.ProcessConfigFile(cfg.ConfigFile); err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
 	}
+	if opts.Port == 0 {
+		opts.Host, opts.Port = host, port
+	}
+	if cfg.ServerName != "" {
+		opts.ServerName = cfg.ServerName
+	}
+	opts.NoSigs = true // the bridge owns signal handling
+	opts.NoLog = true
 	if cfg.Cluster != "" {
 		ch, cp, err := splitListen(cfg.Cluster)
 		if err != nil {

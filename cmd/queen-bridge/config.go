@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 )
 
 // config is every setting of the binary. Each has an environment variable
@@ -19,6 +20,11 @@ import (
 // (QUEEN_HTTP_ADDR -> -http-addr); a flag wins over the variable.
 type config struct {
 	natsListen, natsURL, natsPrefix string
+	natsConfig, natsAccounts        string
+	natsUser, natsPassword          string
+	natsCreds, natsNkey             string
+	natsTLSCA, natsTLSCert          string
+	natsTLSKey                      string
 	pgDSN                           string
 	pgPoolSize                      int
 	pgStatementTimeoutMS            int
@@ -66,6 +72,15 @@ func (c *config) settings() []setting {
 		{"QUEEN_NATS_LISTEN", "127.0.0.1:4222", "address of the embedded NATS server (when QUEEN_NATS_URL is empty)", str(&c.natsListen)},
 		{"QUEEN_NATS_URL", "", "connect to this NATS (comma list) instead of embedding one", str(&c.natsURL)},
 		{"QUEEN_NATS_PREFIX", "queen", "subject prefix", str(&c.natsPrefix)},
+		{"QUEEN_NATS_CONFIG", "", "nats-server configuration file for the embedded server (accounts, users, TLS); its listen wins over QUEEN_NATS_LISTEN", str(&c.natsConfig)},
+		{"QUEEN_NATS_ACCOUNTS", "", "accounts mode: NATS account=tenant-uuid,... (a request's tenant is its account's; empty: one account, every client trusted)", str(&c.natsAccounts)},
+		{"QUEEN_NATS_USER", "", "user the bridge connects to NATS as", str(&c.natsUser)},
+		{"QUEEN_NATS_PASSWORD", "", "that user's password", str(&c.natsPassword)},
+		{"QUEEN_NATS_CREDS", "", "NATS credentials file (JWT and nkey seed) the bridge connects with", str(&c.natsCreds)},
+		{"QUEEN_NATS_NKEY", "", "nkey seed file the bridge connects with", str(&c.natsNkey)},
+		{"QUEEN_NATS_TLS_CA", "", "CA certificate file that NATS servers must be signed by", str(&c.natsTLSCA)},
+		{"QUEEN_NATS_TLS_CERT", "", "client certificate file for NATS (with QUEEN_NATS_TLS_KEY)", str(&c.natsTLSCert)},
+		{"QUEEN_NATS_TLS_KEY", "", "client key file for NATS", str(&c.natsTLSKey)},
 		{"QUEEN_PG_DSN", "", "connect to this PostgreSQL instead of embedding one", str(&c.pgDSN)},
 		{"QUEEN_PG_POOL_SIZE", "16", "PostgreSQL connections", num(&c.pgPoolSize)},
 		{"QUEEN_PG_STATEMENT_TIMEOUT_MS", "5000", "bundle call timeout, ms: then cancel on the server and spool the items", num(&c.pgStatementTimeoutMS)},
@@ -184,9 +199,43 @@ func (c *config) encryptionKeys() (map[uint8][]byte, error) {
 	return keys, nil
 }
 
+// natsOptions are the bridge's NATS connection options from the settings:
+// who it is (user and password, credentials file or nkey seed) and TLS.
+func (c *config) natsOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	if c.natsUser != "" || c.natsPassword != "" {
+		opts = append(opts, nats.UserInfo(c.natsUser, c.natsPassword))
+	}
+	if c.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(c.natsCreds))
+	}
+	if c.natsNkey != "" {
+		o, err := nats.NkeyOptionFromSeed(c.natsNkey)
+		if err != nil {
+			return nil, fmt.Errorf("QUEEN_NATS_NKEY %s: %w", c.natsNkey, err)
+		}
+		opts = append(opts, o)
+	}
+	if c.natsTLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.natsTLSCA))
+	}
+	if (c.natsTLSCert == "") != (c.natsTLSKey == "") {
+		return nil, fmt.Errorf("QUEEN_NATS_TLS_CERT and QUEEN_NATS_TLS_KEY go together")
+	}
+	if c.natsTLSCert != "" {
+		opts = append(opts, nats.ClientCert(c.natsTLSCert, c.natsTLSKey))
+	}
+	return opts, nil
+}
+
 // parseTokens reads token=tenant-uuid,... from the setting env. An error
 // names the entry by position, never by its text: it holds a token.
 func parseTokens(env, list string) (map[string][16]byte, error) {
+	return parsePairs(env, list, "token")
+}
+
+// parsePairs reads name=tenant-uuid,...; errors name the entry by position.
+func parsePairs(env, list, what string) (map[string][16]byte, error) {
 	out := map[string][16]byte{}
 	for i, pair := range strings.Split(list, ",") {
 		if strings.TrimSpace(pair) == "" {
@@ -195,7 +244,7 @@ func parseTokens(env, list string) (map[string][16]byte, error) {
 		tok, ten, ok := strings.Cut(pair, "=")
 		id, err := uuid.Parse(strings.TrimSpace(ten))
 		if !ok || err != nil || strings.TrimSpace(tok) == "" {
-			return nil, fmt.Errorf("%s: entry %d is not token=tenant-uuid", env, i+1)
+			return nil, fmt.Errorf("%s: entry %d is not %s=tenant-uuid", env, i+1, what)
 		}
 		out[strings.TrimSpace(tok)] = id
 	}

@@ -78,6 +78,14 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
+	accounts, err := parsePairs("QUEEN_NATS_ACCOUNTS", cfg.natsAccounts, "account")
+	if err != nil {
+		return err
+	}
+	natsAuth, err := cfg.natsOptions()
+	if err != nil {
+		return err
+	}
 	dsn, pgWhere := cfg.pgDSN, "external"
 	if dsn == "" {
 		pg, err := embedded.StartPostgres(ctx, embedded.Config{DataDir: filepath.Join(cfg.dataDir, "pg")})
@@ -96,9 +104,9 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		}
 	}
 	natsURL, natsWhere := cfg.natsURL, "external "+auth.URL(cfg.natsURL)
-	natsOpts := []nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}
+	natsOpts := append([]nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}, natsAuth...)
 	if natsURL == "" {
-		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen})
+		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen, ConfigFile: cfg.natsConfig})
 		if err != nil {
 			return err
 		}
@@ -146,7 +154,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
-		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, Registry: reg, Logger: log, Spool: sp,
+		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, NATSAccounts: accounts, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 	}, meters)
 	if err != nil {

@@ -1,0 +1,193 @@
+package bridge_test
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// accountsNATS runs a nats-server with the repository's example accounts
+// configuration (deploy/nats/accounts.conf).
+func accountsNATS(t *testing.T) string {
+	t.Helper()
+	t.Setenv("QUEEN_NATS_BRIDGE_PASSWORD", "bridge-pw")
+	t.Setenv("QUEEN_NATS_TENANT_A_PASSWORD", "a-pw")
+	t.Setenv("QUEEN_NATS_TENANT_B_PASSWORD", "b-pw")
+	opts, err := server.ProcessConfigFile("../deploy/nats/accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+// tenantConn connects as a tenant user and collects its asynchronous errors
+// (permission violations).
+type tenantConn struct {
+	*nats.Conn
+	mu   sync.Mutex
+	errs []string
+}
+
+func connectTenant(t *testing.T, url, user, password string) *tenantConn {
+	t.Helper()
+	tc := &tenantConn{}
+	nc, err := nats.Connect(url, nats.UserInfo(user, password), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		tc.mu.Lock()
+		tc.errs = append(tc.errs, err.Error())
+		tc.mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	tc.Conn = nc
+	return tc
+}
+
+// violation waits for a permissions violation naming subject.
+func (tc *tenantConn) violation(t *testing.T, subject string) {
+	t.Helper()
+	waitUntil(t, "a permissions violation for "+subject, 10*time.Second, func() bool {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, e := range tc.errs {
+			if strings.Contains(strings.ToLower(e), "permissions violation") && strings.Contains(e, subject) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// In the accounts mode a tenant account pushes, reads and configures its own
+// queues only, cannot reach the control plane or the queue group, and sees
+// no other account's replies.
+func TestAccountsModeIsolatesTenants(t *testing.T) {
+	url := accountsNATS(t)
+	tenantA, tenantB := uuid.New(), uuid.New()
+	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
+		accounts: map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": tenantB}})
+	a := connectTenant(t, url, "tenant-a", "a-pw")
+	b := connectTenant(t, url, "tenant-b", "b-pw")
+
+	// A snoops on every inbox of its own account while B pushes.
+	snoop, err := a.SubscribeSync("_INBOX.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(c *tenantConn, subject, body string) *nats.Msg {
+		t.Helper()
+		msg, err := c.Request(subject, []byte(body), 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		return msg
+	}
+	var rs []result
+	if msg := request(a, "queen.v1.push", items(item("orders", "p", "a1"))); json.Unmarshal(msg.Data, &rs) != nil || len(rs) != 1 || rs[0].Status != "queued" {
+		t.Fatalf("A's push: %s %v", msg.Data, msg.Header)
+	}
+	if msg := request(b, "queen.v1.push", items(item("orders", "p", "b1"), item("orders", "p", "b2"))); json.Unmarshal(msg.Data, &rs) != nil || len(rs) != 2 || rs[1].Status != "queued" {
+		t.Fatalf("B's push: %s %v", msg.Data, msg.Header)
+	}
+	for _, c := range []struct {
+		tenant uuid.UUID
+		want   int64
+	}{{tenantA, 1}, {tenantB, 2}} {
+		got := n.count(`SELECT coalesce(sum(s.msg_count), 0) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
+			JOIN queen.queues q ON q.id = p.queue_id WHERE q.tenant = $1 AND q.name = 'orders'`, c.tenant)
+		if got != c.want {
+			t.Fatalf("tenant %s holds %d messages, want %d", c.tenant, got, c.want)
+		}
+	}
+	if c := n.count(`SELECT count(*) FROM queen.queues WHERE tenant = '00000000-0000-0000-0000-000000000000'`); c != 0 {
+		t.Fatalf("%d queues under the default tenant", c)
+	}
+	// Reads see the account's own messages.
+	msg := request(a, "queen.v1.fetch", `{"queue":"orders","partition":"p"}`)
+	if !strings.Contains(string(msg.Data), `"transactionId":"a1"`) || strings.Contains(string(msg.Data), "b1") {
+		t.Fatalf("A's read: %s", msg.Data)
+	}
+	// Configure acts on the account's own queue.
+	msg = request(b, "queen.v1.configure", `{"queue":"orders","options":{"dedupWindowSeconds":7}}`)
+	if !strings.Contains(string(msg.Data), tenantB.String()) {
+		t.Fatalf("B's configure: %s", msg.Data)
+	}
+	if w := n.count(`SELECT dedup_window_seconds FROM queen.queues WHERE tenant = $1 AND name = 'orders'`, tenantA); w == 7 {
+		t.Fatal("B's configure changed A's queue")
+	}
+	// A's inboxes got A's own replies and none of B's.
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	own := 0
+	for {
+		m, err := snoop.NextMsg(200 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		if strings.Contains(string(m.Data), `"b1"`) || strings.Contains(string(m.Data), tenantB.String()) {
+			t.Fatalf("A received B's reply on %s: %s", m.Subject, m.Data)
+		}
+		own++
+	}
+	if own != 2 {
+		t.Fatalf("A's snooping subscription saw %d of A's own 2 replies", own)
+	}
+
+	// The control plane and the queue group are out of reach.
+	for _, subject := range []string{"queen.v1.maintenance.changed", "queen.v1.queue.changed", "queen.v1.available", "queen.v1.maintenance", "queen.v1.push.00000000-0000-0000-0000-000000000000"} {
+		if err := a.Publish(subject, []byte(`{"enabled":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		a.violation(t, subject)
+	}
+	if _, err := a.QueueSubscribe("queen.v1.push", "queen-bridge", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	a.violation(t, "queen.v1.push")
+	// The bridge is untouched: pushes are still written, not spooled.
+	if msg := request(b, "queen.v1.push", items(item("orders", "p", "b3"))); json.Unmarshal(msg.Data, &rs) != nil || rs[0].Status != "queued" {
+		t.Fatalf("after the attempts: %s", msg.Data)
+	}
+}
+
+// A request from the bridges' own account carries no account of a tenant:
+// in the accounts mode it is refused, as is a subject that names a tenant.
+func TestAccountsModeRefusesRequestsWithoutATenantAccount(t *testing.T) {
+	url := accountsNATS(t)
+	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
+		accounts: map[string][16]byte{"TENANT_A": uuid.New()}})
+	msg := n.natsPush([]byte(items(item("q", "p", "x"))), "")
+	if msg.Header.Get("Nats-Service-Error-Code") != "403" {
+		t.Fatalf("push from the bridge account: %v %s", msg.Header, msg.Data)
+	}
+	// A forged request info from inside the bridge account names an account
+	// that is not mapped: refused too.
+	forged := nats.NewMsg("queen.v1.push")
+	forged.Header.Set("Nats-Request-Info", `{"acc":"TENANT_C"}`)
+	forged.Data = []byte(items(item("q", "p", "y")))
+	reply, err := n.nc.RequestMsg(forged, 30*time.Second)
+	if err != nil || reply.Header.Get("Nats-Service-Error-Code") != "403" {
+		t.Fatalf("forged account: %v %v", err, reply)
+	}
+	if c := n.count(`SELECT count(*) FROM queen.queues`); c != 0 {
+		t.Fatalf("%d queues created by refused requests", c)
+	}
+}
