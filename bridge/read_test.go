@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/internal/testenv"
 )
 
 type readAnswer struct {
@@ -226,5 +229,49 @@ func TestMessageAvailableFormat(t *testing.T) {
 	}
 	if !parts["p1"] || !parts["p2"] {
 		t.Fatalf("announced %v", parts)
+	}
+}
+
+// A flood of announcements for a partition (from anyone on NATS) costs
+// each parked read a few queries a second, not one per announcement; a real
+// push still answers them.
+func TestAnnouncementFloodIsBoundedPerParkedRead(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	n.pushHTTP(items(item("flood", "p", "first"))) // offset 1: the reads wait from 2
+	const reads = 10
+	answers := make(chan readAnswer, reads)
+	for i := 0; i < reads; i++ {
+		go func() { answers <- n.read("queue=flood&partition=p&from=2&waitMs=20000") }()
+	}
+	waitUntil(t, "the reads to park", 10*time.Second, func() bool { return metricValue(t, n, "queen_parked_reads") == reads })
+	before := metricValue(t, n, "queen_read_queries_total")
+	intruder, err := nats.Connect(testenv.NATSURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer intruder.Close()
+	announce := []byte(`{"origin":"intruder","items":[{"tenant":"00000000-0000-0000-0000-000000000000","queue":"flood","partition":"p"}]}`)
+	const flood = 2 * time.Second
+	for end := time.Now().Add(flood); time.Now().Before(end); {
+		if err := intruder.Publish(n.prefix+".v1.available", announce); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Microsecond) // paces the flood at about 5,000 a second
+	}
+	if err := intruder.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	heard := metricValue(t, n, "queen_available_received_total")
+	queries := metricValue(t, n, "queen_read_queries_total") - before
+	// Without the pause after an empty wake every 5 ms hot-list tick costs
+	// each read a query: about 400 per read in 2 s.
+	if heard < 1000 || queries > reads*30 {
+		t.Fatalf("%.0f announcements heard, %.0f queries by %d parked reads (at most %d allowed)", heard, queries, reads, reads*30)
+	}
+	n.pushHTTP(items(item("flood", "p", "second")))
+	for i := 0; i < reads; i++ {
+		if a := <-answers; len(a.Messages) != 1 || a.Messages[0].TransactionID != "second" {
+			t.Fatalf("parked read answered %+v", a)
+		}
 	}
 }

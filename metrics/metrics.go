@@ -126,6 +126,7 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_hotlist_wakes_total", "Partition wake-ups of parked reads (at most one per partition per 5 ms tick with the hot-list on).",
 			func() uint64 { return reads().Wakes }),
 		gauge("queen_parked_reads", "Reads parked waiting for messages.", func() float64 { return float64(reads().Parked) }),
+		counter("queen_read_queries_total", "Database reads made by fetches (a parked read makes one per wake that it heeds).", func() uint64 { return reads().Queries }),
 		counter("queen_available_published_total", "MESSAGE_AVAILABLE announcements sent to peers.", func() uint64 { return reads().Announced }),
 		counter("queen_available_received_total", "MESSAGE_AVAILABLE announcements received from peers.", func() uint64 { return reads().PeerAnnouncements }),
 		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.Queues.Stats().SettingsReceived }),

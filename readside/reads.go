@@ -37,6 +37,7 @@ type Reads struct {
 
 	announced         atomic.Uint64
 	peerAnnouncements atomic.Uint64
+	queries           atomic.Uint64 // reads of the database by Fetch
 }
 
 // New validates cfg.
@@ -90,11 +91,19 @@ type FetchRequest struct {
 // parks, costing no query, until a push to the partition is announced (here
 // or by a peer), the wait ends or Stop, then reads again. Errors are the
 // database's, or the caller's context ending.
+//
+// A wake that finds nothing (announcements for a partition whose new
+// messages lie below the read's offset, or announcements nobody's push
+// caused) makes the next wake wait a little: 5 ms, doubling per empty wake
+// up to 250 ms, wakes meanwhile coalescing into one. So a parked read
+// queries at most a few times a second however many announcements arrive,
+// whoever sends them, while a wake that finds messages answers at once.
 func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([]pgwire.Message, error) {
 	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}
 	deadline := time.Now().Add(req.Wait)
 	var wake chan struct{}
 	var timer *time.Timer
+	var settle time.Duration // wait before heeding the next wake; grows with empty wakes
 	defer func() {
 		if wake != nil {
 			r.parked.unpark(k, wake)
@@ -104,6 +113,7 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 		}
 	}()
 	for {
+		r.queries.Add(1)
 		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit)
 		if err != nil {
 			return nil, err
@@ -118,8 +128,24 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 			timer = time.NewTimer(time.Until(deadline))
 			continue
 		}
+		if settle > 0 {
+			pause := time.NewTimer(settle)
+			select {
+			case <-pause.C:
+			case <-timer.C:
+				pause.Stop()
+				return nil, nil
+			case <-r.quit:
+				pause.Stop()
+				return nil, nil
+			case <-ctx.Done():
+				pause.Stop()
+				return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
+			}
+		}
 		select {
 		case <-wake:
+			settle = min(max(2*settle, minSettle), maxSettle) // reset by returning: a wake that finds messages ends the read
 		case <-timer.C:
 			return nil, nil
 		case <-r.quit:
@@ -130,16 +156,23 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 	}
 }
 
+// The pause before heeding another wake after an empty one.
+const (
+	minSettle = 5 * time.Millisecond
+	maxSettle = 250 * time.Millisecond
+)
+
 // Stats are counters for the metrics.
 type Stats struct {
 	Wakes             uint64 // partition wake-ups of parked reads
 	Parked            int64  // reads parked now
 	Announced         uint64 // MESSAGE_AVAILABLE sent to peers
 	PeerAnnouncements uint64 // MESSAGE_AVAILABLE received from peers
+	Queries           uint64 // database reads made by fetches
 }
 
 // Stats returns a snapshot.
 func (r *Reads) Stats() Stats {
 	return Stats{Wakes: r.parked.wakes.Load(), Parked: r.parked.n.Load(),
-		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load()}
+		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(), Queries: r.queries.Load()}
 }
