@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/embedded"
 )
 
 // accountsNATS runs a nats-server with the repository's example accounts
@@ -19,21 +19,12 @@ func accountsNATS(t *testing.T) string {
 	t.Setenv("QUEEN_NATS_BRIDGE_PASSWORD", "bridge-pw")
 	t.Setenv("QUEEN_NATS_TENANT_A_PASSWORD", "a-pw")
 	t.Setenv("QUEEN_NATS_TENANT_B_PASSWORD", "b-pw")
-	opts, err := server.ProcessConfigFile("../deploy/nats/accounts.conf")
+	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", ConfigFile: "../deploy/nats/accounts.conf"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Host, opts.Port, opts.NoSigs, opts.NoLog = "127.0.0.1", -1, true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(s.Shutdown)
-	return s.ClientURL()
+	t.Cleanup(ns.Stop)
+	return ns.ClientURL()
 }
 
 // tenantConn connects as a tenant user and collects its asynchronous errors

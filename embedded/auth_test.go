@@ -14,18 +14,23 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func authTestDir(t *testing.T) string {
+// ReachableTempDir is a temporary directory the postgres account can reach
+// when the tests run as root (t.TempDir's parents are mode 0700). Exported
+// for the package's external tests.
+func ReachableTempDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "queen-embedded-auth-")
+	dir, err := os.MkdirTemp("", "queen-embedded-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(dir, 0o755); err != nil { // reachable by the postgres account under root
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "pg")
+	return dir
 }
+
+func authTestDir(t *testing.T) string { return filepath.Join(ReachableTempDir(t), "pg") }
 
 func startForTest(t *testing.T, dataDir string) *Postgres {
 	t.Helper()

@@ -17,21 +17,6 @@ import (
 	"github.com/queenbridge/queenbridge/embedded"
 )
 
-// reachableTempDir is a temporary directory the postgres account can reach
-// when the tests run as root (t.TempDir's parents are mode 0700).
-func reachableTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "queen-embedded-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func startPG(t *testing.T, dataDir string) *embedded.Postgres {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -44,7 +29,7 @@ func startPG(t *testing.T, dataDir string) *embedded.Postgres {
 }
 
 func TestPostgresKeepsDataAcrossRestart(t *testing.T) {
-	dir := filepath.Join(reachableTempDir(t), "pg")
+	dir := filepath.Join(embedded.ReachableTempDir(t), "pg")
 	pg := startPG(t, dir)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pg.DSN())
@@ -107,7 +92,7 @@ func TestFindPostgresBin(t *testing.T) {
 func TestPostmasterGoneAfterProcessExit(t *testing.T) {
 	for _, mode := range []string{"stop", "exit-without-stop", "sigkill"} {
 		t.Run(mode, func(t *testing.T) {
-			dir := reachableTempDir(t)
+			dir := embedded.ReachableTempDir(t)
 			pidFile := filepath.Join(dir, "postmaster.pid.txt")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
 			cmd.Env = append(os.Environ(), "QUEEN_EMBEDDED_HELPER="+mode, "QUEEN_EMBEDDED_HELPER_DIR="+dir)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,23 +11,23 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 )
 
 // passwordNATS runs a NATS server that wants a user and password.
 func passwordNATS(t *testing.T, user, password string) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, Username: user, Password: password, NoSigs: true})
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("authorization { user: %q, password: %q }\n", user, password)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", ConfigFile: conf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(s.Shutdown)
-	return strings.TrimPrefix(s.ClientURL(), "nats://")
+	t.Cleanup(ns.Stop)
+	return strings.TrimPrefix(ns.ClientURL(), "nats://")
 }
 
 // Configured secrets (a NATS password, tenant and admin tokens, the
