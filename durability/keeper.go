@@ -122,6 +122,7 @@ type Stats struct {
 	Maintenance      bool
 	SpoolRecords     int64 // waiting in the spool
 	SpoolBytes       int64 // of the spool files
+	SpoolSkipped     int64 // damaged spool bytes passed over at start
 	Replayed         uint64
 	DrainErrors      uint64
 	RetainedSegments uint64
@@ -133,7 +134,7 @@ func (k *Keeper) Stats() Stats {
 		DrainErrors: k.drainErrors.Load(), RetainedSegments: k.retainedSegments.Load()}
 	if k.cfg.Spool != nil {
 		st := k.cfg.Spool.Stats()
-		s.SpoolRecords, s.SpoolBytes = st.Records, st.Bytes
+		s.SpoolRecords, s.SpoolBytes, s.SpoolSkipped = st.Records, st.Bytes, st.SkippedBytes
 	}
 	return s
 }

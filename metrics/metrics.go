@@ -121,6 +121,8 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		}),
 		gauge("queen_spool_pending_records", "Records waiting in the spool.", func() float64 { return float64(keeper().SpoolRecords) }),
 		gauge("queen_spool_pending_bytes", "Bytes of the spool files.", func() float64 { return float64(keeper().SpoolBytes) }),
+		counter("queen_spool_skipped_bytes_total", "Damaged spool bytes passed over when the spool was opened (the records after them are kept).",
+			func() uint64 { return uint64(keeper().SpoolSkipped) }),
 		counter("queen_spool_replayed_total", "Spooled records written (or found duplicate) by the drain.", func() uint64 { return keeper().Replayed }),
 		counter("queen_spool_drain_errors_total", "Drain passes that stopped early.", func() uint64 { return keeper().DrainErrors }),
 		counter("queen_hotlist_wakes_total", "Partition wake-ups of parked reads (at most one per partition per 5 ms tick with the hot-list on).",

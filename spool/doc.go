@@ -3,13 +3,19 @@
 // and only then answered "buffered"; a drain later replays it.
 //
 // Layout: files spool-<20-digit sequence>.log in one directory, appended to
-// in sequence order and rolled at Config.FileBytes. Each record is
+// in sequence order and rolled at Config.FileBytes. The directory is mode
+// 0700 and its files 0600: payloads of unencrypted queues are plaintext.
+// Each record is
 //
-//	length uint32 LE | CRC-32C (Castagnoli) of the body uint32 LE | body
+//	magic f1 51 53 02 | length uint32 LE | CRC-32C (Castagnoli) of the body uint32 LE | body
 //
-// and the body is one Record (record.go). A crash can leave the newest file
-// with a torn tail: Open cuts it at the last whole record, keeping every
-// whole record before it.
+// and the body is one Record (record.go); records written before the magic
+// existed lack it and still read. A crash can leave the newest file with a
+// torn tail: Open cuts it at the last whole record, keeping every whole
+// record before it. A damaged record in the middle of a file (a bad sector,
+// a stray write) is passed over: the reader looks for the next magic whose
+// length and CRC check out, and keeps every whole record from there; the
+// bytes passed over are counted (Stats.SkippedBytes).
 //
 // Durability order: Append returns only after the bytes it wrote are fsynced.
 // Appends from many goroutines are group-committed: one writer goroutine owns

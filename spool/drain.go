@@ -72,14 +72,7 @@ func (s *Spool) drainFile(ctx context.Context, seq uint64, replay ReplayFunc) (i
 		return 0, fmt.Errorf("spool: read %s: %w", path, err)
 	}
 	var recs []Record
-	for off := 0; off < len(data); {
-		r, n, err := readRecord(data[off:])
-		if err != nil {
-			break // cut by scan at open; nothing whole follows
-		}
-		recs = append(recs, r)
-		off += n
-	}
+	walk(data, func(r Record) { recs = append(recs, r) }) // past damage as scan was
 	var keep []Record
 	for start := 0; start < len(recs); start += DrainChunk {
 		chunk := recs[start:min(start+DrainChunk, len(recs))]

@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -25,10 +26,19 @@ type Record struct {
 
 const (
 	recordVersion = 1
-	headerSize    = 8 // length + CRC
+	// headerSize is magic + length + CRC. Records written before the magic
+	// existed have the 8-byte legacyHeaderSize header (length + CRC) and
+	// still read.
+	headerSize       = 12
+	legacyHeaderSize = 8
 	// maxRecord bounds one record body; larger lengths are corruption.
 	maxRecord = 256 << 20
 )
+
+// magic starts every record header, so that a reader can find the next
+// record after a damaged one: a record is where the magic is followed by a
+// length and a body whose CRC checks out.
+var magic = [4]byte{0xf1, 'Q', 'S', 0x02}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -40,7 +50,8 @@ func (r *Record) size() int {
 // appendRecord appends the framed record (header and body) to dst.
 func appendRecord(dst []byte, r *Record) []byte {
 	start := len(dst)
-	dst = append(dst, make([]byte, headerSize)...)
+	dst = append(dst, magic[:]...)
+	dst = append(dst, make([]byte, headerSize-len(magic))...)
 	dst = append(dst, recordVersion)
 	dst = append(dst, r.Tenant[:]...)
 	dst = append(dst, r.MessageID[:]...)
@@ -53,8 +64,8 @@ func appendRecord(dst []byte, r *Record) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(r.Payload)))
 	dst = append(dst, r.Payload...)
 	body := dst[start+headerSize:]
-	binary.LittleEndian.PutUint32(dst[start:], uint32(len(body)))
-	binary.LittleEndian.PutUint32(dst[start+4:], crc32.Checksum(body, castagnoli))
+	binary.LittleEndian.PutUint32(dst[start+4:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(dst[start+8:], crc32.Checksum(body, castagnoli))
 	return dst
 }
 
@@ -98,17 +109,61 @@ func decodeRecord(body []byte) (Record, error) {
 // record, the bytes it took, or an error when b does not start with a whole,
 // intact record (a torn tail, or corruption).
 func readRecord(b []byte) (Record, int, error) {
-	if len(b) < headerSize {
+	hs, lenAt := headerSize, 4
+	if len(b) < len(magic) || [4]byte(b[:4]) != magic {
+		hs, lenAt = legacyHeaderSize, 0 // written before the magic existed
+	}
+	if len(b) < hs {
 		return Record{}, 0, fmt.Errorf("%w: %d bytes left, shorter than a header", ErrCorrupt, len(b))
 	}
-	n := binary.LittleEndian.Uint32(b)
-	if n > maxRecord || int(n) > len(b)-headerSize {
-		return Record{}, 0, fmt.Errorf("%w: length %d with %d bytes left", ErrCorrupt, n, len(b)-headerSize)
+	n := binary.LittleEndian.Uint32(b[lenAt:])
+	if n > maxRecord || int(n) > len(b)-hs {
+		return Record{}, 0, fmt.Errorf("%w: length %d with %d bytes left", ErrCorrupt, n, len(b)-hs)
 	}
-	body := b[headerSize : headerSize+int(n)]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+	body := b[hs : hs+int(n)]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[lenAt+4:]) {
 		return Record{}, 0, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
 	}
 	r, err := decodeRecord(body)
-	return r, headerSize + int(n), err
+	return r, hs + int(n), err
+}
+
+// walk reads a file's records in order, calling fn with each whole one.
+// Past a damaged record it looks for the next magic where a whole record
+// checks out and goes on from there; the bytes passed over are skipped.
+// When nothing whole follows a damage, what remains is the torn tail: end
+// is where it starts (len(data) when there is none).
+func walk(data []byte, fn func(r Record)) (end, skipped int) {
+	off := 0
+	for off < len(data) {
+		r, n, err := readRecord(data[off:])
+		if err == nil {
+			fn(r)
+			off += n
+			end = off
+			continue
+		}
+		next := resync(data, off+1)
+		if next < 0 {
+			return end, skipped
+		}
+		skipped += next - off
+		off = next
+	}
+	return off, skipped
+}
+
+// resync is the offset of the first whole record at or after from, or -1.
+func resync(data []byte, from int) int {
+	for from < len(data) {
+		i := bytes.Index(data[from:], magic[:])
+		if i < 0 {
+			return -1
+		}
+		if _, _, err := readRecord(data[from+i:]); err == nil {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
 }

@@ -40,6 +40,7 @@ type Spool struct {
 
 	records atomic.Int64
 	bytes   atomic.Int64
+	skipped atomic.Int64 // damaged bytes passed over by scans at Open
 	closed  atomic.Bool
 }
 
@@ -80,8 +81,14 @@ func Open(cfg Config) (*Spool, error) {
 	if cfg.MaxBytes < 0 || cfg.FileBytes < 0 {
 		return nil, errors.New("spool: sizes must be positive")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	// Spooled payloads are plaintext for unencrypted queues: the directory
+	// and its files are the service user's alone, also when an older
+	// version made them readable.
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: create %s: %w", cfg.Dir, err)
+	}
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: chmod %s: %w", cfg.Dir, err)
 	}
 	s := &Spool{cfg: cfg, reqs: make(chan *appendReq, 1024), ctl: make(chan ctlReq), quit: make(chan struct{}),
 		done: make(chan struct{}), files: map[uint64]*fileInfo{}}
@@ -129,32 +136,31 @@ func (s *Spool) list() ([]uint64, error) {
 	return seqs, nil
 }
 
-// scan counts a file's whole records and cuts the file after the last one:
-// a torn tail (a crash mid-append) on the newest file, or what follows a
+// scan counts a file's whole records, skipping damaged ones in the middle
+// (counted in SkippedBytes), and cuts the file after the last whole one: a
+// torn tail (a crash mid-append) on the newest file, or what follows a
 // failed write on an older one (the writer rolls after a write error).
 func (s *Spool) scan(seq uint64) (*fileInfo, error) {
 	path := filepath.Join(s.cfg.Dir, fileName(seq))
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("spool: chmod %s: %w", path, err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("spool: read %s: %w", path, err)
 	}
 	info := &fileInfo{}
-	off := 0
-	for off < len(data) {
-		_, n, err := readRecord(data[off:])
-		if err != nil {
-			if err := os.Truncate(path, int64(off)); err != nil {
-				return nil, fmt.Errorf("spool: cut torn tail of %s at %d: %w", path, off, err)
-			}
-			if err := syncPath(path); err != nil {
-				return nil, err
-			}
-			break
+	end, skipped := walk(data, func(Record) { info.records++ })
+	if end < len(data) {
+		if err := os.Truncate(path, int64(end)); err != nil {
+			return nil, fmt.Errorf("spool: cut torn tail of %s at %d: %w", path, end, err)
 		}
-		off += n
-		info.records++
+		if err := syncPath(path); err != nil {
+			return nil, err
+		}
 	}
-	info.bytes = int64(off)
+	s.skipped.Add(int64(skipped))
+	info.bytes = int64(end)
 	return info, nil
 }
 
@@ -200,6 +206,9 @@ type Stats struct {
 	Records int64
 	Bytes   int64
 	Files   int
+	// SkippedBytes were damaged records in the middle of files, passed over
+	// when Open read the spool: what followed them is kept and replayed.
+	SkippedBytes int64
 }
 
 // Stats returns the records and bytes pending in the spool.
@@ -207,7 +216,7 @@ func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	files := len(s.files)
 	s.mu.Unlock()
-	return Stats{Records: s.records.Load(), Bytes: s.bytes.Load(), Files: files}
+	return Stats{Records: s.records.Load(), Bytes: s.bytes.Load(), Files: files, SkippedBytes: s.skipped.Load()}
 }
 
 // Check reads every file and verifies every record. Tests run it.

@@ -17,7 +17,7 @@ type file struct {
 // before anything in it can be acknowledged.
 func (s *Spool) create(seq uint64) (*file, error) {
 	path := filepath.Join(s.cfg.Dir, fileName(seq))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("spool: create %s: %w", path, err)
 	}

@@ -128,6 +128,10 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		return err
 	}
 	defer sp.Close()
+	if st := sp.Stats(); st.SkippedBytes > 0 {
+		log.Warn().Str("target", "spool").Int64("skipped_bytes", st.SkippedBytes).Int64("records", st.Records).
+			Msg("damaged spool records were passed over; every whole record after them is kept and will be replayed")
+	}
 
 	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: int32(cfg.pgPoolSize), DefaultDedupWindowSeconds: cfg.dedupWindowS,
 		StatementTimeout: time.Duration(cfg.pgStatementTimeoutMS) * time.Millisecond})
