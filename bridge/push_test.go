@@ -64,6 +64,12 @@ func TestBadRequestsAreRejectedWholeAndWriteNothing(t *testing.T) {
 		{items(`{"queue":"q","traceId":"` + long + `"}`), "items[0].traceId must be 0..255 bytes"},
 		{`{"items": []} trailing`, "body is not JSON"},
 		{items(item("ok", "", "")) + "\x00", "body is not JSON"},
+		{items("{\"queue\":\"q\",\"payload\":\"caf\xe9\"}"), "items[0]: body is not JSON: invalid UTF-8 in a string"},
+		{items(item("ok", "", ""), "{\"queue\":\"q\",\"payload\":{\"k\":[\"a\xc3\"]}}"), "items[1]: body is not JSON: invalid UTF-8"},
+		{items("{\"queue\":\"q\",\"traceId\":\"\xed\xa0\x80\"}"), "items[0]: body is not JSON: invalid UTF-8"},
+		{items(`{"queue":"a\ud800b"}`), "items[0].queue must not escape half of a UTF-16 surrogate pair"},
+		{items(`{"queue":"q","partition":"\udc00"}`), "items[0].partition must not escape half of a UTF-16 surrogate pair"},
+		{items(`{"queue":"q","transactionId":"x\ud83d"}`), "items[0].transactionId must not escape half"},
 	}
 	for _, tc := range cases {
 		status, out := n.post("/api/v1/push", []byte(tc.body))

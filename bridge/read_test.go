@@ -98,6 +98,11 @@ func TestReadBackExactlyWhatWasPushed(t *testing.T) {
 	if err := json.Unmarshal(reply.Data, &na); err != nil || len(na.Messages) != 2 || na.Messages[0].TransactionID != want["sealed/p1"][2].tx {
 		t.Fatalf("NATS fetch: %s %v", reply.Data, err)
 	}
+	// a wait that would overflow when turned into a duration is refused
+	reply, err = n.nc.Request(n.prefix+".v1.fetch", []byte(`{"queue":"sealed","partition":"p1","from":3,"waitMs":9223372036855}`), 5*time.Second)
+	if err != nil || reply.Header.Get("Nats-Service-Error-Code") != "400" || !strings.Contains(string(reply.Data), "waitMs must be") {
+		t.Fatalf("NATS fetch with an overflowing waitMs: %v %v %s", err, reply.Header, reply.Data)
+	}
 }
 
 // A read parked on bridge B returns the message pushed through bridge A, woken

@@ -44,7 +44,7 @@ func (r *FetchRequest) Validate() error {
 	case r.Limit < 0 || r.Limit > maxReadLimit:
 		return Badf("limit must be 1..%d, got %d", maxReadLimit, r.Limit)
 	}
-	if r.WaitMs < 0 || time.Duration(r.WaitMs)*time.Millisecond > maxWait {
+	if r.WaitMs < 0 || int64(r.WaitMs) > maxWait.Milliseconds() { // compared before any arithmetic can overflow
 		return Badf("waitMs must be 0..%d, got %d", maxWait.Milliseconds(), r.WaitMs)
 	}
 	return nil

@@ -7,7 +7,10 @@ import (
 )
 
 // BadRequest is a request-level error answered 400 and naming what was wrong.
-type BadRequest struct{ msg string }
+type BadRequest struct {
+	msg   string
+	cause error // what the message says, when it wraps something
+}
 
 func (e *BadRequest) Error() string { return e.msg }
 
@@ -18,6 +21,7 @@ func Badf(format string, args ...any) error { return &BadRequest{msg: fmt.Sprint
 type field struct {
 	set   bool // present and not null
 	str   bool // a string
+	lone  bool // it escapes half a UTF-16 surrogate pair (value holds U+FFFD)
 	value string
 }
 
@@ -50,6 +54,10 @@ func checkName(idx int, name string, f field, required bool, minLen int) (string
 	}
 	if !utf8.ValidString(f.value) {
 		return "", Badf("%s must be valid UTF-8", label())
+	}
+	if f.lone {
+		// Unescaped it would be U+FFFD, and two different names one queue.
+		return "", Badf("%s must not escape half of a UTF-16 surrogate pair", label())
 	}
 	for _, r := range f.value {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {

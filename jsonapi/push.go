@@ -1,6 +1,10 @@
 package jsonapi
 
-import "github.com/queenbridge/queenbridge/internal/jsonscan"
+import (
+	"errors"
+
+	"github.com/queenbridge/queenbridge/internal/jsonscan"
+)
 
 // Item is one validated item of a push body. Payload is a sub-slice of
 // the body: the bytes exactly as sent.
@@ -18,7 +22,9 @@ const DefaultPartition = "Default"
 var nullPayload = []byte("null")
 
 // notJSON is the 400 for a body that does not parse.
-func notJSON(err error) error { return Badf("body is not JSON: %v", err) }
+func notJSON(err error) error {
+	return &BadRequest{msg: "body is not JSON: " + err.Error(), cause: err}
+}
 
 // members walks the object at the cursor (a '{'), calling fn with each
 // member's name (unescaped) with the cursor on its value; fn consumes the
@@ -113,6 +119,10 @@ func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
 	for idx := 0; ; idx++ {
 		it, err := decodeItem(s, idx)
 		if err != nil {
+			var bad *BadRequest
+			if errors.As(err, &bad) && errors.Is(bad.cause, jsonscan.ErrInvalidUTF8) {
+				return nil, Badf("items[%d]: %v", idx, err) // say which item
+			}
 			return nil, err
 		}
 		items = append(items, it)
@@ -189,6 +199,7 @@ func scanField(s *jsonscan.Scanner, f *field) error {
 		f.set, f.str = true, true
 		if esc {
 			f.value = jsonscan.Unescape(raw)
+			f.lone = jsonscan.HasLoneSurrogate(raw)
 		} else {
 			f.value = string(raw)
 		}

@@ -67,21 +67,32 @@ func (s *Scanner) Consume(c byte) error {
 	return nil
 }
 
+// ErrInvalidUTF8: a string holds bytes that are not UTF-8. JSON text is
+// UTF-8 (RFC 8259, section 8.1).
+var ErrInvalidUTF8 = errors.New("invalid UTF-8 in a string")
+
 // Str scans a string and returns its raw contents (between the quotes) and
-// whether it holds escapes.
+// whether it holds escapes. The contents must be UTF-8.
 func (s *Scanner) Str() (raw []byte, escaped bool, err error) {
 	if err := s.Consume('"'); err != nil {
 		return nil, false, err
 	}
 	start := s.i
+	var high uint64 // the high bits seen: non-ASCII bytes to validate
 	for s.i < len(s.b) {
 		// Eight plain bytes at a time: most of a string is neither a quote,
 		// a backslash nor a control character (the byte loop below was 9 %
 		// of the bridge's CPU at 100-item pushes).
-		for s.i+8 <= len(s.b) && !specialInWord(binary.LittleEndian.Uint64(s.b[s.i:])) {
+		for s.i+8 <= len(s.b) {
+			w := binary.LittleEndian.Uint64(s.b[s.i:])
+			if specialInWord(w) {
+				break
+			}
+			high |= w
 			s.i += 8
 		}
 		for s.i < len(s.b) && plainByte[s.b[s.i]] {
+			high |= uint64(s.b[s.i])
 			s.i++
 		}
 		if s.i >= len(s.b) {
@@ -91,6 +102,9 @@ func (s *Scanner) Str() (raw []byte, escaped bool, err error) {
 		switch {
 		case c == '"':
 			raw = s.b[start:s.i]
+			if high&0x8080808080808080 != 0 && !utf8.Valid(raw) {
+				return nil, false, fmt.Errorf("%w at byte %d", ErrInvalidUTF8, start+invalidAt(raw))
+			}
 			s.i++
 			return raw, escaped, nil
 		case c == '\\':
@@ -271,6 +285,48 @@ func hexVal(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
+}
+
+// invalidAt is the offset of the first byte of b that is not UTF-8.
+func invalidAt(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// HasLoneSurrogate reports whether the contents of a string that Str
+// validated escape half of a UTF-16 surrogate pair without the other half
+// (Unescape makes it U+FFFD).
+func HasLoneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		if raw[i] != 'u' {
+			continue
+		}
+		r := rune(hex4(raw[i+1:]))
+		i += 4
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if r2 := rune(hex4(raw[i+3:])); r2 >= 0xDC00 && r2 < 0xE000 {
+					i += 6
+					continue
+				}
+			}
+			return true
+		case r >= 0xDC00 && r < 0xE000:
+			return true
+		}
+	}
+	return false
 }
 
 // Unescape decodes the contents of a JSON string that Str validated.
