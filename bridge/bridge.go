@@ -48,6 +48,7 @@ type Bridge struct {
 	metricsSrv *http.Server // the metrics-only listener (Config.MetricsAddr)
 	metricsLn  net.Listener
 	fetchSlots chan struct{} // NATS reads parked at once
+	budget     *bodyBudget   // request bytes in memory
 
 	id string // this bridge, in broadcasts
 
@@ -61,7 +62,8 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, id: uuid.NewString(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches)}
+	b := &Bridge{cfg: cfg, id: uuid.NewString(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches),
+		budget: newBodyBudget(cfg.MaxInflightBytes)}
 	link := peers.Link{NATS: cfg.NATS, Prefix: cfg.Prefix, Origin: b.id}
 	var err error
 	if b.tokens, err = auth.NewTokens(cfg.Tokens, cfg.AdminTokens); err != nil {
@@ -95,7 +97,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	b.metrics = m
 	m.RegisterFusion(cfg.Fusion)
-	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues})
+	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues, InflightBodyBytes: b.budget.inUse})
 	return b, nil
 }
 

@@ -36,6 +36,16 @@ type Config struct {
 	HTTPAddr string
 	// MaxBodyBytes caps a push body (QUEEN_MAX_BODY_BYTES). Default 16 MiB.
 	MaxBodyBytes int64
+	// MaxInflightBytes bounds the request bodies held in memory at once,
+	// over HTTP and NATS (QUEEN_MAX_INFLIGHT_BYTES). A request that finds it
+	// full waits up to BudgetWait, then gets 503. Default 256 MiB.
+	MaxInflightBytes int64
+	// BudgetWait is how long a request waits for MaxInflightBytes to have
+	// room. Default 1s.
+	BudgetWait time.Duration
+	// BodyTimeout bounds the time an HTTP body takes to arrive
+	// (QUEEN_BODY_TIMEOUT_MS); past it the request gets 408. Default 30s.
+	BodyTimeout time.Duration
 	// EncryptionKey is an AES-256 key (32 bytes) with id 0; nil: none.
 	// Default nil.
 	EncryptionKey []byte
@@ -77,7 +87,9 @@ type Config struct {
 	// RetentionInterval is how often retention runs; negative disables it.
 	// Default 5s.
 	RetentionInterval time.Duration
-	// MaxParkedFetches bounds NATS reads parked at once. Default 1024.
+	// MaxParkedFetches bounds reads parked at once: NATS fetches, and HTTP
+	// reads with a waitMs, together (QUEEN_MAX_PARKED_READS); beyond it a
+	// read gets 503. Default 1024.
 	MaxParkedFetches int
 	// Registry receives the Prometheus collectors. Default: a new registry.
 	Registry *prometheus.Registry
@@ -97,6 +109,18 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 16 << 20
+	}
+	if c.MaxInflightBytes == 0 {
+		c.MaxInflightBytes = 256 << 20
+	}
+	if c.BudgetWait == 0 {
+		c.BudgetWait = time.Second
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = 30 * time.Second
+	}
+	if c.MaxInflightBytes < 0 || c.BudgetWait < 0 || c.BodyTimeout < 0 {
+		return fmt.Errorf("bridge: MaxInflightBytes, BudgetWait and BodyTimeout must be positive")
 	}
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)

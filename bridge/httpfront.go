@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -27,53 +28,85 @@ func (b *Bridge) httpHandler() http.Handler {
 	return mux
 }
 
+// writeTimeout bounds the writing of one answer: a client that does not read
+// its answer does not hold it (and its memory) for longer.
+const writeTimeout = 30 * time.Second
+
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
-// readBody reads the whole body once, up to the limit.
-func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+// errBusy: the in-flight body budget stayed full for the whole wait.
+var errBusy = errors.New("too many request bytes in flight; try again shortly")
+
+// readBody reads the whole body once, up to the limit. Memory is taken as
+// bytes arrive (a declared Content-Length is a promise, not an allocation),
+// each step from the in-flight budget, and the body must arrive within
+// BodyTimeout. The caller gives back the bytes it was handed (taken) once
+// it has answered.
+func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) (body []byte, taken int64, status int, err error) {
+	tooBig := func() ([]byte, int64, int, error) {
+		return nil, taken, http.StatusRequestEntityTooLarge, errors.New("body larger than " + strconv.FormatInt(b.cfg.MaxBodyBytes, 10) + " bytes")
+	}
 	if r.ContentLength > b.cfg.MaxBodyBytes {
-		return nil, http.StatusRequestEntityTooLarge, errors.New("body larger than " + strconv.FormatInt(b.cfg.MaxBodyBytes, 10) + " bytes")
+		return tooBig()
 	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(b.cfg.BodyTimeout))
 	rd := http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes)
-	var body []byte
-	var err error
-	if r.ContentLength > 0 {
-		body = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(rd, body)
-	} else {
-		body, err = io.ReadAll(rd)
+	for {
+		if len(body) == cap(body) {
+			grow := int64(max(cap(body), 4<<10))
+			if r.ContentLength > 0 {
+				grow = min(grow, max(r.ContentLength-int64(len(body)), 1)) // one byte more finds EOF
+			}
+			if !b.budget.take(r.Context(), grow, b.cfg.BudgetWait) {
+				return nil, taken, http.StatusServiceUnavailable, errBusy
+			}
+			taken += grow
+			nb := make([]byte, len(body), cap(body)+int(grow))
+			copy(nb, body)
+			body = nb
+		}
+		n, rerr := rd.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		var maxErr *http.MaxBytesError
+		switch {
+		case rerr == io.EOF:
+			return body, taken, 0, nil
+		case errors.As(rerr, &maxErr):
+			return tooBig()
+		case errors.Is(rerr, os.ErrDeadlineExceeded):
+			return nil, taken, http.StatusRequestTimeout, errors.New("the body did not arrive within " + b.cfg.BodyTimeout.String())
+		case rerr != nil:
+			return nil, taken, http.StatusBadRequest, errors.New("reading the body: " + rerr.Error())
+		}
 	}
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, http.StatusRequestEntityTooLarge, errors.New("body larger than " + strconv.FormatInt(b.cfg.MaxBodyBytes, 10) + " bytes")
-	case err != nil:
-		return nil, http.StatusBadRequest, errors.New("reading the body: " + err.Error())
-	}
-	return body, 0, nil
 }
 
 // body reads the body; on failure it has answered already and reports
-// false.
-func (b *Bridge) body(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, status, err := b.readBody(w, r)
+// false. done gives the body's bytes back to the budget: call it once the
+// request is answered.
+func (b *Bridge) body(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
+	body, taken, status, err := b.readBody(w, r)
+	done = func() { b.budget.give(taken) }
 	if err != nil {
+		done()
 		writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
-		return nil, false
+		return nil, nil, false
 	}
-	return body, true
+	return body, done, true
 }
 
 func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
-	body, ok := b.body(w, r)
+	body, done, ok := b.body(w, r)
 	if !ok {
 		b.metrics.Request("http")
 		return
 	}
+	defer done()
 	type answer struct {
 		status int
 		body   []byte
@@ -85,10 +118,11 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant [16]byt
 }
 
 func (b *Bridge) httpConfigure(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
-	body, ok := b.body(w, r)
+	body, done, ok := b.body(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	status, out := b.configure(r.Context(), tenant, body)
 	writeJSON(w, status, out)
 }

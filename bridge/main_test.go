@@ -48,6 +48,10 @@ type nodeOpts struct {
 	natsURL  string              // default: the test binary's NATS
 	natsOpts []nats.Option       // the bridge's connection options
 	accounts map[string][16]byte // Config.NATSAccounts
+	inflight int64               // Config.MaxInflightBytes
+	bodyWait time.Duration       // Config.BudgetWait
+	bodyTO   time.Duration       // Config.BodyTimeout
+	parked   int                 // Config.MaxParkedFetches
 	prefix   string
 	registry *prometheus.Registry
 	spoolDir string        // default: a new temporary directory
@@ -100,7 +104,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, Registry: o.registry, Spool: sp,
+		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParkedFetches: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
 	if err != nil {
 		t.Fatal(err)

@@ -38,12 +38,12 @@ func (b *Bridge) maintenanceRequest(ctx context.Context, body []byte) (int, []by
 func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ [16]byte) {
 	var body []byte
 	if r.Method == http.MethodPost {
-		var status int
-		var err error
-		if body, status, err = b.readBody(w, r); err != nil {
-			writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
+		var done func()
+		var ok bool
+		if body, done, ok = b.body(w, r); !ok {
 			return
 		}
+		defer done()
 	}
 	status, out := b.maintenanceRequest(r.Context(), body)
 	writeJSON(w, status, out)

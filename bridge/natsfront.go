@@ -67,20 +67,41 @@ func (b *Bridge) natsPush(req micro.Request) {
 		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, jsonapi.ErrorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
 		return
 	}
+	size := int64(len(req.Data()))
 	answer := func(status int, body []byte) {
 		respondNATS(b.cfg.NATS, req, status, body)
+		b.budget.give(size)
 		b.calls.Done()
 	}
-	if len(req.Data()) <= inlinePushBytes {
-		items, err := jsonapi.DecodePush(req.Data())
-		if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
-			b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answer) })
-			return
-		}
-		b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answer) })
+	if !b.budget.tryTake(size) {
+		// The delivery goroutine does not wait: a worker waits briefly for
+		// room, then answers 503.
+		b.enqueue(req, func() {
+			if !b.budget.take(context.Background(), size, b.cfg.BudgetWait) {
+				respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errBusy.Error()))
+				b.calls.Done()
+				return
+			}
+			b.push(context.Background(), "nats", tenant, req.Data(), answer)
+		})
 		return
 	}
-	b.enqueue(req, func() { b.push(context.Background(), "nats", tenant, req.Data(), answer) })
+	if !b.natsPushTaken(req, tenant, answer) {
+		b.budget.give(size) // refused while stopping: answer never runs
+	}
+}
+
+// natsPushTaken runs or queues a push whose bytes are taken; false when the
+// bridge is stopping and refused it.
+func (b *Bridge) natsPushTaken(req micro.Request, tenant [16]byte, answer func(int, []byte)) bool {
+	if len(req.Data()) > inlinePushBytes {
+		return b.enqueue(req, func() { b.push(context.Background(), "nats", tenant, req.Data(), answer) })
+	}
+	items, err := jsonapi.DecodePush(req.Data())
+	if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
+		return b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answer) })
+	}
+	return b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answer) })
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
@@ -96,31 +117,35 @@ func (b *Bridge) natsConfigure(req micro.Request) {
 	})
 }
 
-// enqueue hands fn to the worker pool unless the bridge is stopping. The
-// call is counted from here, so Stop waits for its answer.
-func (b *Bridge) enqueue(req micro.Request, fn func()) {
+// enqueue hands fn to the worker pool unless the bridge is stopping (then
+// it answers 503 itself and reports false). The call is counted from here,
+// so Stop waits for its answer.
+func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	if b.stopping.Load() {
 		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
-		return
+		return false
 	}
 	b.calls.Add(1)
 	b.work <- fn
+	return true
 }
 
-// inline runs fn here unless the bridge is stopping, counted like enqueue's
-// calls so that Stop waits for its answer.
-func (b *Bridge) inline(req micro.Request, fn func()) {
+// inline runs fn here unless the bridge is stopping (then it answers 503
+// itself and reports false), counted like enqueue's calls so that Stop
+// waits for its answer.
+func (b *Bridge) inline(req micro.Request, fn func()) bool {
 	b.gate.RLock()
 	if b.stopping.Load() {
 		b.gate.RUnlock()
 		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
-		return
+		return false
 	}
 	b.calls.Add(1)
 	b.gate.RUnlock()
 	fn()
+	return true
 }
 
 // natsTenant is the tenant a NATS request acts for. In the accounts mode

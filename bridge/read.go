@@ -22,7 +22,7 @@ func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req jsonapi.FetchRe
 		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	msgs, err := b.reads.Fetch(ctx, tenant, readside.FetchRequest{Queue: req.Queue, Partition: req.Partition,
-		From: req.From, Limit: req.Limit, Wait: time.Duration(req.WaitMs) * time.Millisecond})
+		From: req.From, Limit: req.Limit, MaxBytes: req.MaxBytes, Wait: time.Duration(req.WaitMs) * time.Millisecond})
 	if err != nil {
 		return http.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 	}
@@ -61,14 +61,14 @@ func (b *Bridge) renderMessages(tenant [16]byte, req jsonapi.FetchRequest, msgs 
 func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
 	q := r.URL.Query()
 	req := jsonapi.FetchRequest{Queue: q.Get("queue"), Partition: q.Get("partition")}
-	var from, limit, wait int64
+	var from, limit, wait, maxBytes int64
 	for _, p := range []struct {
 		name string
 		dst  *int64
-	}{{"from", &from}, {"limit", &limit}, {"waitMs", &wait}} {
+	}{{"from", &from}, {"limit", &limit}, {"waitMs", &wait}, {"maxBytes", &maxBytes}} {
 		if v := q.Get(p.name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 32)
-			if p.name == "from" {
+			if p.name == "from" || p.name == "maxBytes" {
 				n, err = strconv.ParseInt(v, 10, 64)
 			}
 			if err != nil {
@@ -78,7 +78,16 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16
 			*p.dst = n
 		}
 	}
-	req.From, req.Limit, req.WaitMs = from, int(limit), int(wait)
+	req.From, req.Limit, req.WaitMs, req.MaxBytes = from, int(limit), int(wait), maxBytes
+	if req.WaitMs > 0 { // a read that may park takes a slot, as over NATS
+		select {
+		case b.fetchSlots <- struct{}{}:
+			defer func() { <-b.fetchSlots }()
+		default:
+			writeJSON(w, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
+			return
+		}
+	}
 	status, out := b.fetch(r.Context(), tenant, req)
 	writeJSON(w, status, out)
 }

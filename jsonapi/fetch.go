@@ -13,15 +13,20 @@ type FetchRequest struct {
 	From      int64  `json:"from"`
 	Limit     int    `json:"limit"`
 	WaitMs    int    `json:"waitMs"`
+	MaxBytes  int64  `json:"maxBytes"`
 }
 
 const (
 	maxReadLimit = 1000
 	maxWait      = 5 * time.Minute
+	// DefaultReadBytes and MaxReadBytes bound the payload bytes of one read
+	// page (maxBytes); a page always holds at least one message.
+	DefaultReadBytes = 1 << 20
+	MaxReadBytes     = 16 << 20
 )
 
 // Validate checks a read and fills in its defaults: partition Default,
-// from 1, limit 100.
+// from 1, limit 100 (0 means the default too), maxBytes 1 MiB.
 func (r *FetchRequest) Validate() error {
 	if err := CheckName("queue", r.Queue, r.Queue != ""); err != nil {
 		return err
@@ -43,6 +48,12 @@ func (r *FetchRequest) Validate() error {
 		r.Limit = 100
 	case r.Limit < 0 || r.Limit > maxReadLimit:
 		return Badf("limit must be 1..%d, got %d", maxReadLimit, r.Limit)
+	}
+	switch {
+	case r.MaxBytes == 0:
+		r.MaxBytes = DefaultReadBytes
+	case r.MaxBytes < 0 || r.MaxBytes > MaxReadBytes:
+		return Badf("maxBytes must be 1..%d, got %d", MaxReadBytes, r.MaxBytes)
 	}
 	if r.WaitMs < 0 || int64(r.WaitMs) > maxWait.Milliseconds() { // compared before any arithmetic can overflow
 		return Badf("waitMs must be 0..%d, got %d", maxWait.Milliseconds(), r.WaitMs)

@@ -95,6 +95,8 @@ func (m *Metrics) RegisterFusion(f *fusion.Fusion) {
 
 // Rooms are the parts whose counters RegisterRooms exposes.
 type Rooms struct {
+	// InflightBodyBytes reads the request bytes held in memory now.
+	InflightBodyBytes func() int64
 	DB     *pgwire.DB
 	Keeper *durability.Keeper
 	Reads  *readside.Reads
@@ -128,6 +130,8 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_hotlist_wakes_total", "Partition wake-ups of parked reads (at most one per partition per 5 ms tick with the hot-list on).",
 			func() uint64 { return reads().Wakes }),
 		gauge("queen_parked_reads", "Reads parked waiting for messages.", func() float64 { return float64(reads().Parked) }),
+		gauge("queen_inflight_body_bytes", "Request body bytes held in memory now (bounded by QUEEN_MAX_INFLIGHT_BYTES).",
+			func() float64 { return float64(b.InflightBodyBytes()) }),
 		counter("queen_read_queries_total", "Database reads made by fetches (a parked read makes one per wake that it heeds).", func() uint64 { return reads().Queries }),
 		counter("queen_available_published_total", "MESSAGE_AVAILABLE announcements sent to peers.", func() uint64 { return reads().Announced }),
 		counter("queen_available_received_total", "MESSAGE_AVAILABLE announcements received from peers.", func() uint64 { return reads().PeerAnnouncements }),

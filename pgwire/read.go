@@ -18,10 +18,12 @@ type Message struct {
 }
 
 // ReadMessages returns up to limit messages of a partition at offsets >=
-// from, in offset order. Offsets removed by retention are skipped; a
+// from, in offset order, and stops before the message that would take their
+// payloads past maxBytes (but returns at least one). Offsets removed by retention are skipped; a
 // partition that does not exist reads as empty.
-func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partition string, from int64, limit int) ([]Message, error) {
+func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partition string, from int64, limit int, maxBytes int64) ([]Message, error) {
 	var out []Message
+	var size int64 // payload bytes in out
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT s.base_offset, s.created_at, s.payload FROM queen.log_segments s
 			WHERE s.partition_id = (SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
@@ -32,7 +34,8 @@ func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partitio
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() && len(out) < limit {
+		full := false // the next message would pass maxBytes
+		for !full && rows.Next() && len(out) < limit {
 			var base int64
 			var at time.Time
 			var blob []byte
@@ -45,9 +48,15 @@ func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partitio
 			}
 			for k, f := range frames {
 				off := base + int64(k)
-				if off >= from && len(out) < limit {
-					out = append(out, Message{Offset: off, Frame: f, CreatedAt: at})
+				if off < from || len(out) >= limit {
+					continue
 				}
+				if len(out) > 0 && size+int64(len(f.Payload)) > maxBytes {
+					full = true
+					break
+				}
+				size += int64(len(f.Payload))
+				out = append(out, Message{Offset: off, Frame: f, CreatedAt: at})
 			}
 		}
 		return rows.Err()

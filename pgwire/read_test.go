@@ -16,7 +16,7 @@ func TestReadMessagesFromAnOffset(t *testing.T) {
 	push(t, db, write("q", "p", "a", "b"))
 	push(t, db, write("q", "p", "c"))
 	push(t, db, write("q", "p", "d", "e", "f"))
-	msgs, err := db.ReadMessages(ctx, [16]byte{}, "q", "p", 2, 3)
+	msgs, err := db.ReadMessages(ctx, [16]byte{}, "q", "p", 2, 3, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestReadMessagesFromAnOffset(t *testing.T) {
 		q, p string
 		from int64
 	}{{"q", "p", 7}, {"q", "nope", 1}, {"nope", "p", 1}} {
-		if msgs, err := db.ReadMessages(ctx, [16]byte{}, tc.q, tc.p, tc.from, 10); err != nil || len(msgs) != 0 {
+		if msgs, err := db.ReadMessages(ctx, [16]byte{}, tc.q, tc.p, tc.from, 10, 1<<20); err != nil || len(msgs) != 0 {
 			t.Fatalf("%+v: %d messages, %v", tc, len(msgs), err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestRetentionStep(t *testing.T) {
 	if res.Segments != 2 || res.Txns != 0 || res.Partitions != 1 {
 		t.Fatalf("step %+v, want 2 segments, 0 transaction rows (inside the hour window)", res)
 	}
-	msgs, err := db.ReadMessages(ctx, [16]byte{}, "r", "p", 1, 10)
+	msgs, err := db.ReadMessages(ctx, [16]byte{}, "r", "p", 1, 10, 1<<20)
 	if err != nil || len(msgs) != 1 || msgs[0].Offset != 4 || msgs[0].Frame.TransactionID != "new1" {
 		t.Fatalf("after retention: %+v %v", msgs, err)
 	}

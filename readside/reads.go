@@ -84,6 +84,7 @@ type FetchRequest struct {
 	Queue, Partition string
 	From             int64 // first offset
 	Limit            int   // at most this many messages
+	MaxBytes         int64 // and at most this many payload bytes, but at least one message
 	Wait             time.Duration
 }
 
@@ -114,7 +115,7 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 	}()
 	for {
 		r.queries.Add(1)
-		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit)
+		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit, req.MaxBytes)
 		if err != nil {
 			return nil, err
 		}

@@ -36,7 +36,8 @@ type config struct {
 	recentHashBytes                 int64
 	hotlist                         bool
 	retentionMS                     int
-	maxBodyBytes                    int64
+	maxBodyBytes, maxInflightBytes  int64
+	bodyTimeoutMS, maxParkedReads   int
 	dedupWindowS                    int
 	encryptionKeyHex                string
 	httpTokens, httpAdminTokens     string
@@ -101,6 +102,9 @@ func (c *config) settings() []setting {
 		}},
 		{"QUEEN_RETENTION_INTERVAL_MS", "5000", "how often retention removes expired segments, ms (0: never)", num(&c.retentionMS)},
 		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", num64(&c.maxBodyBytes)},
+		{"QUEEN_MAX_INFLIGHT_BYTES", strconv.Itoa(256 << 20), "request bodies held in memory at once, HTTP and NATS; past it a request waits 1 s, then 503", num64(&c.maxInflightBytes)},
+		{"QUEEN_BODY_TIMEOUT_MS", "30000", "how long an HTTP body may take to arrive, ms; then 408", num(&c.bodyTimeoutMS)},
+		{"QUEEN_MAX_PARKED_READS", "1024", "reads waiting for messages at once (HTTP waitMs and NATS fetches together); beyond it 503", num(&c.maxParkedReads)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 keys for encrypted queues: 64 hex characters, or id:hex,... (ids 0..255; the highest encrypts, all decrypt)", str(&c.encryptionKeyHex)},
 		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding QUEEN_ENCRYPTION_KEY's value (entries separated by commas or lines), instead of the variable", str(&c.encryptionKeyFile)},

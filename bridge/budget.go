@@ -1,0 +1,78 @@
+package bridge
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// bodyBudget bounds the bytes of request bodies held in memory at once
+// (Config.MaxInflightBytes), over HTTP and NATS alike. A request takes its
+// bytes as its body arrives (HTTP) or as it is accepted (NATS) and gives
+// them back when it is answered. Request goroutines take and give: a mutex
+// guards the count, and waiters wait on a channel that a release closes.
+type bodyBudget struct {
+	mu    sync.Mutex
+	limit int64
+	free  int64
+	freed chan struct{} // closed (and replaced) whenever bytes come back
+}
+
+func newBodyBudget(limit int64) *bodyBudget {
+	return &bodyBudget{limit: limit, free: limit, freed: make(chan struct{})}
+}
+
+// tryTake takes n bytes if they are free now. A request larger than the
+// whole budget takes all of it.
+func (b *bodyBudget) tryTake(n int64) bool {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.free < n {
+		return false
+	}
+	b.free -= n
+	return true
+}
+
+// take takes n bytes, waiting up to wait (or ctx) for them to come free.
+func (b *bodyBudget) take(ctx context.Context, n int64, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		b.mu.Lock()
+		if b.free >= min(n, b.limit) {
+			b.free -= min(n, b.limit)
+			b.mu.Unlock()
+			return true
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// inUse is the bytes taken now.
+func (b *bodyBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit - b.free
+}
+
+// give returns n bytes taken earlier.
+func (b *bodyBudget) give(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.free = min(b.free+min(n, b.limit), b.limit)
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+}
