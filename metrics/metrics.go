@@ -97,10 +97,10 @@ func (m *Metrics) RegisterFusion(f *fusion.Fusion) {
 type Rooms struct {
 	// InflightBodyBytes reads the request bytes held in memory now.
 	InflightBodyBytes func() int64
-	DB     *pgwire.DB
-	Keeper *durability.Keeper
-	Reads  *readside.Reads
-	Queues *queues.Settings
+	DB                *pgwire.DB
+	Keeper            *durability.Keeper
+	Reads             *readside.Reads
+	Queues            *queues.Settings
 }
 
 // RegisterRooms exposes the rooms' counters (spool, maintenance, reads,
