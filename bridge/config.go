@@ -36,6 +36,10 @@ type Config struct {
 	HTTPAddr string
 	// MaxBodyBytes caps a push body (QUEEN_MAX_BODY_BYTES). Default 16 MiB.
 	MaxBodyBytes int64
+	// MaxPartitionsPerRequest caps the distinct (queue, partition) pairs of
+	// one push (QUEEN_MAX_PARTITIONS_PER_REQUEST); beyond it the request is
+	// a 400 that says how many it named. Default 1000.
+	MaxPartitionsPerRequest int
 	// MaxInflightBytes bounds the request bodies held in memory at once,
 	// over HTTP and NATS (QUEEN_MAX_INFLIGHT_BYTES). A request that finds it
 	// full waits up to BudgetWait, then gets 503. Default 256 MiB.
@@ -109,6 +113,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 16 << 20
+	}
+	if c.MaxPartitionsPerRequest == 0 {
+		c.MaxPartitionsPerRequest = 1000
+	}
+	if c.MaxPartitionsPerRequest < 0 {
+		return fmt.Errorf("bridge: MaxPartitionsPerRequest must be positive, got %d", c.MaxPartitionsPerRequest)
 	}
 	if c.MaxInflightBytes == 0 {
 		c.MaxInflightBytes = 256 << 20

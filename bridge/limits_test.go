@@ -152,3 +152,33 @@ func TestParkedHTTPReadsAreCapped(t *testing.T) {
 		}
 	}
 }
+
+// A push over more distinct partitions than the cap is refused whole, and
+// says how many it named.
+func TestPartitionCapPerRequest(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	var parts []string
+	for i := 0; i < 1001; i++ {
+		parts = append(parts, item("wide", "p"+strconv.Itoa(i), ""))
+	}
+	status, out := n.post("/api/v1/push", []byte(items(parts...)))
+	if status != http.StatusBadRequest || !strings.Contains(string(out), "the request names 1001 partitions; at most 1000 per request") {
+		t.Fatalf("1001 partitions: %d %s", status, out)
+	}
+	if c := n.count(`SELECT count(*) FROM queen.log_partitions`); c != 0 {
+		t.Fatalf("%d partitions made by a refused push", c)
+	}
+	// 1,000 partitions, many items each: fine, and every item is answered.
+	parts = parts[:1000]
+	parts = append(parts, parts...)
+	rs := n.pushHTTP(items(parts...))
+	queued := 0
+	for _, r := range rs {
+		if r.Status == "queued" {
+			queued++
+		}
+	}
+	if len(rs) != 2000 || queued != 2000 {
+		t.Fatalf("%d answers, %d queued", len(rs), queued)
+	}
+}

@@ -38,6 +38,7 @@ type config struct {
 	retentionMS                     int
 	maxBodyBytes, maxInflightBytes  int64
 	bodyTimeoutMS, maxParkedReads   int
+	maxPartitionsPerRequest         int
 	dedupWindowS                    int
 	encryptionKeyHex                string
 	httpTokens, httpAdminTokens     string
@@ -104,6 +105,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", num64(&c.maxBodyBytes)},
 		{"QUEEN_MAX_INFLIGHT_BYTES", strconv.Itoa(256 << 20), "request bodies held in memory at once, HTTP and NATS; past it a request waits 1 s, then 503", num64(&c.maxInflightBytes)},
 		{"QUEEN_BODY_TIMEOUT_MS", "30000", "how long an HTTP body may take to arrive, ms; then 408", num(&c.bodyTimeoutMS)},
+		{"QUEEN_MAX_PARTITIONS_PER_REQUEST", "1000", "distinct (queue, partition) pairs in one push; beyond it 400", num(&c.maxPartitionsPerRequest)},
 		{"QUEEN_MAX_PARKED_READS", "1024", "reads waiting for messages at once (HTTP waitMs and NATS fetches together); beyond it 503", num(&c.maxParkedReads)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 keys for encrypted queues: 64 hex characters, or id:hex,... (ids 0..255; the highest encrypts, all decrypt)", str(&c.encryptionKeyHex)},
