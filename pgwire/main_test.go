@@ -24,7 +24,11 @@ func newDB(t testing.TB) *pgwire.DB {
 func openDSN(t testing.TB, dsn string) *pgwire.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: 40})
+	// These tests count rows and offsets; the product's fail-fast waits (a
+	// second to get a connection, which includes making one) are not what
+	// they test, and a busy machine can take longer. The timeout tests set
+	// their own.
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: 40, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
