@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -12,12 +14,10 @@ import (
 )
 
 type configureRequest struct {
-	Queue   *string `json:"queue"`
-	Options *struct {
-		EncryptionEnabled  *bool  `json:"encryptionEnabled"`
-		DedupWindowSeconds *int32 `json:"dedupWindowSeconds"`
-		RetentionSeconds   *int32 `json:"retentionSeconds"`
-	} `json:"options"`
+	Queue     *string                    `json:"queue"`
+	Namespace *string                    `json:"namespace"`
+	Task      *string                    `json:"task"`
+	Options   map[string]json.RawMessage `json:"options"`
 }
 
 // configure decodes and checks a configure request and hands it to the queue
@@ -37,9 +37,22 @@ func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (i
 	if err := jsonapi.CheckName("queue", *req.Queue, true); err != nil {
 		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
-	var upd pgwire.QueueUpdate
-	if o := req.Options; o != nil {
-		upd = pgwire.QueueUpdate{EncryptionEnabled: o.EncryptionEnabled, DedupWindowSeconds: o.DedupWindowSeconds, RetentionSeconds: o.RetentionSeconds}
+	// The namespace and task are the name's first two dot-separated parts;
+	// a body that says otherwise is refused rather than quietly overruled.
+	parts := strings.SplitN(*req.Queue, ".", 3)
+	derived := map[string]string{"namespace": parts[0], "task": ""}
+	if len(parts) > 1 {
+		derived["task"] = parts[1]
+	}
+	for name, given := range map[string]*string{"namespace": req.Namespace, "task": req.Task} {
+		if given != nil && *given != "" && *given != derived[name] {
+			return http.StatusBadRequest, jsonapi.ErrorBody(fmt.Sprintf("%s %q does not match queue %q: this service takes the %s from the queue name (%q)",
+				name, *given, *req.Queue, name, derived[name]))
+		}
+	}
+	upd, err := queueUpdate(req.Options)
+	if err != nil {
+		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	if upd.DedupWindowSeconds != nil && *upd.DedupWindowSeconds < 0 {
 		return http.StatusBadRequest, jsonapi.ErrorBody("options.dedupWindowSeconds must be >= 0")
@@ -56,4 +69,30 @@ func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (i
 	}
 	out, _ := json.Marshal(ch)
 	return http.StatusOK, out
+}
+
+// queueUpdate splits a configure request's options into the ones this
+// service acts on (typed and checked) and the others, kept as sent.
+func queueUpdate(opts map[string]json.RawMessage) (pgwire.QueueUpdate, error) {
+	var upd pgwire.QueueUpdate
+	for k, v := range opts {
+		var err error
+		switch k {
+		case "encryptionEnabled":
+			err = json.Unmarshal(v, &upd.EncryptionEnabled)
+		case "dedupWindowSeconds":
+			err = json.Unmarshal(v, &upd.DedupWindowSeconds)
+		case "retentionSeconds":
+			err = json.Unmarshal(v, &upd.RetentionSeconds)
+		default:
+			if upd.Other == nil {
+				upd.Other = map[string]json.RawMessage{}
+			}
+			upd.Other[k] = v
+		}
+		if err != nil {
+			return upd, fmt.Errorf("options.%s: %v", k, err)
+		}
+	}
+	return upd, nil
 }

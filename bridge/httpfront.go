@@ -21,6 +21,15 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/system/maintenance", b.guard(auth.ActionSetMaintenance, b.httpMaintenance))
 	mux.Handle("GET /api/v1/messages", b.guard(auth.ActionRead, b.httpMessages))
 	mux.HandleFunc("GET /health", b.httpHealth)
+	// Queen's consumer side is not this service: say so, in JSON.
+	for _, route := range []string{"/api/v1/pop/", "/api/v1/ack", "/api/v1/ack/", "/api/v1/transaction", "/api/v1/transaction/", "/api/v1/lease/"} {
+		mux.HandleFunc(route, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusNotImplemented, jsonapi.ErrorBody(r.URL.Path+" is Queen's consumer side, which this service does not serve; it serves pushes (POST /api/v1/push), reading back (GET /api/v1/messages), queue configuration (POST /api/v1/configure) and maintenance mode (/api/v1/system/maintenance)"))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, jsonapi.ErrorBody("no route "+r.Method+" "+r.URL.Path))
+	})
 	scrape := b.metrics.Handler()
 	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ [16]byte) {
 		scrape.ServeHTTP(w, r)

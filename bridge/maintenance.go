@@ -10,9 +10,20 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
-// maintenanceAnswer is what both transports answer.
+// maintenanceAnswer is what both transports answer, with Queen's fields:
+// bufferHealthy says whether pushes PostgreSQL cannot take have somewhere
+// to go (a spool that is not full).
 func (b *Bridge) maintenanceAnswer() []byte {
-	out, _ := json.Marshal(map[string]any{"maintenanceMode": b.keeper.Maintenance(), "bufferedMessages": b.keeper.Spooled()})
+	on, healthy := b.keeper.Maintenance(), b.keeper.SpoolHealthy()
+	msg := "maintenance mode is off: pushes go to PostgreSQL"
+	if on {
+		msg = "maintenance mode is on: pushes are buffered in the spool and drained when it ends"
+	}
+	if !healthy {
+		msg += "; the spool cannot take more (none configured, or full)"
+	}
+	out, _ := json.Marshal(map[string]any{"maintenanceMode": on, "bufferedMessages": b.keeper.Spooled(),
+		"bufferHealthy": healthy, "message": msg})
 	return out
 }
 

@@ -226,7 +226,7 @@ func (c *pushCall) settle(g *group, vs []fusion.Verdict) {
 		r := &c.st[idx].result
 		switch v.Status {
 		case fusion.Queued:
-			*r = jsonapi.Result{Status: jsonapi.StatusQueued, MessageID: v.MessageID, HasID: true, Offset: v.Offset, CreatedAt: v.CreatedAt}
+			*r = jsonapi.Result{Status: jsonapi.StatusQueued, MessageID: v.MessageID, HasID: true, Offset: v.Offset, CreatedAt: v.CreatedAt, PartitionID: v.PartitionID}
 		case fusion.Duplicate:
 			*r = jsonapi.Result{Status: jsonapi.StatusDuplicate, MessageID: v.MessageID, HasID: true, Offset: v.Offset}
 		default:
@@ -311,7 +311,7 @@ func (c *pushCall) render() []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = jsonapi.AppendResult(out, i, &c.st[i].result, c.st[i].txid, c.items[i].Queue, c.items[i].Partition)
+		out = jsonapi.AppendResult(out, i, &c.st[i].result, c.st[i].txid, c.items[i].TraceID, c.items[i].Queue, c.items[i].Partition)
 	}
 	return append(out, ']')
 }

@@ -57,9 +57,9 @@ func TestBadRequestsAreRejectedWholeAndWriteNothing(t *testing.T) {
 		{items(`{"queue": "` + long + `"}`), "items[0].queue must be 1..255 bytes"},
 		{items(`{"queue": "a\u0001b"}`), "items[0].queue must not contain control characters"},
 		{items(item("ok", "", ""), item("ok", "", ""), `{"queue":"q","partition":7}`), "items[2].partition must be a string"},
-		{items(`{"queue":"q","partition":""}`), "items[0].partition must be 1..255 bytes"},
+		{items(`{"queue":"q","partition":"` + long + `"}`), "items[0].partition must be 0..255 bytes"},
 		{items(`{"queue":"q","transactionId":{}}`), "items[0].transactionId must be a string"},
-		{items(`{"queue":"q","transactionId":"` + long + `"}`), "items[0].transactionId must be 1..255 bytes"},
+		{items(`{"queue":"q","transactionId":"` + long + `"}`), "items[0].transactionId must be 0..255 bytes"},
 		{items(`{"queue":"q","traceId":true}`), "items[0].traceId must be a string"},
 		{items(`{"queue":"q","traceId":"` + long + `"}`), "items[0].traceId must be 0..255 bytes"},
 		{`{"items": []} trailing`, "body is not JSON"},
@@ -170,7 +170,7 @@ func TestWindowZeroViaConfigure(t *testing.T) {
 		`{"options":{}}`: "queue is required",
 		`{"queue":"q","options":{"dedupWindowSeconds":-1}}`:  "dedupWindowSeconds must be >= 0",
 		`{"queue":"q","options":{"encryptionEnabled":true}}`: "QUEEN_ENCRYPTION_KEY",
-		`{"queue":"q","options":{"dedupWindowSeconds":"x"}}`: "configure body",
+		`{"queue":"q","options":{"dedupWindowSeconds":"x"}}`: "options.dedupWindowSeconds",
 	} {
 		if status, out := n.post("/api/v1/configure", []byte(body)); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
 			t.Errorf("%s: %d %s", body, status, out)

@@ -43,3 +43,13 @@ func (k *Keeper) Spooled() int64 {
 	}
 	return k.cfg.Spool.Stats().Records
 }
+
+// SpoolHealthy reports whether there is a spool and it has room: what
+// PostgreSQL cannot take can be buffered.
+func (k *Keeper) SpoolHealthy() bool {
+	if k.cfg.Spool == nil {
+		return false
+	}
+	st := k.cfg.Spool.Stats()
+	return st.Bytes < k.cfg.Spool.MaxBytes()
+}

@@ -173,13 +173,15 @@ func decodeItem(s *jsonscan.Scanner, idx int) (Item, error) {
 	if it.Queue, err = checkName(idx, "queue", queue, true, 1); err != nil {
 		return it, err
 	}
-	if it.Partition, err = checkName(idx, "partition", partition, false, 1); err != nil {
+	// Queen's clients send "" for "none": an empty partition is Default, an
+	// empty transactionId or traceId is absent.
+	if it.Partition, err = checkName(idx, "partition", partition, false, 0); err != nil {
 		return it, err
 	}
-	if !partition.set {
+	if it.Partition == "" {
 		it.Partition = DefaultPartition
 	}
-	if it.TransactionID, err = checkName(idx, "transactionId", txid, false, 1); err != nil {
+	if it.TransactionID, err = checkName(idx, "transactionId", txid, false, 0); err != nil {
 		return it, err
 	}
 	if it.TraceID, err = checkName(idx, "traceId", trace, false, 0); err != nil {

@@ -21,12 +21,17 @@ type Result struct {
 	Offset    int64 // queued, duplicate
 	CreatedAt time.Time
 	Error     string // failed
+	// PartitionID is the stored partition's id (queued), for Queen's
+	// partition_id.
+	PartitionID int64
 }
 
 // AppendResult appends the answer of item index (one small object, written
-// by hand: no reflection) for its resolved transactionId, queue and
-// partition.
-func AppendResult(out []byte, index int, r *Result, txid, queue, partition string) []byte {
+// by hand: no reflection) for its resolved transactionId, traceId, queue and
+// partition. Each answer carries the facts twice: in this service's
+// spelling, and in Queen's (message_id, transaction_id, trace_id,
+// queueName, partition_id), so that Queen's own clients read it unchanged.
+func AppendResult(out []byte, index int, r *Result, txid, traceID, queue, partition string) []byte {
 	out = append(out, `{"index":`...)
 	out = strconv.AppendInt(out, int64(index), 10)
 	out = append(out, `,"status":"`...)
@@ -55,6 +60,27 @@ func AppendResult(out []byte, index int, r *Result, txid, queue, partition strin
 	if r.Error != "" {
 		out = append(out, `,"error":`...)
 		out = AppendString(out, r.Error)
+	}
+	// Queen's spelling.
+	if r.HasID {
+		out = append(out, `,"message_id":"`...)
+		out = AppendUUID(out, r.MessageID)
+		out = append(out, '"')
+	}
+	out = append(out, `,"transaction_id":`...)
+	out = AppendString(out, txid)
+	out = append(out, `,"trace_id":`...)
+	if traceID == "" {
+		out = append(out, "null"...)
+	} else {
+		out = AppendString(out, traceID)
+	}
+	out = append(out, `,"queueName":`...)
+	out = AppendString(out, queue)
+	if r.Status == StatusQueued {
+		out = append(out, `,"partition_id":"`...)
+		out = strconv.AppendInt(out, r.PartitionID, 10)
+		out = append(out, '"')
 	}
 	return append(out, '}')
 }

@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -23,6 +24,9 @@ type Queue struct {
 	Namespace string
 	Task      string
 	Options   QueueOptions
+	// OtherOptions are options set on the queue that this service stores
+	// but does not act on (Queen's leaseTime, retryLimit, ...), as sent.
+	OtherOptions map[string]json.RawMessage
 	// Exists is false when no row exists yet: Options are then the defaults a
 	// push would create it with.
 	Exists bool
@@ -33,9 +37,12 @@ type QueueUpdate struct {
 	EncryptionEnabled  *bool
 	DedupWindowSeconds *int32
 	RetentionSeconds   *int32
+	// Other options are merged into the stored ones (a key sent again
+	// replaces its value).
+	Other map[string]json.RawMessage
 }
 
-const queueColumns = `tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds`
+const queueColumns = `tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options`
 
 // defaultWindowSQL is the window a new queue gets (the column default).
 const defaultWindowSQL = `coalesce(nullif(current_setting('queen.default_dedup_window_s', true), '')::integer, 60)`
@@ -43,7 +50,11 @@ const defaultWindowSQL = `coalesce(nullif(current_setting('queen.default_dedup_w
 func scanQueue(row pgx.Row) (Queue, error) {
 	var q Queue
 	var tenant pgtype.UUID
-	err := row.Scan(&tenant, &q.Name, &q.Namespace, &q.Task, &q.Options.EncryptionEnabled, &q.Options.DedupWindowSeconds, &q.Options.RetentionSeconds)
+	var other []byte
+	err := row.Scan(&tenant, &q.Name, &q.Namespace, &q.Task, &q.Options.EncryptionEnabled, &q.Options.DedupWindowSeconds, &q.Options.RetentionSeconds, &other)
+	if err == nil && len(other) > 0 {
+		err = json.Unmarshal(other, &q.OtherOptions)
+	}
 	q.Tenant = tenant.Bytes
 	q.Exists = err == nil
 	return q, err
@@ -66,17 +77,25 @@ func (db *DB) LookupQueue(ctx context.Context, tenant [16]byte, name string) (Qu
 // ConfigureQueue creates the queue or updates the options set in upd, and
 // returns the row as stored.
 func (db *DB) ConfigureQueue(ctx context.Context, tenant [16]byte, name string, upd QueueUpdate) (Queue, error) {
+	other := []byte("{}")
+	if len(upd.Other) > 0 {
+		var err error
+		if other, err = json.Marshal(upd.Other); err != nil {
+			return Queue{}, fmt.Errorf("pgwire: configure queue %q: options: %w", name, err)
+		}
+	}
 	q, err := scanQueue(db.pool.QueryRow(ctx, `
-		INSERT INTO queen.queues (tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds)
+		INSERT INTO queen.queues (tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options)
 		VALUES ($1, $2, split_part($2, '.', 1), split_part($2, '.', 2),
-		        coalesce($3::boolean, false), coalesce($4::integer, `+defaultWindowSQL+`), coalesce($5::integer, 0))
+		        coalesce($3::boolean, false), coalesce($4::integer, `+defaultWindowSQL+`), coalesce($5::integer, 0), $6::jsonb)
 		ON CONFLICT (tenant, name) DO UPDATE SET
 			encryption_enabled   = coalesce($3::boolean, queues.encryption_enabled),
 			dedup_window_seconds = coalesce($4::integer, queues.dedup_window_seconds),
 			retention_seconds    = coalesce($5::integer, queues.retention_seconds),
+			other_options        = queues.other_options || $6::jsonb,
 			updated_at           = now()
 		RETURNING `+queueColumns,
-		pgtype.UUID{Bytes: tenant, Valid: true}, name, upd.EncryptionEnabled, upd.DedupWindowSeconds, upd.RetentionSeconds))
+		pgtype.UUID{Bytes: tenant, Valid: true}, name, upd.EncryptionEnabled, upd.DedupWindowSeconds, upd.RetentionSeconds, string(other)))
 	if err != nil {
 		return q, fmt.Errorf("pgwire: configure queue %q: %w", name, err)
 	}

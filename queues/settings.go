@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -91,12 +92,50 @@ func (s *Settings) AllFresh(tenant [16]byte, n int, name func(i int) string) boo
 // Changed is a queue's settings after a change: the configure answer, and
 // the queue.changed broadcast.
 type Changed struct {
-	Queue     string              `json:"queue"`
-	Tenant    string              `json:"tenant"`
-	Namespace string              `json:"namespace"`
-	Task      string              `json:"task"`
-	Options   pgwire.QueueOptions `json:"options"`
+	Configured bool    `json:"configured"` // always true: Queen's clients check it
+	Queue      string  `json:"queue"`
+	Tenant     string  `json:"tenant"`
+	Namespace  string  `json:"namespace"`
+	Task       string  `json:"task"`
+	Options    Options `json:"options"`
+	// NotActedOn names the options set on the queue that this service keeps
+	// but does not act on.
+	NotActedOn []string `json:"notActedOn"`
 }
+
+// Options are a queue's options as one JSON object: the ones this service
+// acts on, and the others as they were sent.
+type Options struct {
+	pgwire.QueueOptions
+	Other map[string]json.RawMessage
+}
+
+// MarshalJSON writes the others first, so the acted-on ones win a clash.
+func (o Options) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(o.Other)+3)
+	for k, v := range o.Other {
+		m[k] = v
+	}
+	m["encryptionEnabled"], m["dedupWindowSeconds"], m["retentionSeconds"] = o.EncryptionEnabled, o.DedupWindowSeconds, o.RetentionSeconds
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads both kinds back.
+func (o *Options) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &o.QueueOptions); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &o.Other); err != nil {
+		return err
+	}
+	for _, k := range ActedOn {
+		delete(o.Other, k)
+	}
+	return nil
+}
+
+// ActedOn are the queue options this service acts on.
+var ActedOn = []string{"encryptionEnabled", "dedupWindowSeconds", "retentionSeconds"}
 
 // Configure creates or updates a queue (options left out keep their value),
 // caches the result and broadcasts it to peers.
@@ -109,7 +148,12 @@ func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string,
 		return Changed{}, err
 	}
 	s.cache.put(key{tenant, q.Name}, q.Options)
-	ch := Changed{Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task, Options: q.Options}
+	ch := Changed{Configured: true, Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task,
+		Options: Options{QueueOptions: q.Options, Other: q.OtherOptions}, NotActedOn: []string{}}
+	for k := range q.OtherOptions {
+		ch.NotActedOn = append(ch.NotActedOn, k)
+	}
+	sort.Strings(ch.NotActedOn)
 	out, _ := json.Marshal(ch)
 	if err := s.cfg.Peers.Publish(peers.QueueChanged, out); err != nil {
 		s.cfg.Logger.Warn().Str("target", "bridge").Err(err).Msg("queue settings broadcast failed; peers keep their copy for up to the cache TTL")
@@ -127,7 +171,7 @@ func (s *Settings) onChanged(m *nats.Msg) {
 	if err != nil {
 		return
 	}
-	s.cache.put(key{tenant, c.Queue}, c.Options)
+	s.cache.put(key{tenant, c.Queue}, c.Options.QueueOptions)
 	s.received.Add(1)
 }
 

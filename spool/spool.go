@@ -211,6 +211,9 @@ type Stats struct {
 	SkippedBytes int64
 }
 
+// MaxBytes is the size the spool may reach.
+func (s *Spool) MaxBytes() int64 { return s.cfg.MaxBytes }
+
 // Stats returns the records and bytes pending in the spool.
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()
