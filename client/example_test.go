@@ -1,0 +1,56 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/client"
+)
+
+// Push one item over NATS and read its result. (Compiled, not run: it
+// needs a bridge on the default NATS URL.)
+func ExampleClient_Push() {
+	nc, err := nats.Connect(nats.DefaultURL) // credentials, TLS, the tenant's account: nats.go options
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer nc.Close()
+	c, err := client.New(client.Config{NATS: nc})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	results, err := c.Push(context.Background(), client.Item{Queue: "orders.eu", Partition: "customer-42",
+		Payload: json.RawMessage(`{"total":12.5}`), TransactionID: "order-1001"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(results[0].Status, results[0].Offset)
+}
+
+// A buffering producer: batches per queue, results per item, Close pushes
+// what is left. (Compiled, not run.)
+func ExampleProducer() {
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer nc.Close()
+	c, _ := client.New(client.Config{NATS: nc})
+	p := c.NewProducer(client.ProducerConfig{MaxItems: 500, Linger: 5 * time.Millisecond,
+		OnResult: func(it client.Item, r client.Result, err error) {
+			if err != nil || !r.Stored() {
+				fmt.Println("not stored:", it.TransactionID, r.Error, err)
+			}
+		}})
+	for i := 0; i < 1000; i++ {
+		_ = p.Add(context.Background(), client.Item{Queue: "orders.eu", Payload: json.RawMessage(fmt.Sprint(i))})
+	}
+	_ = p.Close(context.Background())
+}
