@@ -49,8 +49,8 @@ func TestBinaryInAccountsMode(t *testing.T) {
 		t.Fatalf("the push is not under the account's tenant (%d queues)", n)
 	}
 	for _, secret := range []string{bridgePW, tenantPW} {
-		if strings.Contains(r.logs.String(), secret) {
-			t.Fatalf("the log shows a password:\n%s", r.logs)
+		if strings.Contains(r.Logs(), secret) {
+			t.Fatalf("the log shows a password:\n%s", r.Logs())
 		}
 	}
 }

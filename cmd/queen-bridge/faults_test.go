@@ -140,8 +140,8 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 	stop := make(chan struct{})
 	wg := a.pushUntil(r.http, stop, "a")
 	waitFor(t, "items in the spool", func() bool { return a.n.Load() >= 300 })
-	_ = r.cmd.Process.Signal(syscall.SIGKILL) // under load, spool full of records
-	<-r.done
+	_ = r.Cmd.Process.Signal(syscall.SIGKILL) // under load, spool full of records
+	<-r.Done
 	close(stop)
 	wg.Wait()
 	t.Logf("killed under load with %d items acknowledged (buffered)", a.n.Load())
@@ -156,8 +156,8 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 	// Nothing was written during maintenance: the first stored message means
 	// the drain is under way. Cut it short there.
 	waitFor(t, "the drain to commit something", func() bool { return storedMessages(t, dsn) > 0 })
-	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	<-r.done
+	_ = r.Cmd.Process.Signal(syscall.SIGKILL)
+	<-r.Done
 	close(stop)
 	wg.Wait()
 
@@ -181,16 +181,16 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	wg := a.pushUntil(r.http, stop, "s")
 	waitFor(t, "load", func() bool { return a.n.Load() >= 300 })
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-r.done; err != nil {
-		t.Fatalf("exit after SIGTERM under load: %v\n%s", err, r.logs)
+	if err := <-r.Done; err != nil {
+		t.Fatalf("exit after SIGTERM under load: %v\n%s", err, r.Logs())
 	}
 	close(stop)
 	wg.Wait()
-	if !strings.Contains(r.logs.String(), `"message":"stopped"`) {
-		t.Fatalf("no clean stop:\n%s", r.logs)
+	if !strings.Contains(r.Logs(), `"message":"stopped"`) {
+		t.Fatalf("no clean stop:\n%s", r.Logs())
 	}
 
 	r = startBinary(t, bin, env...) // whatever was spooled drains

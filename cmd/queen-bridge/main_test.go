@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,91 +15,36 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// binary builds queen-bridge once per test binary.
-func binary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "queen-bridge")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+// binary builds queen-bridge.
+func binary(t *testing.T) string { return testkit.BuildBridge(t, ".") }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testkit.FreeAddr(t) }
 
-// running is a started queen-bridge process and its log.
+// running is a started queen-bridge process with its HTTP and NATS
+// addresses.
 type running struct {
-	cmd  *exec.Cmd
-	logs *bytes.Buffer
-	done chan error
+	*testkit.Process
 	http string
 	nats string
 }
 
 func startBinary(t *testing.T, bin string, env ...string) *running {
 	t.Helper()
-	r := &running{http: freeAddr(t), nats: freeAddr(t), logs: &bytes.Buffer{}, done: make(chan error, 1)}
-	r.cmd = exec.Command(bin)
-	r.cmd.Env = append(os.Environ(), append([]string{"QUEEN_HTTP_ADDR=" + r.http, "QUEEN_NATS_LISTEN=" + r.nats}, env...)...)
-	stderr, err := r.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		signalled := false
-		for sc.Scan() {
-			r.logs.WriteString(sc.Text() + "\n")
-			if !signalled && strings.Contains(sc.Text(), "queen-bridge ready") {
-				signalled = true
-				close(ready)
-			}
-		}
-		r.done <- r.cmd.Wait()
-	}()
-	select {
-	case <-ready:
-	case err := <-r.done:
-		t.Fatalf("queen-bridge exited early (%v):\n%s", err, r.logs)
-	case <-time.After(2 * time.Minute):
-		_ = r.cmd.Process.Kill()
-		t.Fatalf("queen-bridge not ready:\n%s", r.logs)
-	}
+	r := &running{http: freeAddr(t), nats: freeAddr(t)}
+	r.Process = testkit.StartBridge(t, bin, append([]string{"QUEEN_HTTP_ADDR=" + r.http, "QUEEN_NATS_LISTEN=" + r.nats}, env...)...)
 	return r
 }
 
 // interrupt sends SIGINT and waits for a clean exit.
 func (r *running) interrupt(t *testing.T) {
 	t.Helper()
-	if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Fatalf("exit after SIGINT: %v\n%s", err, r.logs)
-		}
-	case <-time.After(time.Minute):
-		_ = r.cmd.Process.Kill()
-		t.Fatalf("no exit within a minute of SIGINT:\n%s", r.logs)
+	if err := r.Stop(t, syscall.SIGINT); err != nil {
+		t.Fatalf("exit after SIGINT: %v\n%s", err, r.Logs())
 	}
 }
 
@@ -196,8 +138,8 @@ func TestBinaryWithExternalPostgres(t *testing.T) {
 	r := startBinary(t, bin, "QUEEN_PG_DSN="+testenv.NewDatabase(t), "QUEEN_DATA_DIR="+t.TempDir())
 	pushBoth(t, r)
 	r.interrupt(t)
-	if !strings.Contains(r.logs.String(), `"message":"stopped"`) {
-		t.Fatalf("no clean stop in the log:\n%s", r.logs)
+	if !strings.Contains(r.Logs(), `"message":"stopped"`) {
+		t.Fatalf("no clean stop in the log:\n%s", r.Logs())
 	}
 }
 

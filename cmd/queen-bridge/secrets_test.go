@@ -79,10 +79,10 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		t.Fatalf("push with the tenant token: %d", resp.StatusCode)
 	}
 	r.interrupt(t)
-	if !strings.Contains(r.logs.String(), "nats://queen:xxxxx@") {
-		t.Errorf("the ready line should show the NATS URL with its password redacted:\n%s", r.logs)
+	if !strings.Contains(r.Logs(), "nats://queen:xxxxx@") {
+		t.Errorf("the ready line should show the NATS URL with its password redacted:\n%s", r.Logs())
 	}
-	check("the log of a run", r.logs.String())
+	check("the log of a run", r.Logs())
 
 	help := exec.Command(bin, "-h")
 	help.Env = append(os.Environ(), env...)

@@ -1,4 +1,5 @@
 // Package testkit holds test helpers that need the project's own packages
-// (testenv must not import them): reading back what a test stored.
+// (testenv must not import them): reading back what a test stored, holding
+// a partition's lock, and running the queen-bridge binary.
 // Only _test.go files of other packages import it.
 package testkit
