@@ -130,6 +130,14 @@ func (b *Bridge) Start(ctx context.Context) error {
 		if err := b.startNATS(); err != nil {
 			return err
 		}
+		// A round trip, so that the server has every subscription (the
+		// endpoints, the broadcasts) before Start returns: a request sent
+		// right after must find the service. On a busy machine a tenant's
+		// first request through its account import could otherwise arrive
+		// before the subscription and wait out its timeout.
+		if err := b.cfg.NATS.FlushTimeout(30 * time.Second); err != nil {
+			return fmt.Errorf("bridge: nats flush after subscribing: %w", err)
+		}
 	}
 	var err error
 	if b.cfg.HTTPAddr != "" {
