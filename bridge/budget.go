@@ -12,10 +12,11 @@ import (
 // them back when it is answered. Request goroutines take and give: a mutex
 // guards the count, and waiters wait on a channel that a release closes.
 type bodyBudget struct {
-	mu    sync.Mutex
-	limit int64
-	free  int64
-	freed chan struct{} // closed (and replaced) whenever bytes come back
+	mu      sync.Mutex
+	limit   int64
+	free    int64
+	waiting int           // takers waiting on freed
+	freed   chan struct{} // closed (and replaced) when bytes come back while someone waits
 }
 
 func newBodyBudget(limit int64) *bodyBudget {
@@ -47,12 +48,19 @@ func (b *bodyBudget) take(ctx context.Context, n int64, wait time.Duration) bool
 			return true
 		}
 		freed := b.freed
+		b.waiting++
 		b.mu.Unlock()
+		var ok bool
 		select {
 		case <-freed:
+			ok = true
 		case <-timer.C:
-			return false
 		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		if !ok {
 			return false
 		}
 	}
@@ -72,7 +80,9 @@ func (b *bodyBudget) give(n int64) {
 	}
 	b.mu.Lock()
 	b.free = min(b.free+min(n, b.limit), b.limit)
-	close(b.freed)
-	b.freed = make(chan struct{})
+	if b.waiting > 0 { // wake them; without waiters no channel is spent
+		close(b.freed)
+		b.freed = make(chan struct{})
+	}
 	b.mu.Unlock()
 }

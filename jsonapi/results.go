@@ -37,15 +37,21 @@ func AppendResult(out []byte, index int, r *Result, txid, traceID, queue, partit
 	out = append(out, `,"status":"`...)
 	out = append(out, r.Status...)
 	out = append(out, '"')
+	var idAt int // where the message id's text starts (when HasID)
 	if r.HasID {
 		out = append(out, `,"messageId":"`...)
+		idAt = len(out)
 		out = AppendUUID(out, r.MessageID)
 		out = append(out, '"')
 	}
 	out = append(out, `,"transactionId":`...)
+	txAt := len(out)
 	out = AppendString(out, txid)
+	txEnd := len(out)
 	out = append(out, `,"queue":`...)
+	qAt := len(out)
 	out = AppendString(out, queue)
+	qEnd := len(out)
 	out = append(out, `,"partition":`...)
 	out = AppendString(out, partition)
 	if r.Status == StatusQueued || r.Status == StatusDuplicate {
@@ -61,14 +67,14 @@ func AppendResult(out []byte, index int, r *Result, txid, traceID, queue, partit
 		out = append(out, `,"error":`...)
 		out = AppendString(out, r.Error)
 	}
-	// Queen's spelling.
+	// Queen's spelling: the same texts, copied rather than encoded again.
 	if r.HasID {
 		out = append(out, `,"message_id":"`...)
-		out = AppendUUID(out, r.MessageID)
+		out = append(out, out[idAt:idAt+36]...)
 		out = append(out, '"')
 	}
 	out = append(out, `,"transaction_id":`...)
-	out = AppendString(out, txid)
+	out = append(out, out[txAt:txEnd]...)
 	out = append(out, `,"trace_id":`...)
 	if traceID == "" {
 		out = append(out, "null"...)
@@ -76,7 +82,7 @@ func AppendResult(out []byte, index int, r *Result, txid, traceID, queue, partit
 		out = AppendString(out, traceID)
 	}
 	out = append(out, `,"queueName":`...)
-	out = AppendString(out, queue)
+	out = append(out, out[qAt:qEnd]...)
 	if r.Status == StatusQueued {
 		out = append(out, `,"partition_id":"`...)
 		out = strconv.AppendInt(out, r.PartitionID, 10)
