@@ -70,17 +70,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		return nil, err
 	}
 	b.accounts = auth.NewAccounts(cfg.NATSAccounts)
-	keys := map[uint8][]byte{}
-	for id, k := range cfg.EncryptionKeys {
-		keys[id] = k
-	}
-	if cfg.EncryptionKey != nil {
-		if _, twice := keys[0]; twice {
-			return nil, errors.New("bridge: EncryptionKey and EncryptionKeys both give key id 0")
-		}
-		keys[0] = cfg.EncryptionKey
-	}
-	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKeys: keys,
+	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKeys: cfg.EncryptionKeys,
 		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

@@ -23,12 +23,17 @@ func newBodyBudget(limit int64) *bodyBudget {
 	return &bodyBudget{limit: limit, free: limit, freed: make(chan struct{})}
 }
 
-// tryTake takes n bytes if they are free now. A request larger than the
-// whole budget takes all of it.
+// tryTake takes n bytes if they are free now.
 func (b *bodyBudget) tryTake(n int64) bool {
-	n = min(n, b.limit)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.takeLocked(n)
+}
+
+// takeLocked takes n bytes if they are free; b.mu is held. A request
+// larger than the whole budget takes all of it.
+func (b *bodyBudget) takeLocked(n int64) bool {
+	n = min(n, b.limit)
 	if b.free < n {
 		return false
 	}
@@ -42,8 +47,7 @@ func (b *bodyBudget) take(ctx context.Context, n int64, wait time.Duration) bool
 	defer timer.Stop()
 	for {
 		b.mu.Lock()
-		if b.free >= min(n, b.limit) {
-			b.free -= min(n, b.limit)
+		if b.takeLocked(n) {
 			b.mu.Unlock()
 			return true
 		}

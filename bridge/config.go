@@ -50,9 +50,6 @@ type Config struct {
 	// BodyTimeout bounds the time an HTTP body takes to arrive
 	// (QUEEN_BODY_TIMEOUT_MS); past it the request gets 408. Default 30s.
 	BodyTimeout time.Duration
-	// EncryptionKey is an AES-256 key (32 bytes) with id 0; nil: none.
-	// Default nil.
-	EncryptionKey []byte
 	// EncryptionKeys are AES-256 keys by id (QUEEN_ENCRYPTION_KEY, as
 	// id:hex,...): the highest id encrypts, every one decrypts. With no key
 	// at all, encrypted queues refuse pushes. Default none.

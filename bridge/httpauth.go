@@ -36,7 +36,7 @@ func (b *Bridge) guard(a auth.Action, h tenantHandler) http.Handler {
 			}
 		}
 		if r.Method == http.MethodPost {
-			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
 				b.refuse(w, a, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 				return
 			}
@@ -61,4 +61,12 @@ var actionText = map[auth.Action]string{
 	auth.ActionMetrics:         "read metrics",
 	auth.ActionReadMaintenance: "read maintenance mode",
 	auth.ActionSetMaintenance:  "switch maintenance mode (admin tokens only)",
+}
+
+// isJSONMediaType reports whether a Content-Type with parameters (a
+// charset) is application/json; the bare form is checked before, without
+// parsing.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }

@@ -38,7 +38,6 @@ type node struct {
 }
 
 type nodeOpts struct {
-	key      []byte
 	keys     map[uint8][]byte // encryption keys by id
 	maxBody  int64
 	tokens   map[string][16]byte
@@ -104,7 +103,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKey: o.key, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParkedFetches: o.parked, Registry: o.registry, Spool: sp,
+		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParkedFetches: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
 	if err != nil {
 		t.Fatal(err)

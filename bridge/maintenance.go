@@ -14,7 +14,8 @@ import (
 // bufferHealthy says whether pushes PostgreSQL cannot take have somewhere
 // to go (a spool that is not full).
 func (b *Bridge) maintenanceAnswer() []byte {
-	on, healthy := b.keeper.Maintenance(), b.keeper.SpoolHealthy()
+	st := b.keeper.Stats()
+	on, healthy := st.Maintenance, st.SpoolHealthy
 	msg := "maintenance mode is off: pushes go to PostgreSQL"
 	if on {
 		msg = "maintenance mode is on: pushes are buffered in the spool and drained when it ends"
@@ -22,7 +23,7 @@ func (b *Bridge) maintenanceAnswer() []byte {
 	if !healthy {
 		msg += "; the spool cannot take more (none configured, or full)"
 	}
-	out, _ := json.Marshal(map[string]any{"maintenanceMode": on, "bufferedMessages": b.keeper.Spooled(),
+	out, _ := json.Marshal(map[string]any{"maintenanceMode": on, "bufferedMessages": st.SpoolRecords,
 		"bufferHealthy": healthy, "message": msg})
 	return out
 }

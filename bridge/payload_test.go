@@ -57,8 +57,11 @@ func TestPayloadStoredByteForByte(t *testing.T) {
 
 var testKey = bytes.Repeat([]byte{0x42}, 32)
 
+// testKeys holds testKey as key id 0, as QUEEN_ENCRYPTION_KEY=<hex> does.
+var testKeys = map[uint8][]byte{0: testKey}
+
 func TestEncryptedQueueNeverStoresPlaintext(t *testing.T) {
-	n := newNode(t, nodeOpts{key: testKey})
+	n := newNode(t, nodeOpts{keys: testKeys})
 	if status, out := n.post("/api/v1/configure", []byte(`{"queue":"secret","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
 		t.Fatalf("configure: %d %s", status, out)
 	}
@@ -96,7 +99,7 @@ func TestEncryptedQueueNeverStoresPlaintext(t *testing.T) {
 // A ciphertext moved to another queue (by anyone who can write SQL) no
 // longer decrypts; in its own queue it does.
 func TestCiphertextMovedToAnotherQueueFails(t *testing.T) {
-	n := newNode(t, nodeOpts{key: testKey})
+	n := newNode(t, nodeOpts{keys: testKeys})
 	for _, q := range []string{"vault", "other"} {
 		if status, out := n.post("/api/v1/configure", []byte(`{"queue":"`+q+`","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
 			t.Fatalf("configure: %d %s", status, out)
@@ -182,8 +185,8 @@ func TestEncryptedQueueWithoutKeyFailsTheItem(t *testing.T) {
 // A queue switched to encryption through one bridge is encrypted by its peer
 // from then on, without waiting for the peer's cached settings to expire.
 func TestEncryptionSwitchReachesPeers(t *testing.T) {
-	a := newNode(t, nodeOpts{key: testKey})
-	b := newNode(t, nodeOpts{key: testKey, dsn: a.db.Pool().Config().ConnConfig.ConnString(), prefix: a.prefix})
+	a := newNode(t, nodeOpts{keys: testKeys})
+	b := newNode(t, nodeOpts{keys: testKeys, dsn: a.db.Pool().Config().ConnConfig.ConnString(), prefix: a.prefix})
 	b.pushHTTP(items(`{"queue":"turned","payload":"before"}`)) // b caches: plaintext
 	if status, out := a.post("/api/v1/configure", []byte(`{"queue":"turned","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
 		t.Fatalf("configure: %d %s", status, out)

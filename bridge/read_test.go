@@ -43,7 +43,7 @@ func (n *node) read(query string) readAnswer {
 // 1,000 messages over several partitions and two queues, one encrypted:
 // read back exactly as pushed, in offset order.
 func TestReadBackExactlyWhatWasPushed(t *testing.T) {
-	n := newNode(t, nodeOpts{key: testKey})
+	n := newNode(t, nodeOpts{keys: testKeys})
 	if status, out := n.post("/api/v1/configure", []byte(`{"queue":"sealed","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
 		t.Fatalf("configure: %d %s", status, out)
 	}

@@ -80,6 +80,10 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between attempts, which
 	// doubles from the first (with jitter). Defaults 50ms and 2s.
 	MinBackoff, MaxBackoff time.Duration
+	// OnRetry, when set, hears of every attempt that will be followed by
+	// another: the attempt (0 for the first) and why (for logs, metrics).
+	// Default nil.
+	OnRetry func(attempt int, err error)
 }
 
 // Client pushes items. It is safe for concurrent use.
@@ -192,6 +196,9 @@ func (c *Client) Push(ctx context.Context, items ...Item) ([]Result, error) {
 		wait := backoff/2 + rand.N(backoff/2+1)
 		if time.Now().Add(wait).After(deadline) {
 			return results, fmt.Errorf("%w after %d attempts: %v", ErrGaveUp, attempt+1, lastErr)
+		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(attempt, lastErr)
 		}
 		select {
 		case <-time.After(wait):

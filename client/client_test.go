@@ -75,13 +75,16 @@ func TestPushOverNATSAndHTTP(t *testing.T) {
 func TestRetriesAcrossABridgeRestartStoreEachItemOnce(t *testing.T) {
 	bin := bridgeBinary(t)
 	b := newBridge(t, bin)
+	var retries atomic.Int64
 	c, err := client.New(client.Config{NATS: natsConn(t), Prefix: b.prefix, AttemptTimeout: 2 * time.Second,
-		RetryBudget: 2 * time.Minute, MaxBackoff: 200 * time.Millisecond})
+		RetryBudget: 2 * time.Minute, MaxBackoff: 200 * time.Millisecond, OnRetry: func(int, error) { retries.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const writers, pushes, per = 4, 60, 10
 	var sent atomic.Int64
+	quarter := make(chan struct{}) // closed once a quarter of the items are stored
+	var once sync.Once
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := 0; w < writers; w++ {
@@ -105,14 +108,16 @@ func TestRetriesAcrossABridgeRestartStoreEachItemOnce(t *testing.T) {
 						return
 					}
 				}
-				sent.Add(per)
+				if sent.Add(per) >= writers*pushes*per/4 {
+					once.Do(func() { close(quarter) })
+				}
 			}
 		}(w)
 	}
-	for start := time.Now(); sent.Load() < writers*pushes*per/4; time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > time.Minute {
-			t.Fatalf("only %d items pushed in a minute", sent.Load())
-		}
+	select {
+	case <-quarter:
+	case <-time.After(time.Minute):
+		t.Fatalf("only %d items pushed in a minute", sent.Load())
 	}
 	b.stop(t)                          // mid-stream: pushes now find no responder and retry
 	time.Sleep(300 * time.Millisecond) // how long the bridge stays away
@@ -121,6 +126,9 @@ func TestRetriesAcrossABridgeRestartStoreEachItemOnce(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+	if retries.Load() == 0 {
+		t.Fatal("no push was retried: the restart did not fall inside the stream")
 	}
 	want := writers * pushes * per
 	deadline := time.Now().Add(time.Minute) // buffered items drain into PostgreSQL

@@ -119,10 +119,13 @@ func (k *Keeper) tickLoop(period time.Duration, fn func()) {
 
 // Stats are counters for the metrics.
 type Stats struct {
-	Maintenance      bool
-	SpoolRecords     int64 // waiting in the spool
-	SpoolBytes       int64 // of the spool files
-	SpoolSkipped     int64 // damaged spool bytes passed over at start
+	Maintenance  bool
+	SpoolRecords int64 // waiting in the spool
+	SpoolBytes   int64 // of the spool files
+	SpoolSkipped int64 // damaged spool bytes passed over at start
+	// SpoolHealthy: there is a spool and it has room, so what PostgreSQL
+	// cannot take can be buffered.
+	SpoolHealthy     bool
 	Replayed         uint64
 	DrainErrors      uint64
 	RetainedSegments uint64
@@ -135,6 +138,7 @@ func (k *Keeper) Stats() Stats {
 	if k.cfg.Spool != nil {
 		st := k.cfg.Spool.Stats()
 		s.SpoolRecords, s.SpoolBytes, s.SpoolSkipped = st.Records, st.Bytes, st.SkippedBytes
+		s.SpoolHealthy = st.Bytes < k.cfg.Spool.MaxBytes()
 	}
 	return s
 }

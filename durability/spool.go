@@ -35,21 +35,3 @@ func (k *Keeper) Spool(ctx context.Context, tenant [16]byte, failed []Failed) er
 	k.kickDrain()
 	return nil
 }
-
-// Spooled is the number of records waiting in the spool (0 without one).
-func (k *Keeper) Spooled() int64 {
-	if k.cfg.Spool == nil {
-		return 0
-	}
-	return k.cfg.Spool.Stats().Records
-}
-
-// SpoolHealthy reports whether there is a spool and it has room: what
-// PostgreSQL cannot take can be buffered.
-func (k *Keeper) SpoolHealthy() bool {
-	if k.cfg.Spool == nil {
-		return false
-	}
-	st := k.cfg.Spool.Stats()
-	return st.Bytes < k.cfg.Spool.MaxBytes()
-}

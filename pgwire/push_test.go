@@ -84,9 +84,16 @@ func TestWrongHashStrideRaisesAndWritesNothing(t *testing.T) {
 	good := write("q", "p1", "a", "b")
 	bad := write("q", "p2", "c", "d")
 	bad.Hashes = bad.Hashes[:31]
-	_, err := db.PushBundle(context.Background(), []segment.Write{good, bad})
-	if err == nil || !strings.Contains(err.Error(), "hash blob is 31 bytes") {
-		t.Fatalf("want a stride error, got %v", err)
+	rejected(t, db, "hash blob is 31 bytes", good, bad)
+}
+
+// rejected pushes writes as one bundle and wants it refused with an error
+// that says want, and nothing written.
+func rejected(t *testing.T, db *pgwire.DB, want string, writes ...segment.Write) {
+	t.Helper()
+	_, err := db.PushBundle(context.Background(), writes)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("want an error saying %q, got %v", want, err)
 	}
 	if n := rowsWritten(t, db); n != 0 {
 		t.Fatalf("%d rows written by a rejected bundle", n)
@@ -108,13 +115,7 @@ func TestMissingResultRaisesAndWritesNothing(t *testing.T) {
 		FOR EACH ROW EXECUTE FUNCTION public.swallow_ghost();`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := db.PushBundle(ctx, []segment.Write{write("q", "real", "a"), write("q", "ghost", "b")})
-	if err == nil || !strings.Contains(err.Error(), "1 of 2 segments produced a result") {
-		t.Fatalf("want a completeness error, got %v", err)
-	}
-	if n := rowsWritten(t, db); n != 0 {
-		t.Fatalf("%d rows written by a rejected bundle", n)
-	}
+	rejected(t, db, "1 of 2 segments produced a result", write("q", "real", "a"), write("q", "ghost", "b"))
 }
 
 func TestDuplicateInsideWindowWritesNothingOthersCommit(t *testing.T) {
@@ -225,13 +226,7 @@ func TestSegmentAtUnpacksTheFrame(t *testing.T) {
 func TestRepeatedPartitionInBundleRaisesAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	_, err := db.PushBundle(context.Background(), []segment.Write{write("q", "p", "a"), write("q", "other", "b"), write("q", "p", "c")})
-	if err == nil || !strings.Contains(err.Error(), "one segment per partition per bundle") {
-		t.Fatalf("want a repeated-partition error, got %v", err)
-	}
-	if n := rowsWritten(t, db); n != 0 {
-		t.Fatalf("%d rows written by a rejected bundle", n)
-	}
+	rejected(t, db, "one segment per partition per bundle", write("q", "p", "a"), write("q", "other", "b"), write("q", "p", "c"))
 }
 
 // A known partition id is checked against the names it is sent with: an id
