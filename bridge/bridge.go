@@ -16,6 +16,7 @@ import (
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/metrics"
+	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )
@@ -29,8 +30,9 @@ type Bridge struct {
 	queues   *queues.Settings
 	reads    *readside.Reads
 	keeper   *durability.Keeper
-	tokens   *auth.Tokens   // HTTP bearer tokens; none: HTTP is open
-	accounts *auth.Accounts // NATS account -> tenant; none: single-account mode
+	router   *ownership.Router // who writes which partition; forwarding
+	tokens   *auth.Tokens      // HTTP bearer tokens; none: HTTP is open
+	accounts *auth.Accounts    // NATS account -> tenant; none: single-account mode
 
 	// gate orders NATS handlers against Stop: a handler holds it shared
 	// while it checks `stopping` and enqueues into work; Stop takes it
@@ -86,8 +88,14 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		m = metrics.New(cfg.Registry)
 	}
 	b.metrics = m
+	if b.router, err = ownership.New(ownership.Config{NATS: cfg.NATS, Prefix: cfg.Prefix, ID: b.id, Fusion: cfg.Fusion,
+		Buckets: cfg.Buckets, Heartbeat: cfg.Heartbeat, ForwardTimeout: cfg.ForwardTimeout,
+		OnForward: m.ForwardLatency, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
-	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues, InflightBodyBytes: b.budget.inUse})
+	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues, Router: b.router, InflightBodyBytes: b.budget.inUse})
 	return b, nil
 }
 
@@ -118,6 +126,9 @@ func (b *Bridge) Start(ctx context.Context) error {
 			}()
 		}
 		if err := b.startNATS(); err != nil {
+			return err
+		}
+		if err := b.router.Start(); err != nil {
 			return err
 		}
 		// A round trip, so that the server has every subscription (the
@@ -188,6 +199,11 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		b.stopping.Store(true)
 		b.gate.Unlock()
 		var errs []error
+		// The others hear this bridge leave and write what they would have
+		// forwarded here; forwarded groups already in fusion are answered.
+		if err := b.router.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		if b.svc != nil {
 			if err := b.svc.Stop(); err != nil {
 				errs = append(errs, err)

@@ -92,6 +92,18 @@ type Config struct {
 	// reads with a waitMs, together (QUEEN_MAX_PARKED_READS); beyond it a
 	// read gets 503. Default 1024.
 	MaxParkedFetches int
+	// Buckets is the number of ownership buckets over (tenant, queue,
+	// partition); every bridge of a deployment must use the same
+	// (QUEEN_OWNERSHIP_BUCKETS). Default 1024.
+	Buckets int
+	// Heartbeat is how often a bridge tells the others it is alive; one not
+	// heard from for three is gone (QUEEN_OWNERSHIP_HEARTBEAT_MS).
+	// Default 500ms.
+	Heartbeat time.Duration
+	// ForwardTimeout bounds the wait for a partition owner's answer; past it
+	// the receiving bridge writes the groups itself
+	// (QUEEN_FORWARD_TIMEOUT_MS). Default 2s.
+	ForwardTimeout time.Duration
 	// Registry receives the Prometheus collectors. Default: a new registry.
 	Registry *prometheus.Registry
 	// Logger for the bridge and http targets. Default: disabled.

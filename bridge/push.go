@@ -12,6 +12,7 @@ import (
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/smallmap"
 	"github.com/queenbridge/queenbridge/jsonapi"
+	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
@@ -96,6 +97,7 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 		return
 	}
 	c.pending.Store(int32(len(groups)) + 1) // +1: submission in progress
+	groups = c.forwardOthers(ctx, groups)
 	if len(groups) <= submitWindow {
 		for _, g := range groups {
 			c.submit(ctx, g, nil)
@@ -116,6 +118,56 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 		}
 		c.groupDone()
 	}()
+}
+
+// forwardOthers sends the groups another bridge owns to their owners, one
+// message per owner, on goroutines owned by this call that end once their
+// groups are settled, and returns the groups this bridge writes.
+func (c *pushCall) forwardOthers(ctx context.Context, groups []*group) []*group {
+	var byOwner smallmap.Map[string, []*group]
+	var owners []string
+	local := groups[:0:0]
+	for _, g := range groups {
+		owner := c.b.router.Owner(c.tenant, g.queue, g.partition)
+		if owner == "" {
+			local = append(local, g)
+			continue
+		}
+		gs, ok := byOwner.Get(owner)
+		if !ok {
+			owners = append(owners, owner)
+			byOwner.Put(owner, []*group{g})
+			continue
+		}
+		byOwner.Set(owner, append(gs, g))
+	}
+	if owners == nil {
+		return groups
+	}
+	for _, owner := range owners {
+		gs, _ := byOwner.Get(owner)
+		go c.forward(ctx, owner, gs)
+	}
+	return local
+}
+
+// forward sends gs to their owner and settles them with its verdicts.
+// Those it did not answer are written here, probe and all: the owner may
+// have written them anyway (docs/ownership.md).
+func (c *pushCall) forward(ctx context.Context, owner string, gs []*group) {
+	wire := make([]ownership.Group, len(gs))
+	for i, g := range gs {
+		wire[i] = ownership.Group{Queue: g.queue, Partition: g.partition, Frames: g.frames}
+	}
+	answers, err := c.b.router.Forward(ctx, owner, c.tenant, wire)
+	for i, g := range gs {
+		if err == nil && !answers[i].Refused {
+			c.settle(g, answers[i].Verdicts)
+			continue
+		}
+		g.minted = nil
+		c.submit(ctx, g, nil)
+	}
 }
 
 // submitWindow is how many of one request's partitions are in fusion at

@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/fusion/recent"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/rs/zerolog"
 	"github.com/zeebo/xxh3"
 )
 
@@ -17,8 +18,11 @@ type Fusion struct {
 	cfg    Config
 	shards []*shard
 	vegas  *vegas
-	stats  counters
-	hashes HashSource // the Sink's, when it has one
+	// extraFields adds fields to the summary line (SetSummaryFields); an
+	// atomic pointer because the bridge sets it after fusion has started.
+	extraFields atomic.Pointer[func(*zerolog.Event)]
+	stats       counters
+	hashes      HashSource // the Sink's, when it has one
 
 	// gate orders Submit against Stop: Submit holds it shared while it
 	// checks `stopped` and enqueues; Stop takes it exclusively to set
@@ -122,6 +126,17 @@ func (f *Fusion) Submit(ctx context.Context, s Submission) error {
 		f.pendingBytes.Add(-r.bytes)
 		return ctx.Err()
 	}
+}
+
+// SetShare divides the database budget (VegasMax bundles in flight) among
+// n writers of the same database: this fusion may keep at most
+// ceil(VegasMax / n), and at least VegasMin, in flight, so that n bridges
+// together use about what one would.
+func (f *Fusion) SetShare(n int) {
+	if n < 1 {
+		n = 1
+	}
+	f.vegas.setMax((f.cfg.VegasMax + n - 1) / n)
 }
 
 func (f *Fusion) shardOf(tenant [16]byte, queue, partition string) int {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/every"
+	"github.com/rs/zerolog"
 )
 
 // counters are updated by flush goroutines and read by Stats and the summary
@@ -38,13 +39,14 @@ type Stats struct {
 	Requeued        uint64 // frames sent again after a duplicate segment
 	Fills           uint64 // reads of offsets written by another writer
 	VegasLimit      int    // current permit limit
+	VegasCeiling    int    // its ceiling: VegasMax, or this bridge's share of it (SetShare)
 	PermitsInUse    int    // bundles in flight, all shards
 	PendingBytes    int64  // payload bytes accepted, not yet answered
 }
 
 // Stats returns a snapshot.
 func (f *Fusion) Stats() Stats {
-	limit, inUse := f.vegas.snapshot()
+	limit, ceiling, inUse := f.vegas.snapshot()
 	return Stats{
 		Bundles:         f.stats.bundles.Load(),
 		BundleErrors:    f.stats.bundleErrors.Load(),
@@ -54,6 +56,7 @@ func (f *Fusion) Stats() Stats {
 		Requeued:        f.stats.requeued.Load(),
 		Fills:           f.stats.fills.Load(),
 		VegasLimit:      limit,
+		VegasCeiling:    ceiling,
 		PermitsInUse:    inUse,
 		PendingBytes:    f.pendingBytes.Load(),
 	}
@@ -85,9 +88,19 @@ func (f *Fusion) summaryLoop() {
 				Float64("segments_per_commit", perCommit).
 				Uint64("items", now.ItemsFired-last.ItemsFired).
 				Uint64("errors", now.BundleErrors-last.BundleErrors).
-				Int("vegas_limit", now.VegasLimit).Msg("bundle summary")
+				Int("vegas_limit", now.VegasLimit).Func(f.summaryFields).Msg("bundle summary")
 		}
 		last = now
+	}
+}
+
+// SetSummaryFields adds fn's fields to every bundle summary line (the
+// bridge adds what it owns). Safe to call while fusion runs.
+func (f *Fusion) SetSummaryFields(fn func(*zerolog.Event)) { f.extraFields.Store(&fn) }
+
+func (f *Fusion) summaryFields(e *zerolog.Event) {
+	if fn := f.extraFields.Load(); fn != nil {
+		(*fn)(e)
 	}
 }
 

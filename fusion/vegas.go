@@ -105,9 +105,18 @@ func (v *vegas) observe(rtt time.Duration, full bool) {
 	v.limit = math.Min(v.max, math.Max(v.min, v.limit))
 }
 
-// snapshot returns the current limit and permits in use.
-func (v *vegas) snapshot() (limit, inflight int) {
+// setMax changes the ceiling (the share of the database this fusion may
+// use), bringing the limit under it at once.
+func (v *vegas) setMax(max int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return int(v.limit), v.inflight
+	v.max = math.Max(v.min, float64(max))
+	v.limit = math.Min(v.limit, v.max)
+}
+
+// snapshot returns the current limit, its ceiling and the permits in use.
+func (v *vegas) snapshot() (limit, ceiling, inflight int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return int(v.limit), int(v.max), v.inflight
 }

@@ -15,7 +15,7 @@ func TestVegasGrowsOnlyOnFullBundles(t *testing.T) {
 		v.inflight = n
 		v.mu.Unlock()
 	}
-	limit := func() int { l, _ := v.snapshot(); return l }
+	limit := func() int { l, _, _ := v.snapshot(); return l }
 	for i := 0; i < 10; i++ {
 		use(limit())
 		v.release(time.Millisecond, true, false, false) // room left
@@ -42,5 +42,21 @@ func TestVegasGrowsOnlyOnFullBundles(t *testing.T) {
 	v.release(0, false, false, false) // an unsampled release changes nothing
 	if limit() != before {
 		t.Fatalf("an unsampled release moved the limit %d -> %d", before, limit())
+	}
+}
+
+// SetShare caps each of n bridges at its share of VegasMax, never below
+// VegasMin, and lifts the cap again when the others leave.
+func TestShareDividesTheCeiling(t *testing.T) {
+	f, err := New(Config{Sink: newMemSink(t), VegasMin: 1, VegasMax: 16, VegasInitial: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ n, ceiling, limitAtMost int }{{1, 16, 16}, {2, 8, 8}, {3, 6, 6}, {40, 1, 1}, {1, 16, 1}} {
+		f.SetShare(c.n)
+		st := f.Stats()
+		if st.VegasCeiling != c.ceiling || st.VegasLimit > c.limitAtMost {
+			t.Fatalf("share %d: ceiling %d limit %d, want ceiling %d limit ≤ %d", c.n, st.VegasCeiling, st.VegasLimit, c.ceiling, c.limitAtMost)
+		}
 	}
 }

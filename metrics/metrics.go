@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
@@ -22,6 +23,7 @@ type Metrics struct {
 	latency      *prometheus.HistogramVec
 	itemsPerBndl prometheus.Histogram
 	segsPerBndl  prometheus.Histogram
+	forwardRTT   prometheus.Histogram
 }
 
 // New registers the bridge's own collectors on reg.
@@ -46,10 +48,17 @@ func New(reg *prometheus.Registry) *Metrics {
 			Name: "queen_fusion_segments_per_batch", Help: "Partitions (segments) per fused commit.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
+		forwardRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "queen_forward_duration_seconds", Help: "Forwards to a partition's owning bridge, sent to answered.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
 	}
-	reg.MustRegister(m.requests, m.items, m.latency, m.itemsPerBndl, m.segsPerBndl)
+	reg.MustRegister(m.requests, m.items, m.latency, m.itemsPerBndl, m.segsPerBndl, m.forwardRTT)
 	return m
 }
+
+// ForwardLatency is ownership.Config.OnForward.
+func (m *Metrics) ForwardLatency(d time.Duration) { m.forwardRTT.Observe(d.Seconds()) }
 
 // FusionHook is fusion.Config.OnBundle.
 func (m *Metrics) FusionHook(info fusion.BundleInfo) {
@@ -101,6 +110,7 @@ type Rooms struct {
 	Keeper            *durability.Keeper
 	Reads             *readside.Reads
 	Queues            *queues.Settings
+	Router            *ownership.Router
 }
 
 // RegisterRooms exposes the rooms' counters (spool, maintenance, reads,
@@ -113,6 +123,7 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
 	}
 	keeper := func() durability.Stats { return b.Keeper.Stats() }
+	owners := func() ownership.Stats { return b.Router.Stats() }
 	reads := func() readside.Stats { return b.Reads.Stats() }
 	m.reg.MustRegister(
 		gauge("queen_maintenance_mode_enabled", "1 while maintenance mode is on.", func() float64 {
@@ -137,6 +148,14 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_available_received_total", "MESSAGE_AVAILABLE announcements received from peers.", func() uint64 { return reads().PeerAnnouncements }),
 		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.Queues.Stats().SettingsReceived }),
 		counter("queen_retention_segments_removed_total", "Segments removed by retention.", func() uint64 { return keeper().RetainedSegments }),
+		counter("queen_forward_groups_total", "Partition groups sent to the bridge that owns them.", func() uint64 { return owners().GroupsForwarded }),
+		counter("queen_forward_requests_total", "Forward messages sent (one per owner per push request).", func() uint64 { return owners().ForwardRequests }),
+		counter("queen_forward_received_groups_total", "Partition groups other bridges forwarded to this one.", func() uint64 { return owners().GroupsReceived }),
+		counter("queen_forward_fallback_groups_total", "Forwarded groups written here because their owner did not answer in time or refused.",
+			func() uint64 { return owners().GroupsFallback }),
+		counter("queen_ownership_bucket_moves_total", "Buckets whose owner changed, summed over membership changes.", func() uint64 { return owners().BucketMoves }),
+		gauge("queen_ownership_bridges", "Live bridges, this one included.", func() float64 { return float64(owners().Bridges) }),
+		gauge("queen_ownership_owned_buckets", "Buckets this bridge owns.", func() float64 { return float64(owners().OwnedBuckets) }),
 		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.DB.Stats().StatementTimeouts }),
 		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",
 			func() uint64 { return b.DB.Stats().QuarantinedConnection }),

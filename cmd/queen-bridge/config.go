@@ -39,6 +39,8 @@ type config struct {
 	maxBodyBytes, maxInflightBytes  int64
 	bodyTimeoutMS, maxParkedReads   int
 	maxPartitionsPerRequest         int
+	buckets, heartbeatMS            int
+	forwardTimeoutMS                int
 	dedupWindowS                    int
 	encryptionKeyHex                string
 	httpTokens, httpAdminTokens     string
@@ -107,6 +109,9 @@ func (c *config) settings() []setting {
 		{"QUEEN_BODY_TIMEOUT_MS", "30000", "how long an HTTP body may take to arrive, ms; then 408", num(&c.bodyTimeoutMS)},
 		{"QUEEN_MAX_PARTITIONS_PER_REQUEST", "1000", "distinct (queue, partition) pairs in one push; beyond it 400", num(&c.maxPartitionsPerRequest)},
 		{"QUEEN_MAX_PARKED_READS", "1024", "reads waiting for messages at once (HTTP waitMs and NATS fetches together); beyond it 503", num(&c.maxParkedReads)},
+		{"QUEEN_OWNERSHIP_BUCKETS", "1024", "buckets that partitions fall into for ownership; the same on every bridge of a deployment", num(&c.buckets)},
+		{"QUEEN_OWNERSHIP_HEARTBEAT_MS", "500", "how often a bridge tells the others it is alive, ms; one silent for three is gone", num(&c.heartbeatMS)},
+		{"QUEEN_FORWARD_TIMEOUT_MS", "2000", "how long a bridge waits for a partition's owner to answer a forward, ms; then it writes the items itself", num(&c.forwardTimeoutMS)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 keys for encrypted queues: 64 hex characters, or id:hex,... (ids 0..255; the highest encrypts, all decrypt)", str(&c.encryptionKeyHex)},
 		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding QUEEN_ENCRYPTION_KEY's value (entries separated by commas or lines), instead of the variable", str(&c.encryptionKeyFile)},

@@ -162,6 +162,8 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		MaxPartitionsPerRequest: cfg.maxPartitionsPerRequest, BodyTimeout: time.Duration(cfg.bodyTimeoutMS) * time.Millisecond,
 		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, NATSAccounts: accounts, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
+		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,
+		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond,
 	}, meters)
 	if err != nil {
 		return err
