@@ -12,6 +12,34 @@ import (
 	"github.com/queenbridge/queenbridge/embedded"
 )
 
+// natsCluster starts n embedded NATS servers routed to each other and
+// waits until the cluster has formed.
+func natsCluster(t *testing.T, n int) []*embedded.NATS {
+	t.Helper()
+	var nodes []*embedded.NATS
+	for i := 0; i < n; i++ {
+		cfg := embedded.NATSConfig{Listen: "-1", Cluster: "127.0.0.1:-1", ServerName: fmt.Sprintf("n%d", i)}
+		if i > 0 {
+			cfg.Routes = []string{nodes[0].ClusterURL()}
+		}
+		s, err := embedded.StartNATS(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Stop)
+		nodes = append(nodes, s)
+	}
+	waitUntil(t, "the cluster to form", 20*time.Second, func() bool {
+		for _, s := range nodes {
+			if s.Server().NumRoutes() < n-1 {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
 // Retention runs while pushes continue: old segments go, newer ones stay,
 // offsets go on, no push fails; a repeat of a removed original answers
 // duplicate with the zero id (its transaction row outlives the segment for
@@ -90,28 +118,7 @@ func TestRetentionWhilePushing(t *testing.T) {
 // stored exactly once; a read parked on one bridge is woken by a push the
 // other answered.
 func TestTwoBridgesOnANATSCluster(t *testing.T) {
-	a, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1", Cluster: "127.0.0.1:-1", ServerName: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Stop()
-	var nodes = []*embedded.NATS{a}
-	for _, name := range []string{"b", "c"} {
-		s, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1", Cluster: "127.0.0.1:-1", ServerName: name, Routes: []string{a.ClusterURL()}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Stop()
-		nodes = append(nodes, s)
-	}
-	waitUntil(t, "the cluster to form", 20*time.Second, func() bool {
-		for _, s := range nodes {
-			if s.Server().NumRoutes() < 2 {
-				return false
-			}
-		}
-		return true
-	})
+	nodes := natsCluster(t, 3)
 	b1 := newNode(t, nodeOpts{natsURL: nodes[0].ClientURL(), prefix: "queen"})
 	b2 := newNode(t, nodeOpts{natsURL: nodes[2].ClientURL(), prefix: "queen", dsn: b1.db.Pool().Config().ConnConfig.ConnString()})
 	waitUntil(t, "both services to be visible from node b", 20*time.Second, func() bool {

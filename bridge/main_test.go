@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +36,8 @@ type node struct {
 	sp     *spool.Spool
 	prefix string
 	base   string // http://addr
+	// stopOnce: a test may stop a node before its cleanup does.
+	stopOnce sync.Once
 }
 
 type nodeOpts struct {
@@ -57,8 +60,11 @@ type nodeOpts struct {
 	stmtTO   time.Duration // statement timeout; default pgwire's
 	poll     time.Duration // maintenance re-read; default the bridge's
 	spoolMax int64
-	noHot    bool          // QUEEN_HOTLIST=0
-	retain   time.Duration // retention interval; default: off
+	noHot    bool                          // QUEEN_HOTLIST=0
+	retain   time.Duration                 // retention interval; default: off
+	sink     func(fusion.Sink) fusion.Sink // wraps the database as fusion's sink
+	beat     time.Duration                 // Config.Heartbeat
+	fwdTO    time.Duration                 // Config.ForwardTimeout
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -95,7 +101,11 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	m := metrics.New(o.registry)
-	fu, err := fusion.New(fusion.Config{Sink: db, VegasMax: 8, OnBundle: m.FusionHook})
+	var sink fusion.Sink = db
+	if o.sink != nil {
+		sink = o.sink(db)
+	}
+	fu, err := fusion.New(fusion.Config{Sink: sink, VegasMax: 8, OnBundle: m.FusionHook})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +114,8 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
 		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParkedFetches: o.parked, Registry: o.registry, Spool: sp,
-		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain)}, m)
+		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
+		Heartbeat: o.beat, ForwardTimeout: o.fwdTO}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +128,10 @@ func newNode(t testing.TB, o nodeOpts) *node {
 }
 
 func (n *node) stop() {
+	n.stopOnce.Do(n.stopNow)
+}
+
+func (n *node) stopNow() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := n.br.Stop(ctx); err != nil {
