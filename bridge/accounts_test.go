@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/ownership"
 )
 
 // accountsNATS runs a nats-server with the repository's example accounts
@@ -142,8 +143,11 @@ func TestAccountsModeIsolatesTenants(t *testing.T) {
 		t.Fatalf("A's snooping subscription saw %d of A's own 2 replies", own)
 	}
 
-	// The control plane and the queue group are out of reach.
-	for _, subject := range []string{"queen.v1.maintenance.changed", "queen.v1.queue.changed", "queen.v1.available", "queen.v1.maintenance", "queen.v1.push.00000000-0000-0000-0000-000000000000"} {
+	// The control plane, the forwarding and membership subjects and the
+	// queue group are out of reach.
+	forward := ownership.ForwardSubject("queen", n.br.ID())
+	for _, subject := range []string{"queen.v1.maintenance.changed", "queen.v1.queue.changed", "queen.v1.available", "queen.v1.maintenance",
+		"queen.v1.push.00000000-0000-0000-0000-000000000000", forward, "queen.v1.bridges"} {
 		if err := a.Publish(subject, []byte(`{"enabled":true}`)); err != nil {
 			t.Fatal(err)
 		}
@@ -153,6 +157,13 @@ func TestAccountsModeIsolatesTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.violation(t, "queen.v1.push")
+	// Nor can a tenant receive (and so answer) forwards or heartbeats.
+	for _, subject := range []string{"queen.v1.forward.>", "queen.v1.bridges"} {
+		if _, err := a.Subscribe(subject, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		a.violation(t, subject)
+	}
 	// The bridge is untouched: pushes are still written, not spooled.
 	if msg := request(b, "queen.v1.push", items(item("orders", "p", "b3"))); json.Unmarshal(msg.Data, &rs) != nil || rs[0].Status != "queued" {
 		t.Fatalf("after the attempts: %s", msg.Data)
