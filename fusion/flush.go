@@ -91,8 +91,13 @@ func (f *Fusion) flush(b *bundle) {
 	if err == nil && len(results) != len(writes) {
 		err = fmt.Errorf("fusion: sink answered %d results for %d segments", len(results), len(writes))
 	}
-	f.vegas.release(took, true, len(writes) >= f.cfg.BundleMax, err != nil)
-	f.stats.bundleDone(len(writes), items, err)
+	hold := f.holdAfter(took)
+	if hold == 0 {
+		f.vegas.release(took, true, len(writes) >= f.cfg.BundleMax, err != nil)
+	} else {
+		defer f.releaseAfter(hold, took, len(writes) >= f.cfg.BundleMax, err != nil)
+	}
+	f.stats.bundleDone(len(writes), items, took, err)
 	if f.cfg.OnBundle != nil {
 		f.cfg.OnBundle(BundleInfo{Segments: len(writes), Items: items, Duration: took, Err: err})
 	}
@@ -224,4 +229,32 @@ func (f *Fusion) fill(s *shard, part *partState, pid, lo, hi int64, window int32
 	cancel()
 	f.stats.fills.Add(1)
 	s.fills <- &fillResult{part: part, hi: hi, hashes: hashes, err: err}
+}
+
+// holdAfter is how long a bundle's permit stays taken after its commit when
+// other bridges write the same database: took times the others' share of
+// the time they keep bundles in flight (SetYield), so that the bridges
+// together keep about as many bundles in flight as one bridge would, and
+// each bundle carries what one bridge's would (docs/ownership.md).
+func (f *Fusion) holdAfter(took time.Duration) time.Duration {
+	y := f.yield.Load()
+	if y == 0 {
+		return 0
+	}
+	return min(time.Duration(float64(took)*float64(y)/1000), maxHold)
+}
+
+// maxHold caps the hold after one bundle.
+const maxHold = 50 * time.Millisecond
+
+// releaseAfter waits hold (cut short when fusion stops), then returns the
+// permit. It runs last on the flush goroutine, after every verdict is out.
+func (f *Fusion) releaseAfter(hold, took time.Duration, full, failed bool) {
+	t := time.NewTimer(hold)
+	select {
+	case <-t.C:
+	case <-f.stopping:
+		t.Stop()
+	}
+	f.vegas.release(took, true, full, failed)
 }

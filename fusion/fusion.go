@@ -21,8 +21,10 @@ type Fusion struct {
 	// extraFields adds fields to the summary line (SetSummaryFields); an
 	// atomic pointer because the bridge sets it after fusion has started.
 	extraFields atomic.Pointer[func(*zerolog.Event)]
-	stats       counters
-	hashes      HashSource // the Sink's, when it has one
+	// yield is SetYield's factor in thousandths; read by every flush.
+	yield  atomic.Int64
+	stats  counters
+	hashes HashSource // the Sink's, when it has one
 
 	// gate orders Submit against Stop: Submit holds it shared while it
 	// checks `stopped` and enqueues; Stop takes it exclusively to set
@@ -138,6 +140,11 @@ func (f *Fusion) SetShare(n int) {
 	}
 	f.vegas.setMax((f.cfg.VegasMax + n - 1) / n)
 }
+
+// SetYield makes each bundle's permit stay taken for y times the bundle's
+// commit time after it commits (0: released at once): y is how busy the
+// other writers of the database keep it, in bundles in flight on average.
+func (f *Fusion) SetYield(y float64) { f.yield.Store(int64(max(0, min(y, 16)) * 1000)) }
 
 func (f *Fusion) shardOf(tenant [16]byte, queue, partition string) int {
 	h := xxh3.HashStringSeed(partition, xxh3.HashStringSeed(queue, xxh3.Hash(tenant[:])))

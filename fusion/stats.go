@@ -18,10 +18,12 @@ type counters struct {
 	localDups    atomic.Uint64
 	requeued     atomic.Uint64
 	fills        atomic.Uint64
+	busy         atomic.Int64 // nanoseconds spent in Sink calls
 }
 
-func (c *counters) bundleDone(segments, items int, err error) {
+func (c *counters) bundleDone(segments, items int, took time.Duration, err error) {
 	c.bundles.Add(1)
+	c.busy.Add(int64(took))
 	c.segments.Add(uint64(segments))
 	c.items.Add(uint64(items))
 	if err != nil {
@@ -31,17 +33,18 @@ func (c *counters) bundleDone(segments, items int, err error) {
 
 // Stats is a snapshot of fusion's counters (monotonic since Start) and gauges.
 type Stats struct {
-	Bundles         uint64 // Sink calls (commits, when they succeed)
-	BundleErrors    uint64 // Sink calls that failed
-	Segments        uint64 // segments sent
-	ItemsFired      uint64 // frames sent (leaders)
-	LocalDuplicates uint64 // frames answered from this bridge's recent hashes
-	Requeued        uint64 // frames sent again after a duplicate segment
-	Fills           uint64 // reads of offsets written by another writer
-	VegasLimit      int    // current permit limit
-	VegasCeiling    int    // its ceiling: VegasMax, or this bridge's share of it (SetShare)
-	PermitsInUse    int    // bundles in flight, all shards
-	PendingBytes    int64  // payload bytes accepted, not yet answered
+	Bundles         uint64        // Sink calls (commits, when they succeed)
+	BundleErrors    uint64        // Sink calls that failed
+	Segments        uint64        // segments sent
+	ItemsFired      uint64        // frames sent (leaders)
+	LocalDuplicates uint64        // frames answered from this bridge's recent hashes
+	Requeued        uint64        // frames sent again after a duplicate segment
+	Fills           uint64        // reads of offsets written by another writer
+	Busy            time.Duration // time spent in Sink calls, summed over calls
+	VegasLimit      int           // current permit limit
+	VegasCeiling    int           // its ceiling: VegasMax, or this bridge's share of it (SetShare)
+	PermitsInUse    int           // bundles in flight, all shards
+	PendingBytes    int64         // payload bytes accepted, not yet answered
 }
 
 // Stats returns a snapshot.
@@ -55,6 +58,7 @@ func (f *Fusion) Stats() Stats {
 		LocalDuplicates: f.stats.localDups.Load(),
 		Requeued:        f.stats.requeued.Load(),
 		Fills:           f.stats.fills.Load(),
+		Busy:            time.Duration(f.stats.busy.Load()),
 		VegasLimit:      limit,
 		VegasCeiling:    ceiling,
 		PermitsInUse:    inUse,

@@ -1,8 +1,11 @@
 package fusion
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // The limit grows only while bundles leave full and latency stays near the
@@ -58,5 +61,40 @@ func TestShareDividesTheCeiling(t *testing.T) {
 		if st.VegasCeiling != c.ceiling || st.VegasLimit > c.limitAtMost {
 			t.Fatalf("share %d: ceiling %d limit %d, want ceiling %d limit ≤ %d", c.n, st.VegasCeiling, st.VegasLimit, c.ceiling, c.limitAtMost)
 		}
+	}
+}
+
+// With a yield, a bundle's permit stays taken after its verdicts are out
+// (the other bridges' turn); without one it is back before them.
+func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
+	sink := newMemSink(t)
+	sink.delay = func(int) time.Duration { return 20 * time.Millisecond }
+	f := startFusion(t, sink, func(c *Config) { c.VegasMax, c.VegasInitial = 1, 1 })
+	inUseAtVerdict := func() int {
+		got := make(chan int, 1)
+		err := f.Submit(context.Background(), Submission{Queue: "q", Partition: "p", Frames: frames(uuid.NewString()),
+			Done: func([]Verdict) { got <- f.Stats().PermitsInUse }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return <-got
+	}
+	if n := inUseAtVerdict(); n != 0 {
+		t.Fatalf("without a yield %d permits in use at the verdict", n)
+	}
+	f.SetYield(1)
+	if n := inUseAtVerdict(); n != 1 {
+		t.Fatalf("with a yield %d permits in use at the verdict, want the bundle's own", n)
+	}
+	f.SetYield(0)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Stats().PermitsInUse != 0 { // the hold ends
+		if time.Now().After(deadline) {
+			t.Fatal("the held permit never came back")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if busy := f.Stats().Busy; busy < 40*time.Millisecond {
+		t.Fatalf("busy %v after two 20 ms bundles", busy)
 	}
 }

@@ -89,3 +89,21 @@ func TestBucketsSpreadPartitions(t *testing.T) {
 		t.Fatal("the bucket ignores part of the partition's name")
 	}
 }
+
+func TestHeartbeatsParse(t *testing.T) {
+	for in, want := range map[string]event{
+		"alive abc 0.618": {kind: kindAlive, id: "abc", busy: 0.618},
+		"hello abc":       {kind: kindHello, id: "abc"},
+		"leave abc x":     {kind: kindLeave, id: "abc"},
+		"alive abc -3":    {kind: kindAlive, id: "abc"},
+	} {
+		if got, ok := parseBeat([]byte(in)); !ok || got != want {
+			t.Fatalf("%q: %+v %v, want %+v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "alive", "shout abc 1", " "} {
+		if _, ok := parseBeat([]byte(in)); ok {
+			t.Fatalf("%q parsed", in)
+		}
+	}
+}

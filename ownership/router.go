@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,11 +64,18 @@ type Router struct {
 	stopping bool
 	inflight sync.WaitGroup
 
+	// busy is this bridge's bundles in flight on average over the last
+	// heartbeat period (float64), sent with each heartbeat.
+	busy atomic.Value
+
 	forwarded, forwardRequests, received, fallback, moved atomic.Uint64
 	stopOnce                                              sync.Once
 }
 
-type event struct{ kind, id string }
+type event struct {
+	kind, id string
+	busy     float64 // the sender's bundles in flight on average since its last heartbeat
+}
 
 // Heartbeat kinds.
 const (
@@ -98,6 +107,7 @@ func New(cfg Config) (*Router, error) {
 	r := &Router{cfg: cfg, hb: cfg.Prefix + ".v1.bridges", self: ForwardSubject(cfg.Prefix, cfg.ID),
 		events: make(chan event, 256), quit: make(chan struct{})}
 	r.tab.Store(newTable([]string{cfg.ID}, cfg.ID, cfg.Buckets))
+	r.busy.Store(0.0)
 	return r, nil
 }
 
@@ -116,12 +126,12 @@ func (r *Router) Start() error {
 		return fmt.Errorf("ownership: subscribe %s: %w", r.self, err)
 	}
 	hb, err := nc.Subscribe(r.hb, func(m *nats.Msg) {
-		kind, id, ok := parseBeat(m.Data)
-		if !ok || id == r.cfg.ID {
+		e, ok := parseBeat(m.Data)
+		if !ok || e.id == r.cfg.ID {
 			return
 		}
 		select {
-		case r.events <- event{kind, id}:
+		case r.events <- e:
 		default: // the loop is behind; the next heartbeat repeats it
 		}
 	})
@@ -142,25 +152,36 @@ func (r *Router) Start() error {
 }
 
 func (r *Router) beat(kind string) {
-	_ = r.cfg.NATS.Publish(r.hb, []byte(kind+" "+r.cfg.ID))
+	_ = r.cfg.NATS.Publish(r.hb, []byte(kind+" "+r.cfg.ID+" "+strconv.FormatFloat(r.busy.Load().(float64), 'f', 3, 64)))
 }
 
-func parseBeat(b []byte) (kind, id string, ok bool) {
-	for i, c := range b {
-		if c == ' ' {
-			kind, id = string(b[:i]), string(b[i+1:])
-			return kind, id, id != "" && (kind == kindHello || kind == kindAlive || kind == kindLeave)
+// parseBeat reads "kind id [busy]".
+func parseBeat(b []byte) (event, bool) {
+	f := strings.Fields(string(b))
+	if len(f) < 2 || (f[0] != kindHello && f[0] != kindAlive && f[0] != kindLeave) {
+		return event{}, false
+	}
+	e := event{kind: f[0], id: f[1]}
+	if len(f) > 2 {
+		if v, err := strconv.ParseFloat(f[2], 64); err == nil && v >= 0 && v <= 1024 {
+			e.busy = v
 		}
 	}
-	return "", "", false
+	return e, true
 }
 
-// loop owns the member list: who was heard from when.
+// loop owns the member list: who was heard from when, and how busy each
+// keeps the database.
 func (r *Router) loop() {
 	defer r.loopWG.Done()
-	seen := map[string]time.Time{}
+	type member struct {
+		at   time.Time
+		busy float64
+	}
+	seen := map[string]member{}
 	tick := time.NewTicker(r.cfg.Heartbeat)
 	defer tick.Stop()
+	lastBusy, lastAt := r.cfg.Fusion.Stats().Busy, time.Now()
 	for {
 		changed := false
 		select {
@@ -173,35 +194,40 @@ func (r *Router) loop() {
 				delete(seen, e.id)
 			default:
 				_, known := seen[e.id]
-				seen[e.id] = time.Now()
+				seen[e.id] = member{at: time.Now(), busy: e.busy}
 				changed = !known
 				if e.kind == kindHello {
 					r.beat(kindAlive)
 				}
 			}
 		case now := <-tick.C:
+			busy := r.cfg.Fusion.Stats().Busy
+			r.busy.Store(float64(busy-lastBusy) / float64(now.Sub(lastAt)))
+			lastBusy, lastAt = busy, now
 			r.beat(kindAlive)
-			for id, at := range seen {
-				if now.Sub(at) > 3*r.cfg.Heartbeat {
+			for id, m := range seen {
+				if now.Sub(m.at) > 3*r.cfg.Heartbeat {
 					delete(seen, id)
 					changed = true
 				}
 			}
 		}
+		others := 0.0
+		ids := make([]string, 0, len(seen))
+		for id, m := range seen {
+			others += m.busy
+			ids = append(ids, id)
+		}
+		r.cfg.Fusion.SetYield(others)
 		if changed {
-			r.rebuild(seen)
+			r.rebuild(ids)
 		}
 	}
 }
 
-// rebuild installs the table of the members in seen and this bridge.
-func (r *Router) rebuild(seen map[string]time.Time) {
-	ids := make([]string, 0, len(seen)+1)
-	ids = append(ids, r.cfg.ID)
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	t := newTable(ids, r.cfg.ID, r.cfg.Buckets)
+// rebuild installs the table of the others and this bridge.
+func (r *Router) rebuild(others []string) {
+	t := newTable(append(others, r.cfg.ID), r.cfg.ID, r.cfg.Buckets)
 	moved := moves(r.tab.Load(), t)
 	r.tab.Store(t)
 	r.moved.Add(uint64(moved))
