@@ -292,7 +292,8 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // The fusion summary line: commits, segments, segments_per_commit, items,
-// written while there is traffic.
+// partitions written, and the fields the bridge adds, written while there
+// is traffic.
 func TestSummaryLineWhileThereIsTraffic(t *testing.T) {
 	var mu sync.Mutex
 	var buf strings.Builder
@@ -302,6 +303,7 @@ func TestSummaryLineWhileThereIsTraffic(t *testing.T) {
 		return buf.Write(p)
 	}))
 	f := startFusion(t, newMemSink(t), func(c *Config) { c.SummaryEvery = 20 * time.Millisecond; c.Logger = zerolog.New(w) })
+	f.SetSummaryFields(func(e *zerolog.Event) { e.Int("owned_buckets", 7) })
 	submit(t, f, "q", "p1", "a", "b")
 	submit(t, f, "q", "p2", "c")
 	waitFor(t, "a summary line", func() bool {
@@ -317,11 +319,13 @@ func TestSummaryLineWhileThereIsTraffic(t *testing.T) {
 		Commits, Segments uint64
 		PerCommit         float64 `json:"segments_per_commit"`
 		Items             uint64
+		Partitions        int64
+		Owned             int `json:"owned_buckets"`
 	}
 	if err := json.Unmarshal([]byte(line), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if ev.Target != "fusion" || ev.Commits < 1 || ev.Segments < 2 || ev.Items != 3 || ev.PerCommit <= 0 {
+	if ev.Target != "fusion" || ev.Commits < 1 || ev.Segments < 2 || ev.Items != 3 || ev.PerCommit <= 0 || ev.Partitions != 2 || ev.Owned != 7 {
 		t.Fatalf("summary %s", line)
 	}
 }

@@ -22,9 +22,14 @@ type Fusion struct {
 	// atomic pointer because the bridge sets it after fusion has started.
 	extraFields atomic.Pointer[func(*zerolog.Event)]
 	// yield is SetYield's factor in thousandths; read by every flush.
-	yield  atomic.Int64
-	stats  counters
-	hashes HashSource // the Sink's, when it has one
+	yield atomic.Int64
+	// period numbers the summary periods (from 1); periodParts counts the
+	// partitions written in the current one (shards add, the summary
+	// loop takes).
+	period      atomic.Uint64
+	periodParts atomic.Int64
+	stats       counters
+	hashes      HashSource // the Sink's, when it has one
 
 	// gate orders Submit against Stop: Submit holds it shared while it
 	// checks `stopped` and enqueues; Stop takes it exclusively to set
@@ -60,6 +65,7 @@ func New(cfg Config) (*Fusion, error) {
 		stopping: make(chan struct{}),
 		abort:    make(chan struct{}),
 	}
+	f.period.Store(1) // a new partState (period 0) counts in the first period
 	f.recentBudget = recent.NewBudget(cfg.RecentHashBytes)
 	f.hashes, _ = cfg.Sink.(HashSource)
 	f.ctx, f.cancel = context.WithCancel(context.Background())

@@ -17,6 +17,7 @@ type partState struct {
 	inFlight bool
 	queued   bool // on the shard's ready list
 	lastUsed time.Time
+	period   uint64 // the summary period in which it was last written
 
 	pid int64 // 0 until the first result names it
 	// window is the queue's deduplication window as of the last result;

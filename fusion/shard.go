@@ -176,6 +176,10 @@ func (s *shard) takeReady(now time.Time, max int) []*segFlight {
 		if len(seg.leaders) > 0 {
 			s.outstanding++
 			segs = append(segs, seg)
+			if cur := s.f.period.Load(); p.period != cur {
+				p.period = cur
+				s.f.periodParts.Add(1)
+			}
 		} else if len(seg.localDups) > 0 {
 			s.f.resolveAsync(seg)
 		}

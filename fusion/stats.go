@@ -80,6 +80,8 @@ func (f *Fusion) summaryLoop() {
 		case <-t.C:
 		}
 		now := f.Stats()
+		f.period.Add(1)
+		parts := f.periodParts.Swap(0)
 		commits := now.Bundles - now.BundleErrors - (last.Bundles - last.BundleErrors)
 		if now.Bundles != last.Bundles {
 			segs := now.Segments - last.Segments
@@ -91,6 +93,7 @@ func (f *Fusion) summaryLoop() {
 				Uint64("commits", commits).Uint64("segments", segs).
 				Float64("segments_per_commit", perCommit).
 				Uint64("items", now.ItemsFired-last.ItemsFired).
+				Int64("partitions", parts).
 				Uint64("errors", now.BundleErrors-last.BundleErrors).
 				Int("vegas_limit", now.VegasLimit).Func(f.summaryFields).Msg("bundle summary")
 		}
