@@ -49,6 +49,7 @@ type config struct {
 	logLevel, logFormat             string
 	shutdownTimeout                 time.Duration
 	pprofAddr                       string
+	gcPercent                       int
 }
 
 type setting struct {
@@ -119,6 +120,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_HTTP_ADMIN_TOKENS", "", "admin bearer tokens for HTTP (may also switch maintenance): token=tenant-uuid,...", str(&c.httpAdminTokens)},
 		{"QUEEN_METRICS_ADDR", "", "also serve /metrics/prometheus here, without tokens (empty: only on the HTTP address)", str(&c.metricsAddr)},
 		{"QUEEN_LOG_LEVEL", "info", "debug, info, warn, error", str(&c.logLevel)},
+		{"QUEEN_GC_PERCENT", "400", "Go garbage collector target (as GOGC, which wins when set): heap growth in percent of the live heap before a collection", num(&c.gcPercent)},
 		{"QUEEN_PPROF_ADDR", "", "serve net/http/pprof on this address (empty: off)", str(&c.pprofAddr)},
 		{"QUEEN_LOG_FORMAT", "json", "json, or console for people", str(&c.logFormat)},
 		{"QUEEN_SHUTDOWN_TIMEOUT_MS", "30000", "how long SIGINT/SIGTERM waits for in-flight work, ms", func(v string) error {
@@ -164,6 +166,9 @@ func load(args []string) (*config, error) {
 	}
 	if c.vegasMax == 0 {
 		c.vegasMax = c.pgPoolSize
+	}
+	if c.gcPercent < 25 {
+		return nil, fmt.Errorf("QUEEN_GC_PERCENT must be at least 25, got %d", c.gcPercent)
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -37,6 +38,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "queen-bridge:", err)
 		os.Exit(2)
+	}
+	if os.Getenv("GOGC") == "" {
+		// The bridge's heap is mostly short-lived request garbage beside a
+		// bounded long-lived part (the recent-hash tables); collecting at 4×
+		// the live heap instead of 2× took its CPU per item at 64 clients ×
+		// 1 item from 35.6 to 29.9 µs (median of 3, docs/request-path.md).
+		debug.SetGCPercent(cfg.gcPercent)
 	}
 	log, err := newLogger(cfg)
 	if err != nil {

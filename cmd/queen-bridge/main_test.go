@@ -194,6 +194,12 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	if c.bundleMax != 9 || c.httpAddr != "off" || c.spoolDir != filepath.Join("./data", "spool") || c.vegasMax != 16 {
 		t.Fatalf("config %+v", c)
 	}
+	if c.gcPercent != 400 {
+		t.Fatalf("GC target %d by default", c.gcPercent)
+	}
+	if _, err := load([]string{"-gc-percent", "5"}); err == nil || !strings.Contains(err.Error(), "QUEEN_GC_PERCENT") {
+		t.Fatalf("a GC target that would collect all the time must be refused: %v", err)
+	}
 	t.Setenv("QUEEN_V2_FUSION_SHARDS", "many")
 	if _, err := load(nil); err == nil || !strings.Contains(err.Error(), "QUEEN_V2_FUSION_SHARDS") {
 		t.Fatalf("a bad number must name its variable: %v", err)
