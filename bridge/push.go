@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -341,12 +342,24 @@ func (c *pushCall) answerNow() {
 // written lists the partitions this request added messages to.
 func (c *pushCall) written() []readside.Key {
 	var keys []readside.Key
-	seen := map[readside.Key]bool{}
+	var seen map[readside.Key]bool // only for requests too big to scan keys
 	for i := range c.st {
 		if c.st[i].result.Status != jsonapi.StatusQueued {
 			continue
 		}
 		k := readside.Key{Tenant: c.tenant, Queue: c.items[i].Queue, Partition: c.items[i].Partition}
+		if seen == nil && len(keys) < 8 {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+			continue
+		}
+		if seen == nil {
+			seen = make(map[readside.Key]bool, len(c.st))
+			for _, k := range keys {
+				seen[k] = true
+			}
+		}
 		if !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)

@@ -39,6 +39,10 @@ type Config struct {
 	// receiving bridge writes the groups itself (QUEEN_FORWARD_TIMEOUT_MS).
 	// Default 2s.
 	ForwardTimeout time.Duration
+	// Refuse, when set and true, makes this bridge refuse forwards (their
+	// senders write them): the bridge is in maintenance mode, in which
+	// nothing it takes reaches PostgreSQL. Default nil.
+	Refuse func() bool
 	// OnForward, when set, observes each forward's round trip. Default nil.
 	OnForward func(time.Duration)
 	// Logger receives membership changes. Default: disabled.
@@ -302,7 +306,7 @@ func (r *Router) serve(m *nats.Msg) {
 	r.received.Add(uint64(len(groups)))
 	answers := make([]Answer, len(groups))
 	r.gate.RLock()
-	if r.stopping {
+	if r.stopping || (r.cfg.Refuse != nil && r.cfg.Refuse()) {
 		r.gate.RUnlock()
 		for i := range answers {
 			answers[i].Refused = true

@@ -61,9 +61,14 @@ type availableItem struct {
 }
 
 // Announce tells local parked reads and peers that keys have new messages.
+// With no read parked here, the local part is skipped: a read parks before
+// its last look, so one that parks after this check finds the messages.
 func (r *Reads) Announce(keys []Key) {
+	local := r.parked.n.Load() > 0
 	for _, k := range keys {
-		r.notify(k)
+		if local {
+			r.notify(k)
+		}
 		if r.cfg.Peers.Enabled() {
 			r.toPeers.mark(k)
 		}
