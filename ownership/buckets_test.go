@@ -91,17 +91,18 @@ func TestBucketsSpreadPartitions(t *testing.T) {
 }
 
 func TestHeartbeatsParse(t *testing.T) {
+	id := "0192a5f4-3b7c-7def-8123-456789abcdef"
 	for in, want := range map[string]event{
-		"alive abc 0.618": {kind: kindAlive, id: "abc", busy: 0.618},
-		"hello abc":       {kind: kindHello, id: "abc"},
-		"leave abc x":     {kind: kindLeave, id: "abc"},
-		"alive abc -3":    {kind: kindAlive, id: "abc"},
+		"alive " + id + " 0.618": {kind: kindAlive, id: id, busy: 0.618},
+		"hello " + id:            {kind: kindHello, id: id},
+		"leave " + id + " x":     {kind: kindLeave, id: id},
+		"alive " + id + " -3":    {kind: kindAlive, id: id},
 	} {
 		if got, ok := parseBeat([]byte(in)); !ok || got != want {
 			t.Fatalf("%q: %+v %v, want %+v", in, got, ok, want)
 		}
 	}
-	for _, in := range []string{"", "alive", "shout abc 1", " "} {
+	for _, in := range []string{"", "alive", "shout " + id + " 1", " ", "alive abc 1", "alive queen.> 1", "alive {" + id + "} 1"} {
 		if _, ok := parseBeat([]byte(in)); ok {
 			t.Fatalf("%q parsed", in)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/rs/zerolog"
@@ -167,10 +168,14 @@ func (r *Router) beat(kind string) {
 	_ = r.cfg.NATS.Publish(r.hb, []byte(kind+" "+r.cfg.ID+" "+strconv.FormatFloat(r.busy.Load().(float64), 'f', 3, 64)))
 }
 
-// parseBeat reads "kind id [busy]".
+// parseBeat reads "kind id [busy]". Bridge ids are UUIDs: anything else
+// could not name a forward subject (a wildcard, a dot), so it is dropped.
 func parseBeat(b []byte) (event, bool) {
 	f := strings.Fields(string(b))
 	if len(f) < 2 || (f[0] != kindHello && f[0] != kindAlive && f[0] != kindLeave) {
+		return event{}, false
+	}
+	if _, err := uuid.Parse(f[1]); err != nil || len(f[1]) != 36 {
 		return event{}, false
 	}
 	e := event{kind: f[0], id: f[1]}
