@@ -70,7 +70,7 @@ func TestOwnersWriteTheirPartitions(t *testing.T) {
 	logs := make([]*writeLog, 3)
 	var nodes []*node
 	for i := range nats3 {
-		o := nodeOpts{natsURL: nats3[i].ClientURL(), prefix: "queen", sink: logWrites(&logs[i]), beat: 100 * time.Millisecond}
+		o := nodeOpts{natsURL: nats3[i].ClientURL(), prefix: "queen", sink: logWrites(&logs[i]), beat: 250 * time.Millisecond}
 		if i > 0 {
 			o.dsn = nodes[0].db.Pool().Config().ConnConfig.ConnString()
 		}
