@@ -10,34 +10,39 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
-// natsCluster starts n embedded NATS servers routed to each other and
-// waits until the cluster has formed.
-func natsCluster(t *testing.T, n int) []*embedded.NATS {
+// pushThroughEach pushes perNode one-item requests through each NATS
+// server of the cluster at once, the k-th through server i being
+// item(i, k), and fails the test unless every one is queued.
+func pushThroughEach(t *testing.T, nodes []*embedded.NATS, perNode int, item func(i, k int) string) {
 	t.Helper()
-	var nodes []*embedded.NATS
-	for i := 0; i < n; i++ {
-		cfg := embedded.NATSConfig{Listen: "-1", Cluster: "127.0.0.1:-1", ServerName: fmt.Sprintf("n%d", i)}
-		if i > 0 {
-			cfg.Routes = []string{nodes[0].ClusterURL()}
-		}
-		s, err := embedded.StartNATS(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Stop)
-		nodes = append(nodes, s)
-	}
-	waitUntil(t, "the cluster to form", 20*time.Second, func() bool {
-		for _, s := range nodes {
-			if s.Server().NumRoutes() < n-1 {
-				return false
+	var wg sync.WaitGroup
+	for i, s := range nodes {
+		wg.Add(1)
+		go func(i int, url string) {
+			defer wg.Done()
+			nc, err := nats.Connect(url)
+			if err != nil {
+				t.Error(err)
+				return
 			}
-		}
-		return true
-	})
-	return nodes
+			defer nc.Close()
+			for k := 0; k < perNode; k++ {
+				msg, err := nc.Request("queen.v1.push", []byte(items(item(i, k))), 10*time.Second)
+				if err != nil {
+					t.Errorf("push via node %d: %v", i, err)
+					return
+				}
+				if rs := decodeResults(t, msg.Data); rs[0].Status != "queued" {
+					t.Errorf("push via node %d: %+v", i, rs)
+					return
+				}
+			}
+		}(i, s.ClientURL())
+	}
+	wg.Wait()
 }
 
 // Retention runs while pushes continue: old segments go, newer ones stay,
@@ -118,7 +123,7 @@ func TestRetentionWhilePushing(t *testing.T) {
 // stored exactly once; a read parked on one bridge is woken by a push the
 // other answered.
 func TestTwoBridgesOnANATSCluster(t *testing.T) {
-	nodes := natsCluster(t, 3)
+	nodes := testkit.NATSCluster(t, 3)
 	b1 := newNode(t, nodeOpts{natsURL: nodes[0].ClientURL(), prefix: "queen"})
 	b2 := newNode(t, nodeOpts{natsURL: nodes[2].ClientURL(), prefix: "queen", dsn: b1.db.Pool().Config().ConnConfig.ConnString()})
 	waitUntil(t, "both services to be visible from node b", 20*time.Second, func() bool {
@@ -141,31 +146,9 @@ func TestTwoBridgesOnANATSCluster(t *testing.T) {
 	})
 
 	const perNode = 200
-	var wg sync.WaitGroup
-	for i, s := range nodes {
-		wg.Add(1)
-		go func(i int, url string) {
-			defer wg.Done()
-			nc, err := nats.Connect(url)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer nc.Close()
-			for k := 0; k < perNode; k++ {
-				msg, err := nc.Request("queen.v1.push", []byte(items(item("clustered", fmt.Sprintf("p%d", k%5), fmt.Sprintf("n%d-%d", i, k)))), 10*time.Second)
-				if err != nil {
-					t.Errorf("push via node %d: %v", i, err)
-					return
-				}
-				if rs := decodeResults(t, msg.Data); rs[0].Status != "queued" {
-					t.Errorf("push via node %d: %+v", i, rs)
-					return
-				}
-			}
-		}(i, s.ClientURL())
-	}
-	wg.Wait()
+	pushThroughEach(t, nodes, perNode, func(i, k int) string {
+		return item("clustered", fmt.Sprintf("p%d", k%5), fmt.Sprintf("n%d-%d", i, k))
+	})
 	served1 := metricValue(t, b1, `queen_push_requests_total{transport="nats"}`)
 	served2 := metricValue(t, b2, `queen_push_requests_total{transport="nats"}`)
 	t.Logf("bridge 1 served %.0f, bridge 2 served %.0f of %d pushes", served1, served2, 3*perNode)

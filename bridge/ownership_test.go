@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -66,7 +66,7 @@ func (w *writeLog) foreign(id string, owner []string) (foreign, total int) {
 // answer in request order; each bridge keeps a third of the database budget.
 // When one bridge leaves, the other two take its buckets.
 func TestOwnersWriteTheirPartitions(t *testing.T) {
-	nats3 := natsCluster(t, 3)
+	nats3 := testkit.NATSCluster(t, 3)
 	logs := make([]*writeLog, 3)
 	var nodes []*node
 	for i := range nats3 {
@@ -100,31 +100,9 @@ func TestOwnersWriteTheirPartitions(t *testing.T) {
 
 	// Load through every NATS node: one-item pushes over 60 partitions.
 	const perNode = 150
-	var wg sync.WaitGroup
-	for i, s := range nats3 {
-		wg.Add(1)
-		go func(i int, url string) {
-			defer wg.Done()
-			nc, err := nats.Connect(url)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer nc.Close()
-			for k := 0; k < perNode; k++ {
-				msg, err := nc.Request("queen.v1.push", []byte(items(item("owned", fmt.Sprintf("p%d", (k*7+i)%60), fmt.Sprintf("n%d-%d", i, k)))), 10*time.Second)
-				if err != nil {
-					t.Errorf("push via node %d: %v", i, err)
-					return
-				}
-				if rs := decodeResults(t, msg.Data); rs[0].Status != "queued" {
-					t.Errorf("push via node %d: %+v", i, rs)
-					return
-				}
-			}
-		}(i, s.ClientURL())
-	}
-	wg.Wait()
+	pushThroughEach(t, nats3, perNode, func(i, k int) string {
+		return item("owned", fmt.Sprintf("p%d", (k*7+i)%60), fmt.Sprintf("n%d-%d", i, k))
+	})
 
 	// One request over partitions of all three owners, interleaved, with a
 	// repeat inside it.

@@ -249,7 +249,7 @@ func (r *Router) rebuild(others []string) {
 	r.tab.Store(t)
 	r.moved.Add(uint64(moved))
 	r.cfg.Fusion.SetShare(len(t.members))
-	r.cfg.Logger.Info().Str("target", "ownership").Int("bridges", len(t.members)).
+	r.cfg.Logger.Info().Str("target", "ownership").Str("id", r.cfg.ID).Strs("members", t.members).Int("bridges", len(t.members)).
 		Int("owned_buckets", t.owned()).Int("buckets", r.cfg.Buckets).Int("moved", moved).Msg("membership changed")
 }
 

@@ -82,7 +82,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // storedOnce checks that every acknowledged item is stored exactly once and
 // nothing is stored twice; it returns how many transactionIds are stored.
-func storedOnce(t *testing.T, dsn string, a *acked) int {
+func storedOnce(t *testing.T, dsn string, acked map[string]string) int {
 	t.Helper()
 	db, err := pgwire.Open(context.Background(), pgwire.Config{DSN: dsn})
 	if err != nil {
@@ -90,7 +90,7 @@ func storedOnce(t *testing.T, dsn string, a *acked) int {
 	}
 	defer db.Close()
 	stored := testkit.StoredTransactionIDs(t, db.Pool(), "")
-	for tx, st := range a.txs {
+	for tx, st := range acked {
 		if stored[tx] != 1 {
 			t.Errorf("%s answered %s, stored %d times", tx, st, stored[tx])
 		}
@@ -165,7 +165,7 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 	waitFor(t, "the spool to drain", func() bool { return spoolEmpty(r.http) })
 	r.interrupt(t)
 
-	stored := storedOnce(t, dsn, a)
+	stored := storedOnce(t, dsn, a.txs)
 	t.Logf("%d acknowledged, %d distinct stored, none twice", len(a.txs), stored)
 }
 
@@ -196,6 +196,6 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	r = startBinary(t, bin, env...) // whatever was spooled drains
 	waitFor(t, "the spool to drain", func() bool { return spoolEmpty(r.http) })
 	r.interrupt(t)
-	stored := storedOnce(t, dsn, a)
+	stored := storedOnce(t, dsn, a.txs)
 	t.Logf("%d acknowledged before SIGTERM, %d stored, each once", len(a.txs), stored)
 }

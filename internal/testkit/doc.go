@@ -1,5 +1,5 @@
 // Package testkit holds test helpers that need the project's own packages
 // (testenv must not import them): reading back what a test stored, holding
-// a partition's lock, and running the queen-bridge binary.
+// a partition's lock, running the queen-bridge binary, and a NATS cluster.
 // Only _test.go files of other packages import it.
 package testkit
