@@ -33,11 +33,26 @@ type running struct {
 	nats string
 }
 
+// startBinary runs the binary on ports the kernel picks (a port found free
+// and handed over could be taken by another test's process in between) and
+// reads the addresses from its ready line.
 func startBinary(t *testing.T, bin string, env ...string) *running {
 	t.Helper()
-	r := &running{http: freeAddr(t), nats: freeAddr(t)}
-	r.Process = testkit.StartBridge(t, bin, append([]string{"QUEEN_HTTP_ADDR=" + r.http, "QUEEN_NATS_LISTEN=" + r.nats}, env...)...)
-	return r
+	r := &running{}
+	r.Process = testkit.StartBridge(t, bin, append([]string{"QUEEN_HTTP_ADDR=127.0.0.1:0", "QUEEN_NATS_LISTEN=127.0.0.1:-1"}, env...)...)
+	for _, line := range strings.Split(r.Logs(), "\n") {
+		var ready struct{ Message, HTTP, NATS string }
+		if json.Unmarshal([]byte(line), &ready) != nil || ready.Message != "queen-bridge ready" {
+			continue
+		}
+		r.http = ready.HTTP
+		if u, ok := strings.CutPrefix(ready.NATS, "embedded nats://"); ok {
+			r.nats = u
+		}
+		return r
+	}
+	t.Fatalf("no ready line:\n%s", r.Logs())
+	return nil
 }
 
 // interrupt sends SIGINT and waits for a clean exit.
