@@ -24,13 +24,7 @@ func storedTxids(t testing.TB, n *node, queue string) map[string]int {
 
 func waitUntil(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, limit, cond)
 }
 
 // load pushes one-item requests with unique transactionIds from several

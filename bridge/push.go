@@ -123,32 +123,32 @@ func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]b
 
 // forwardOthers sends the groups another bridge owns to their owners, one
 // message per owner, on goroutines owned by this call that end once their
-// groups are settled, and returns the groups this bridge writes.
+// groups are settled, and returns the groups this bridge writes. With every
+// group its own (always, for a bridge alone) it allocates nothing.
 func (c *pushCall) forwardOthers(ctx context.Context, groups []*group) []*group {
 	var byOwner smallmap.Map[string, []*group]
-	var owners []string
-	local := groups[:0:0]
-	for _, g := range groups {
+	var local []*group // nil until a group goes elsewhere
+	for i, g := range groups {
 		owner := c.b.router.Owner(c.tenant, g.queue, g.partition)
 		if owner == "" {
-			local = append(local, g)
+			if local != nil {
+				local = append(local, g)
+			}
 			continue
 		}
-		gs, ok := byOwner.Get(owner)
-		if !ok {
-			owners = append(owners, owner)
+		if local == nil {
+			local = append(make([]*group, 0, len(groups)), groups[:i]...)
+		}
+		if gs, ok := byOwner.Get(owner); ok {
+			byOwner.Set(owner, append(gs, g))
+		} else {
 			byOwner.Put(owner, []*group{g})
-			continue
 		}
-		byOwner.Set(owner, append(gs, g))
 	}
-	if owners == nil {
+	if local == nil {
 		return groups
 	}
-	for _, owner := range owners {
-		gs, _ := byOwner.Get(owner)
-		go c.forward(ctx, owner, gs)
-	}
+	byOwner.Each(func(owner string, gs []*group) { go c.forward(ctx, owner, gs) })
 	return local
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"math/rand"
 	"strings"
 	"sync"
@@ -282,13 +283,7 @@ func TestStopWithExpiredContextAnswersEverything(t *testing.T) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // The fusion summary line: commits, segments, segments_per_commit, items,

@@ -87,13 +87,7 @@ func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
 		t.Fatalf("with a yield %d permits in use at the verdict, want the bundle's own", n)
 	}
 	f.SetYield(0)
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Stats().PermitsInUse != 0 { // the hold ends
-		if time.Now().After(deadline) {
-			t.Fatal("the held permit never came back")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the held permit to come back", func() bool { return f.Stats().PermitsInUse == 0 })
 	if busy := f.Stats().Busy; busy < 40*time.Millisecond {
 		t.Fatalf("busy %v after two 20 ms bundles", busy)
 	}

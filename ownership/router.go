@@ -69,10 +69,6 @@ type Router struct {
 	stopping bool
 	inflight sync.WaitGroup
 
-	// busy is this bridge's bundles in flight on average over the last
-	// heartbeat period (float64), sent with each heartbeat.
-	busy atomic.Value
-
 	forwarded, forwardRequests, received, fallback, moved atomic.Uint64
 	stopOnce                                              sync.Once
 }
@@ -120,7 +116,6 @@ func New(cfg Config) (*Router, error) {
 	r := &Router{cfg: cfg, hb: cfg.Prefix + ".v1.bridges", self: ForwardSubject(cfg.Prefix, cfg.ID),
 		events: make(chan event, 256), quit: make(chan struct{})}
 	r.tab.Store(newTable([]string{cfg.ID}, cfg.ID, cfg.Buckets))
-	r.busy.Store(0.0)
 	return r, nil
 }
 
@@ -158,14 +153,16 @@ func (r *Router) Start() error {
 	if err := nc.Flush(); err != nil {
 		return fmt.Errorf("ownership: flush: %w", err)
 	}
-	r.beat(kindHello)
+	r.beat(kindHello, 0)
 	r.loopWG.Add(1)
 	go r.loop()
 	return nil
 }
 
-func (r *Router) beat(kind string) {
-	_ = r.cfg.NATS.Publish(r.hb, []byte(kind+" "+r.cfg.ID+" "+strconv.FormatFloat(r.busy.Load().(float64), 'f', 3, 64)))
+// beat publishes a heartbeat with busy, this bridge's bundles in flight on
+// average over the last heartbeat period.
+func (r *Router) beat(kind string, busy float64) {
+	_ = r.cfg.NATS.Publish(r.hb, []byte(kind+" "+r.cfg.ID+" "+strconv.FormatFloat(busy, 'f', 3, 64)))
 }
 
 // parseBeat reads "kind id [busy]". Bridge ids are UUIDs: anything else
@@ -199,6 +196,7 @@ func (r *Router) loop() {
 	tick := time.NewTicker(r.cfg.Heartbeat)
 	defer tick.Stop()
 	lastBusy, lastAt := r.cfg.Fusion.Stats().Busy, time.Now()
+	busy := 0.0 // this bridge's, over the last period: owned by this loop
 	for {
 		changed := false
 		select {
@@ -214,14 +212,14 @@ func (r *Router) loop() {
 				seen[e.id] = member{at: time.Now(), busy: e.busy}
 				changed = !known
 				if e.kind == kindHello {
-					r.beat(kindAlive)
+					r.beat(kindAlive, busy)
 				}
 			}
 		case now := <-tick.C:
-			busy := r.cfg.Fusion.Stats().Busy
-			r.busy.Store(float64(busy-lastBusy) / float64(now.Sub(lastAt)))
-			lastBusy, lastAt = busy, now
-			r.beat(kindAlive)
+			total := r.cfg.Fusion.Stats().Busy
+			busy = float64(total-lastBusy) / float64(now.Sub(lastAt))
+			lastBusy, lastAt = total, now
+			r.beat(kindAlive, busy)
 			for id, m := range seen {
 				if now.Sub(m.at) > 3*r.cfg.Heartbeat {
 					delete(seen, id)
@@ -357,7 +355,7 @@ func (r *Router) Stop(ctx context.Context) error {
 		}
 		close(r.quit)
 		r.loopWG.Wait()
-		r.beat(kindLeave)
+		r.beat(kindLeave, 0)
 		answered := make(chan struct{})
 		go func() { r.inflight.Wait(); close(answered) }()
 		select {

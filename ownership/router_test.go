@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,7 +56,7 @@ func startRouter(t *testing.T, url string) *testRouter {
 		t.Fatal(err)
 	}
 	tr := &testRouter{}
-	r, err := New(Config{NATS: nc, ID: uuid.NewString(), Fusion: f, Heartbeat: 50 * time.Millisecond,
+	r, err := New(Config{NATS: nc, ID: uuid.NewString(), Fusion: f, Heartbeat: time.Minute,
 		ForwardTimeout: 2 * time.Second, Refuse: tr.refuse.Load})
 	if err != nil {
 		t.Fatal(err)
@@ -74,16 +75,11 @@ func startRouter(t *testing.T, url string) *testRouter {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, 20*time.Second, cond)
 }
 
-// Two routers find each other, forward and answer; a refusing owner (in
+// Two routers find each other (hello, answered at once: the heartbeat is a
+// minute, so nothing else could tell them), forward and answer; a refusing owner (in
 // maintenance), an unknown owner and a stopped one send the groups back to
 // their sender; a clean stop is heard at once.
 func TestRoutersForwardAndFallBack(t *testing.T) {
@@ -124,7 +120,7 @@ func TestRoutersForwardAndFallBack(t *testing.T) {
 	if err := b.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the leave to be heard", func() bool { return len(a.Members()) == 1 })
+	waitFor(t, "the leave to be heard", func() bool { return len(a.Members()) == 1 }) // expiry would take three minutes
 	if a.Stats().OwnedBuckets != 1024 || a.Stats().BucketMoves == 0 {
 		t.Fatalf("after the leave %+v", a.Stats())
 	}

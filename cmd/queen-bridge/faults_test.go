@@ -71,13 +71,7 @@ func (a *acked) pushUntil(addr string, stop <-chan struct{}, prefix string) *syn
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, 90*time.Second, cond)
 }
 
 // storedOnce checks that every acknowledged item is stored exactly once and
