@@ -40,13 +40,45 @@ func readStat(pid int) (stat, error) {
 	return stat{ppid: int(num(4)), utime: num(14), stime: num(15), cutime: num(16), cstime: num(17)}, nil
 }
 
-// Process is the CPU time (user + system) pid has used so far.
+// Process is the CPU time (user + system) pid has used so far. It reads the
+// scheduler's nanosecond run time of every thread (/proc/PID/task/*/schedstat)
+// where the kernel keeps it, and the clock-tick counts of /proc/PID/stat
+// (10 ms steps) where it does not: a benchmark of a thousand 100 µs calls
+// then measures to the µs instead of to 10 µs.
 func Process(pid int) (time.Duration, error) {
+	if d, ok := runTime(pid); ok {
+		return d, nil
+	}
 	s, err := readStat(pid)
 	if err != nil {
 		return 0, err
 	}
 	return time.Duration(s.utime+s.stime) * clockTick, nil
+}
+
+// runTime sums the first field of each thread's schedstat (ns on the CPU).
+func runTime(pid int) (time.Duration, bool) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		f := bytes.Fields(b)
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += ns
+	}
+	return time.Duration(sum), true
 }
 
 // Parent is pid's parent process id.

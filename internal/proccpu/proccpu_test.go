@@ -72,3 +72,31 @@ func TestTreeCountsReapedChildren(t *testing.T) {
 		t.Fatalf("Parent = %d, %v; want %d", ppid, err, os.Getppid())
 	}
 }
+
+// The nanosecond run time Process reads agrees with the kernel's clock-tick
+// counts, to within a few ticks.
+func TestProcessAgreesWithClockTicks(t *testing.T) {
+	ticks := func() time.Duration {
+		s, err := readStat(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(s.utime+s.stime) * clockTick
+	}
+	if _, ok := runTime(os.Getpid()); !ok {
+		t.Fatal("no /proc/self/task/*/schedstat: the kernel keeps no scheduler statistics")
+	}
+	p0, t0 := must(Process(os.Getpid())), ticks()
+	burn(t, 300*time.Millisecond)
+	p1, t1 := must(Process(os.Getpid())), ticks()
+	if diff := (p1 - p0) - (t1 - t0); diff > 50*time.Millisecond || diff < -50*time.Millisecond {
+		t.Fatalf("run time moved %s, clock ticks %s", p1-p0, t1-t0)
+	}
+}
+
+func must(d time.Duration, err error) time.Duration {
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
