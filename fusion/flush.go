@@ -91,18 +91,24 @@ func (f *Fusion) flush(b *bundle) {
 	if err == nil && len(results) != len(writes) {
 		err = fmt.Errorf("fusion: sink answered %d results for %d segments", len(results), len(writes))
 	}
+	failed := err
+	for i := 0; failed == nil && i < len(results); i++ {
+		if results[i].Status == segment.Failed {
+			failed = results[i].Err
+		}
+	}
 	hold := f.holdAfter(took)
 	if hold == 0 {
-		f.vegas.release(took, true, len(writes) >= f.cfg.BundleMax, err != nil)
+		f.vegas.release(took, true, len(writes) >= f.cfg.BundleMax, failed != nil)
 	} else {
-		defer f.releaseAfter(hold, took, len(writes) >= f.cfg.BundleMax, err != nil)
+		defer f.releaseAfter(hold, took, len(writes) >= f.cfg.BundleMax, failed != nil)
 	}
-	f.stats.bundleDone(len(writes), items, took, err)
+	f.stats.bundleDone(len(writes), items, took, failed)
 	if f.cfg.OnBundle != nil {
-		f.cfg.OnBundle(BundleInfo{Segments: len(writes), Items: items, Duration: took, Err: err})
+		f.cfg.OnBundle(BundleInfo{Segments: len(writes), Items: items, Duration: took, Err: failed})
 	}
-	if err != nil {
-		f.logBundleError(err, len(writes), items)
+	if failed != nil {
+		f.logBundleError(failed, len(writes), items)
 	}
 	// Reopen the partitions only now, after the commit: the next flush of a
 	// partition must not start before this one's offsets are final. Each
@@ -117,9 +123,12 @@ func (f *Fusion) flush(b *bundle) {
 
 	ids := &idResolver{f: f}
 	for i, seg := range b.segs {
-		if err != nil {
+		switch {
+		case err != nil:
 			seg.fail(Verdict{Status: Error, PartitionID: seg.pid, Err: err})
-		} else {
+		case results[i].Status == segment.Failed:
+			seg.fail(Verdict{Status: Error, PartitionID: seg.pid, Err: results[i].Err})
+		default:
 			f.settleSegment(seg, results[i], ids)
 		}
 		f.settleLocalDups(seg, ids)

@@ -271,7 +271,7 @@ func (s *shard) complete(c *completion) {
 		p := seg.part
 		p.inFlight = false
 		p.lastUsed = now
-		if c.err != nil {
+		if c.err != nil || c.results[i].Status == segment.Failed {
 			// The id may be what failed the bundle (a partition recreated
 			// under another id): the next flush resolves it by name again.
 			p.pid = 0

@@ -1,13 +1,16 @@
 package fusion
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/fusion/recent"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // A duplicate in the middle of a segment: that frame is answered with the
@@ -247,5 +250,75 @@ func TestWindowGrowthReopensTheProbe(t *testing.T) {
 				t.Fatalf("a repeat after the window grew: %s, want duplicate@1", statuses(v))
 			}
 		})
+	}
+}
+
+// failingPartSink answers the segments of one partition Failed, as the
+// Sink does for the half of a bundle whose transaction failed while the
+// other half committed, and passes the rest to memSink.
+type failingPartSink struct {
+	*memSink
+	partition atomic.Pointer[string] // the test sets it between flushes
+}
+
+func (s *failingPartSink) PushBundle(ctx context.Context, writes []segment.Write) ([]segment.Result, error) {
+	var keep []segment.Write
+	var at []int
+	failing := *s.partition.Load()
+	for i, w := range writes {
+		if w.Partition != failing {
+			keep, at = append(keep, w), append(at, i)
+		}
+	}
+	out := make([]segment.Result, len(writes))
+	for i := range out {
+		out[i] = segment.Result{Status: segment.Failed, Err: errors.New("half failed")}
+	}
+	if len(keep) > 0 {
+		res, err := s.memSink.PushBundle(ctx, keep)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			out[i] = res[j]
+		}
+	}
+	return out, nil
+}
+
+// A Failed segment answers its frames Error (the bridge spools them) while
+// the other segments of its bundle are queued, and its partition is looked
+// up by name again on its next flush.
+func TestFailedSegmentFailsAlone(t *testing.T) {
+	mem := newMemSink(t)
+	sink := &failingPartSink{memSink: mem}
+	fail := func(p string) { sink.partition.Store(&p) }
+	fail("bad")
+	f := startFusion(t, sink, func(c *Config) { c.VegasInitial, c.VegasMax = 1, 1 })
+	if v := submit(t, f, "q", "bad", "warm"); v[0].Status != Error {
+		t.Fatalf("first flush: %+v", v[0])
+	}
+	fail("none")
+	submit(t, f, "q", "bad", "learn") // queued: the id is known from here
+	if w := mem.lastWrite("q", "bad"); w.PartitionID != 0 {
+		t.Fatalf("the first queued flush sent partition id %d", w.PartitionID)
+	}
+	submit(t, f, "q", "bad", "known")
+	if w := mem.lastWrite("q", "bad"); w.PartitionID == 0 {
+		t.Fatal("a flush after a queued one did not send the partition id")
+	}
+	fail("bad")
+	good := submitAsync(t, f, "q", "good", frames("g"))
+	bad := submitAsync(t, f, "q", "bad", frames("b"))
+	if v := wait(t, bad); v[0].Status != Error || v[0].Err == nil || v[0].Err.Error() != "half failed" {
+		t.Fatalf("the failed segment's frame: %+v", v[0])
+	}
+	if v := wait(t, good); v[0].Status != Queued {
+		t.Fatalf("the other segment's frame: %+v", v[0])
+	}
+	fail("none")
+	submit(t, f, "q", "bad", "again")
+	if w := mem.lastWrite("q", "bad"); w.PartitionID != 0 {
+		t.Fatalf("after a Failed segment the partition id %d was sent again, not looked up by name", w.PartitionID)
 	}
 }

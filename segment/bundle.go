@@ -40,6 +40,10 @@ const (
 	// Duplicate: some frames were already stored; nothing of the segment was
 	// written. Dups lists them; the other frames must be sent again.
 	Duplicate
+	// Failed: nothing of the segment was written, because the transaction
+	// that carried it failed (Err says why), while other segments of the
+	// same bundle, written in a transaction of their own, committed.
+	Failed
 )
 
 func (s Status) String() string {
@@ -48,6 +52,8 @@ func (s Status) String() string {
 		return "queued"
 	case Duplicate:
 		return "duplicate"
+	case Failed:
+		return "failed"
 	}
 	return "unknown"
 }
@@ -67,6 +73,7 @@ type Result struct {
 	BaseOffset    int64     // Queued only
 	CreatedAt     time.Time // the bundle timestamp
 	Dups          []Dup     // Duplicate only
+	Err           error     // Failed only
 }
 
 // Stored is a segment read back from PostgreSQL.
