@@ -59,6 +59,12 @@ func (c *Config) applyDefaults() error {
 	return nil
 }
 
+// sessionSettings are set on every connection of the pool (Open).
+var sessionSettings = map[string]string{
+	"enable_seqscan":  "off",
+	"plan_cache_mode": "force_generic_plan",
+}
+
 // DB is a pool of connections to the queen database.
 type DB struct {
 	cfg         Config
@@ -89,6 +95,16 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
 	}
 	pc.ConnConfig.RuntimeParams["queen.default_dedup_window_s"] = strconv.Itoa(cfg.DefaultDedupWindowSeconds)
+	// Every statement of the bridge is keyed (a partition, a queue, a range
+	// of one partition): a sequential scan is never the plan it wants, and
+	// one made while a table was small (a fresh deployment, before
+	// autovacuum's first ANALYZE) would otherwise stay cached for the life of
+	// the connection. The known-partition statement also relies on it for
+	// its lock order (push_known.go). Generic plans: the bundle statements'
+	// array parameters would otherwise be planned again on every call.
+	for k, v := range sessionSettings {
+		pc.ConnConfig.RuntimeParams[k] = v
+	}
 	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
 		pc.ConnConfig.RuntimeParams["application_name"] = "queen-bridge"
 	}

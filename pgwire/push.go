@@ -76,33 +76,135 @@ type wireResults struct {
 	dupOffs         []int64
 }
 
-// PushBundle writes every segment of writes in one log_push_multi_v2
-// transaction and returns one result per write, in input order. The writes
-// must name distinct partitions (fusion's in-flight gate guarantees it).
+// PushBundle writes every segment of writes and returns one result per
+// write, in input order. The writes must name distinct partitions (fusion's
+// in-flight gate guarantees it).
+//
+// Segments of partitions the caller knows, whose probe range is empty, go
+// through the known-partition statement (knownSQL): the common bundle, at
+// about the cost of the rows it writes. The others (new partitions, probes,
+// replays, forgotten ranges), and any the statement left alone because
+// another writer came in between, go through log_push_multi_v2 in a
+// transaction of their own. When one of the two fails after the other
+// committed, the error is returned as that part's Failed results; an error
+// is returned only when nothing is known written.
 func (db *DB) PushBundle(ctx context.Context, writes []segment.Write) ([]segment.Result, error) {
 	if len(writes) == 0 {
 		return nil, nil
 	}
-	a := newBundleArgs(writes)
+	if err := distinctPartitions(writes); err != nil {
+		return nil, err
+	}
+	out := make([]segment.Result, len(writes))
+	written := make([]bool, len(writes))
+	var fast []int
+	for i := range writes {
+		if known(&writes[i]) {
+			fast = append(fast, i)
+		}
+	}
+	var fastErr, restErr error
+	if len(fast) > 0 {
+		fastErr = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+			return newKnownArgs(writes, fast).call(ctx, conn, out, written)
+		})
+		if fastErr != nil {
+			fastErr = fmt.Errorf("pgwire: known-partition bundle (%d segments): %w", len(fast), fastErr)
+			clear(written)
+		}
+	}
+	fastWrote := 0
+	for _, ok := range written {
+		if ok {
+			fastWrote++
+		}
+	}
+	rest := make([]int, 0, len(writes)-fastWrote)
+	for i := range writes {
+		if !written[i] && !(fastErr != nil && known(&writes[i])) {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) > 0 {
+		restErr = db.pushGeneral(ctx, writes, rest, out, written)
+	}
+	switch {
+	case fastErr != nil && (restErr != nil || len(rest) == 0):
+		return nil, fastErr
+	case restErr != nil && fastWrote == 0:
+		return nil, restErr
+	}
+	for i := range out {
+		switch {
+		case written[i]:
+		case fastErr != nil:
+			out[i] = segment.Result{Status: segment.Failed, Err: fastErr}
+		default:
+			out[i] = segment.Result{Status: segment.Failed, Err: restErr}
+		}
+	}
+	return out, nil
+}
+
+// pushGeneral writes writes[ords] through log_push_multi_v2 in one
+// transaction and fills their results.
+func (db *DB) pushGeneral(ctx context.Context, writes []segment.Write, ords []int, out []segment.Result, written []bool) error {
+	sub := writes
+	if len(ords) != len(writes) {
+		sub = make([]segment.Write, len(ords))
+		for i, o := range ords {
+			sub[i] = writes[o]
+		}
+	}
+	a := newBundleArgs(sub)
 	var w wireResults
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) (err error) {
 		w, err = a.call(ctx, conn)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgwire: log_push_multi_v2 (%d segments): %w", len(writes), err)
+		return fmt.Errorf("pgwire: log_push_multi_v2 (%d segments): %w", len(sub), err)
 	}
-	return w.results(len(writes))
+	res, err := w.results(len(sub))
+	if err != nil {
+		return fmt.Errorf("pgwire: log_push_multi_v2 (%d segments): %w", len(sub), err)
+	}
+	for i, o := range ords {
+		out[o], written[o] = res[i], true
+	}
+	return nil
 }
 
-// rowQuerier runs the bundle statement: a pooled connection, or a plain one
+// distinctPartitions refuses a bundle that names one partition twice: one
+// allocation per partition per bundle is what keeps offsets in commit order.
+func distinctPartitions(writes []segment.Write) error {
+	if len(writes) < 2 {
+		return nil
+	}
+	type key struct {
+		tenant           [16]byte
+		queue, partition string
+	}
+	seen := make(map[key]struct{}, len(writes))
+	for i := range writes {
+		k := key{writes[i].Tenant, writes[i].Queue, writes[i].Partition}
+		if _, dup := seen[k]; dup {
+			return fmt.Errorf("pgwire: bundle names partition %q of queue %q twice: one segment per partition per bundle", k.partition, k.queue)
+		}
+		seen[k] = struct{}{}
+	}
+	return nil
+}
+
+// querier runs the bundle statements: a pooled connection, or a plain one
 // (the backend-CPU benchmark).
-type rowQuerier interface {
+type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // call runs log_push_multi_v2 with a's arrays on q.
-func (a *bundleArgs) call(ctx context.Context, q rowQuerier) (wireResults, error) {
+func (a *bundleArgs) call(ctx context.Context, q querier) (wireResults, error) {
 	var w wireResults
 	err := q.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
 		Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)

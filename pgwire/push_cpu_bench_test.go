@@ -133,9 +133,12 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 			}
 		})
 	}
-	for _, fn := range []string{"v0", "v2"} {
+	for _, fn := range []string{"known", "v2", "v0"} {
 		for _, shape := range [][2]int{{1, 1}, {1, 64}, {16, 64}} {
 			callers, segs := shape[0], shape[1]
+			if fn == "v0" && callers > 1 {
+				continue // minutes per run, and 0002's figure is in docs/write-path.md
+			}
 			b.Run(fmt.Sprintf("%s/callers=%d/segments=%d", fn, callers, segs), func(b *testing.B) {
 				// Writes and partitions are made before the measured loop;
 				// each caller writes its own partitions, one frame each.
@@ -167,11 +170,28 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 				var mu sync.Mutex // guards seq and build's use of it
 				cpu := backendCPU(b, dsn, callers, func(conn *pgx.Conn, c, _ int) error {
 					mu.Lock()
-					a := newBundleArgs(build(c))
+					writes := build(c)
 					mu.Unlock()
-					if fn == "v0" {
+					a := newBundleArgs(writes)
+					switch fn {
+					case "v0":
 						var raw []byte
 						return conn.QueryRow(ctx, pushV0SQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows).Scan(&raw)
+					case "known":
+						ords := make([]int, len(writes))
+						for i := range ords {
+							ords[i] = i
+						}
+						out, written := make([]segment.Result, len(writes)), make([]bool, len(writes))
+						if err := newKnownArgs(writes, ords).call(ctx, conn, out, written); err != nil {
+							return err
+						}
+						for i, ok := range written {
+							if !ok {
+								return fmt.Errorf("known-partition statement left segment %d unwritten", i)
+							}
+						}
+						return nil
 					}
 					w, err := a.call(ctx, conn)
 					if err == nil {
@@ -200,7 +220,14 @@ func backendCPU(b *testing.B, dsn string, callers int, call func(conn *pgx.Conn,
 	conns := make([]*pgx.Conn, callers)
 	pids := make([]int, callers)
 	for c := range conns {
-		conn, err := pgx.Connect(ctx, dsn)
+		cc, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k, v := range sessionSettings { // as the bridge's pool sets them
+			cc.RuntimeParams[k] = v
+		}
+		conn, err := pgx.ConnectConfig(ctx, cc)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -161,7 +161,7 @@ func TestProbeBoundsWindowAndVerified(t *testing.T) {
 		t.Fatalf("verified=1 must find t2 at 2: %+v", r)
 	}
 	// older than the window: not found.
-	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_txns SET created_at = created_at - interval '2 minutes'`); err != nil {
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes'`); err != nil {
 		t.Fatal(err)
 	}
 	if r := push(t, db, write("q", "p", "t2"))[0]; r.Status != segment.Queued {
@@ -330,5 +330,31 @@ func TestPushOneV1StillWritesThroughV2(t *testing.T) {
 	}
 	if last := lastOffset(t, db, "q", "p"); last != 3 {
 		t.Fatalf("last_offset %d, want 3", last)
+	}
+}
+
+// A bundle whose known segments commit while the rest fails answers the
+// rest Failed, the known ones Queued, rather than an error for all: what
+// committed must not be spooled and written again.
+func TestHalfABundleFailsAlone(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	first := push(t, db, write("half", "known", "a"))[0]
+	ok := write("half", "known", "b")
+	ok.PartitionID, ok.Verified = first.PartitionID, first.BaseOffset
+	bad := write("half", "new", "c")
+	bad.Count = 2 // the hash blob holds one frame: log_push_multi_v2 raises
+	res, err := db.PushBundle(context.Background(), []segment.Write{bad, ok})
+	if err != nil {
+		t.Fatalf("want per-segment results, got %v", err)
+	}
+	if res[1].Status != segment.Queued || res[1].BaseOffset != 2 {
+		t.Fatalf("the known segment: %+v", res[1])
+	}
+	if res[0].Status != segment.Failed || res[0].Err == nil || !strings.Contains(res[0].Err.Error(), "hash blob") {
+		t.Fatalf("the failed segment: %+v", res[0])
+	}
+	if lastOffset(t, db, "half", "known") != 2 || count(t, db.Pool(), `SELECT count(*) FROM queen.log_partitions WHERE name = 'new'`) != 0 {
+		t.Fatal("the failed half wrote something, or the known half did not")
 	}
 }
