@@ -24,7 +24,7 @@ import (
 // a JetStream producer does, to whatever answers on -nats: a queen-bridge
 // with a stream over -subject (QUEEN_JETSTREAM=<stream>=<subject>.>), or a
 // real JetStream stream (-create-stream makes it, file storage). Each of
-// -clients publishers has its own connection and keeps up to -window
+// -clients publishers has its own connection and keeps up to -pending
 // publishes waiting for their acks (PublishAsyncMaxPending); message k of
 // publisher c goes to <subject>.p<n> for n = (c + k) % -partitions, with a
 // unique Nats-Msg-Id. Items are acknowledged messages. CPU per item: the

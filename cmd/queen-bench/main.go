@@ -40,7 +40,7 @@ func main() {
 	flag.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS URL")
 	flag.StringVar(&o.prefix, "prefix", "queen", "subject prefix")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:6632", "bridge HTTP address")
-	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item (default http://<-http>/metrics/prometheus)")
+	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item (default http://<-http>/metrics/prometheus; none for -target jetstream)")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, PostgreSQL CPU per item (when local) and bundle-call time")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent requesters")
 	flag.IntVar(&o.items, "items", 1, "items per request")
@@ -54,7 +54,7 @@ func main() {
 	flag.BoolVar(&o.compare, "compare", false, "run the bridge and the three baselines back to back on the same database and print one table")
 	flag.StringVar(&o.js.stream, "stream", "BENCH", "jetstream target: the stream name the acks must carry")
 	flag.StringVar(&o.js.subject, "subject", "bench.js", "jetstream target: messages go to <subject>.p<n>")
-	flag.IntVar(&o.js.window, "window", 256, "jetstream target: acks each publisher waits for at once (PublishAsyncMaxPending)")
+	flag.IntVar(&o.js.window, "pending", 256, "jetstream target: acks each publisher waits for at once (PublishAsyncMaxPending)")
 	flag.BoolVar(&o.js.create, "create-stream", false, "jetstream target: create the stream first (file storage, subjects <subject>.>) on a JetStream server")
 	flag.IntVar(&o.js.serverPID, "server-pid", 0, "jetstream target: the JetStream server's process id, for its CPU per item")
 	serveDir := flag.String("serve-jetstream", "", "run a nats-server with JetStream file storage in this directory until interrupted (the jetstream target's real stream), instead of loading")
@@ -69,7 +69,7 @@ func main() {
 		}
 		return
 	}
-	if o.metricsURL == "" {
+	if o.metricsURL == "" && o.target != "jetstream" { // a JetStream server has no such page; a bridge's is named
 		o.metricsURL = "http://" + o.httpAddr + "/metrics/prometheus"
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -118,7 +118,7 @@ func describe(o options) string {
 	case "bridge":
 		via = "bridge/" + o.transport
 	case "jetstream":
-		return fmt.Sprintf("jetstream PublishAsync to stream %s at %s, %d publishers × window %d, %s.p0..p%d, %d-byte payloads",
+		return fmt.Sprintf("jetstream PublishAsync to stream %s at %s, %d publishers × %d pending, %s.p0..p%d, %d-byte payloads",
 			o.js.stream, o.natsURL, o.clients, o.js.window, o.js.subject, o.partitions-1, o.payload)
 	}
 	return fmt.Sprintf("%s, %d clients × %d items, %s %d partitions (%d queues), %d-byte payloads",
