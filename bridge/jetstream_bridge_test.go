@@ -1,19 +1,15 @@
 package bridge_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
-	"github.com/queenbridge/queenbridge/embedded"
 )
 
 // What the bridge adds to a JetStream stream's behaviour, or does in its
@@ -150,31 +146,14 @@ func wantStoredOnce(t *testing.T, n *node, queue string, ids ...string) {
 // 0 that says "buffered":true), and after the restart the drain stores each
 // once; publishing the same ids again then answers duplicates.
 func TestJetStreamBufferedWhilePostgresIsDown(t *testing.T) {
-	dir, err := os.MkdirTemp("", "queen-fault-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	pgcfg := embedded.Config{DataDir: filepath.Join(dir, "pg"), NoSync: true}
-	pg, err := embedded.StartPostgres(ctx, pgcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgcfg.Port = pg.Port()
-	defer func() { pg.Stop(ctx) }()
+	pg := startOwnPostgres(t)
 	tg := bridgeTarget(t, nodeOpts{dsn: pg.DSN(), stmtTO: 2 * time.Second})
 	j := tg.js(t)
 	stream, subject := tg.fresh(t)
 	if acks := jsPublishAll(t, j, subject, "before"); acks[0].Sequence != 1 {
 		t.Fatalf("before the stop: %+v", acks[0])
 	}
-	if err := pg.StopImmediate(); err != nil {
-		t.Fatal(err)
-	}
+	pg.kill(t)
 	for _, ack := range jsPublishAll(t, j, subject, "d1", "d2", "d3") {
 		if ack.Stream != stream || ack.Sequence != 0 {
 			t.Fatalf("with PostgreSQL down: %+v", ack)
@@ -183,9 +162,7 @@ func TestJetStreamBufferedWhilePostgresIsDown(t *testing.T) {
 	if r := bufferedReply(t, tg, subject, "d4"); r["buffered"] != true || r["seq"] != float64(0) || r["stream"] != stream {
 		t.Fatalf("the buffered answer: %v", r)
 	}
-	if pg, err = embedded.StartPostgres(ctx, pgcfg); err != nil {
-		t.Fatal(err)
-	}
+	pg.start(t)
 	waitUntil(t, "the spool to drain", 60*time.Second, func() bool { return tg.bridge.sp.Stats().Records == 0 })
 	wantStoredOnce(t, tg.bridge, stream, "before", "d1", "d2", "d3", "d4")
 	for _, ack := range jsPublishAll(t, j, subject, "d1", "d4") {

@@ -66,6 +66,13 @@ func jsTargets(t *testing.T) []*jsTarget {
 	return []*jsTarget{bridgeTarget(t, nodeOpts{}), realJetStream(t, false)}
 }
 
+// forTargets runs body against each target, as a subtest named after it.
+func forTargets(t *testing.T, body func(t *testing.T, tg *jsTarget)) {
+	for _, tg := range jsTargets(t) {
+		t.Run(tg.name, func(t *testing.T) { body(t, tg) })
+	}
+}
+
 var caseSeq atomic.Int64
 
 // bridgeTarget runs a bridge with one stream over its own subjects on the

@@ -58,7 +58,6 @@ type Config struct {
 type Intake struct {
 	cfg     Config
 	filters []*filter
-	acks    map[*Stream]*acks
 	subs    []*nats.Subscription
 	closed  []<-chan nats.SubStatus // per subscription: closed after its drain
 	n       counters
@@ -85,12 +84,15 @@ func New(cfg Config) (*Intake, error) {
 	if len(filters) > 0 && (cfg.NATS == nil || cfg.Push == nil) {
 		return nil, errors.New("jetstream: Config.NATS and Config.Push are required with streams")
 	}
-	in := &Intake{cfg: cfg, filters: filters, acks: map[*Stream]*acks{}}
-	for i := range in.cfg.Streams {
-		a := newAcks(in.cfg.Streams[i].Name)
-		in.acks[&in.cfg.Streams[i]] = &a
+	acks := map[*Stream]*acks{}
+	for i := range cfg.Streams {
+		a := newAcks(cfg.Streams[i].Name)
+		acks[&cfg.Streams[i]] = &a
 	}
-	return in, nil
+	for _, f := range filters {
+		f.acks = acks[f.stream]
+	}
+	return &Intake{cfg: cfg, filters: filters}, nil
 }
 
 // Streams are the definitions the intake serves.
@@ -143,7 +145,7 @@ func (in *Intake) handle(f *filter, m *nats.Msg) {
 	if m.Reply == "" {
 		in.n.unacknowledged.Add(1)
 	}
-	a := in.acks[f.stream]
+	a := f.acks
 	it, tenant, r := in.item(f, m)
 	if r != nil {
 		in.refuse(a, m.Reply, OutcomeRefused, *r)

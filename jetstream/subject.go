@@ -8,6 +8,7 @@ import (
 // filter is one subject filter of a stream, split into its tokens.
 type filter struct {
 	stream *Stream
+	acks   *acks // the stream's answer templates
 	text   string
 	tokens []string
 	wild   bool // it has a * or > token: the partition comes from the subject
