@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // What the bridge adds to a JetStream stream's behaviour, or does in its
@@ -233,4 +235,24 @@ func TestJetStreamMaintenanceBuffersAndAFailedWriteIsAnError(t *testing.T) {
 	if c := full.bridge.count(`SELECT count(*) FROM queen.log_segments`); c != 0 {
 		t.Fatalf("%d segments written", c)
 	}
+}
+
+// On an encrypted queue a body that is not JSON is sealed like any
+// payload, keeps its base64 mark, and reads back exactly.
+func TestJetStreamBase64BodyOnAnEncryptedQueue(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	tg := bridgeTarget(t, nodeOpts{keys: map[uint8][]byte{1: key}})
+	stream, subject := tg.fresh(t)
+	if status, out := tg.bridge.post("/api/v1/configure", []byte(`{"queue":"`+stream+`","options":{"encryptionEnabled":true}}`)); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	body := []byte("\x00secret\xfe")
+	if ack, err := tg.js(t).Publish(jsCtx(t), subject, body, js.WithMsgID("s1")); err != nil || ack.Sequence != 1 {
+		t.Fatalf("%+v %v", ack, err)
+	}
+	f := storedFrame(t, tg.bridge, stream, partitionOf(subject), 1)
+	if f.Flags&segment.FlagEncrypted == 0 || f.Flags&segment.FlagBase64 == 0 || bytes.Contains(f.Payload, []byte("AHNlY3JldP4")) {
+		t.Fatalf("stored flags %b, payload %q", f.Flags, f.Payload)
+	}
+	wantStored(t, tg, stream, subject, storedMsg{msgID: "s1", body: body})
 }
