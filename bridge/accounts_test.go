@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/ownership"
 )
 
@@ -191,5 +194,89 @@ func TestAccountsModeRefusesRequestsWithoutATenantAccount(t *testing.T) {
 	}
 	if c := n.count(`SELECT count(*) FROM queen.queues`); c != 0 {
 		t.Fatalf("%d queues created by refused requests", c)
+	}
+}
+
+// JetStream publishes in the accounts mode (deploy/nats/accounts.conf's
+// ORDERS and AUDIT): each tenant's land under its own tenant id, whatever
+// the message says; a tenant cannot publish on a stream it does not import;
+// a publish from inside the bridges' account, which names no tenant, is
+// refused.
+func TestAccountsModeJetStreamPublishesLandUnderTheirTenant(t *testing.T) {
+	url := accountsNATS(t)
+	tenantA, tenantB := uuid.New(), uuid.New()
+	streams, err := jetstream.ParseStreams("ORDERS=orders.>,AUDIT=audit.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
+		accounts: map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": tenantB}, streams: streams})
+	a := connectTenant(t, url, "tenant-a", "a-pw")
+	b := connectTenant(t, url, "tenant-b", "b-pw")
+	ctx := jsCtx(t)
+	jsOf := func(c *nats.Conn) js.JetStream {
+		j, err := js.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	// The same subject and Nats-Msg-Id from two tenants: two queues, each
+	// message the first of its own.
+	for _, c := range []struct {
+		conn *tenantConn
+		body string
+	}{{a, `{"from":"a"}`}, {b, `{"from":"b"}`}} {
+		ack, err := jsOf(c.conn.Conn).Publish(ctx, "orders.eu", []byte(c.body), js.WithMsgID("same-id"))
+		if err != nil || ack.Stream != "ORDERS" || ack.Sequence != 1 || ack.Duplicate {
+			t.Fatalf("%s: %+v %v", c.body, ack, err)
+		}
+	}
+	// A request info header A writes itself is replaced by the server's.
+	forged := nats.NewMsg("orders.eu")
+	forged.Header.Set("Nats-Request-Info", `{"acc":"TENANT_B"}`)
+	forged.Data = []byte(`{"from":"a, claiming b"}`)
+	if ack, err := jsOf(a.Conn).PublishMsg(ctx, forged, js.WithMsgID("forged")); err != nil || ack.Sequence != 2 {
+		t.Fatalf("forged: %+v %v", ack, err)
+	}
+	read := func(c *tenantConn) string {
+		msg, err := c.Request("queen.v1.fetch", []byte(`{"queue":"ORDERS","partition":"eu"}`), 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(msg.Data)
+	}
+	if got := read(a); !strings.Contains(got, `{"from":"a"}`) || !strings.Contains(got, "claiming b") || strings.Contains(got, `{"from":"b"}`) {
+		t.Fatalf("A reads %s", got)
+	}
+	if got := read(b); !strings.Contains(got, `{"from":"b"}`) || strings.Contains(got, `"from":"a`) {
+		t.Fatalf("B reads %s", got)
+	}
+	held := func(tenant uuid.UUID, queue string) int64 {
+		return n.count(`SELECT coalesce(sum(s.msg_count), 0) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
+			JOIN queen.queues q ON q.id = p.queue_id WHERE q.tenant = $1 AND q.name = $2`, tenant, queue)
+	}
+	if ha, hb := held(tenantA, "ORDERS"), held(tenantB, "ORDERS"); ha != 2 || hb != 1 {
+		t.Fatalf("ORDERS holds %d of A's and %d of B's", ha, hb)
+	}
+	// AUDIT is B's alone: A may not publish on it.
+	if err := a.Publish("audit.login", []byte(`{"from":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	a.violation(t, "audit.login")
+	if ack, err := jsOf(b.Conn).Publish(ctx, "audit.login", []byte(`{"from":"b"}`)); err != nil || ack.Stream != "AUDIT" || ack.Sequence != 1 {
+		t.Fatalf("B on AUDIT: %+v %v", ack, err)
+	}
+	if ha, hb := held(tenantA, "AUDIT"), held(tenantB, "AUDIT"); ha != 0 || hb != 1 {
+		t.Fatalf("AUDIT holds %d of A's and %d of B's", ha, hb)
+	}
+	// From the bridges' own account nothing names a tenant.
+	_, err = jsOf(n.nc).Publish(ctx, "orders.eu", []byte(`{}`))
+	var e *js.APIError
+	if !errors.As(err, &e) || e.ErrorCode != 10039 {
+		t.Fatalf("from the bridge account: %v", err)
+	}
+	if c := n.count(`SELECT count(*) FROM queen.queues WHERE tenant = '00000000-0000-0000-0000-000000000000'`); c != 0 {
+		t.Fatalf("%d queues under the default tenant", c)
 	}
 }

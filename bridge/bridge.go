@@ -15,6 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/queues"
@@ -31,6 +32,7 @@ type Bridge struct {
 	reads    *readside.Reads
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
+	js       *jetstream.Intake // JetStream publishes on the streams' subjects
 	tokens   *auth.Tokens      // HTTP bearer tokens; none: HTTP is open
 	accounts *auth.Accounts    // NATS account -> tenant; none: single-account mode
 
@@ -93,6 +95,14 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Refuse: b.keeper.Maintenance, OnForward: m.ForwardLatency, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	if len(cfg.JetStream) > 0 && cfg.NATS == nil {
+		return nil, errors.New("bridge: Config.JetStream needs Config.NATS")
+	}
+	if b.js, err = jetstream.New(jetstream.Config{NATS: cfg.NATS, Streams: cfg.JetStream, Prefix: cfg.Prefix, Push: b,
+		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	m.RegisterJetStream(b.js)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
 	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues, Router: b.router, InflightBodyBytes: b.budget.inUse})
@@ -126,6 +136,9 @@ func (b *Bridge) Start(ctx context.Context) error {
 			}()
 		}
 		if err := b.startNATS(); err != nil {
+			return err
+		}
+		if err := b.js.Start(ctx); err != nil {
 			return err
 		}
 		if err := b.router.Start(); err != nil {
@@ -195,10 +208,16 @@ func (b *Bridge) HTTPAddr() string {
 // Fusion must still be running while it waits. Idempotent.
 func (b *Bridge) Stop(ctx context.Context) error {
 	b.stopOnce.Do(func() {
+		var errs []error
+		// JetStream intake first, while pushes are still taken: what the
+		// server delivered here is written; it sends the rest to the
+		// other bridges of the queue group.
+		if err := b.js.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
 		b.gate.Lock()
 		b.stopping.Store(true)
 		b.gate.Unlock()
-		var errs []error
 		// The others hear this bridge leave and write what they would have
 		// forwarded here; forwarded groups already in fusion are answered.
 		if err := b.router.Stop(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/spool"
 	"github.com/rs/zerolog"
@@ -31,6 +32,9 @@ type Config struct {
 	NATSAccounts map[string][16]byte
 	// Prefix of every subject (QUEEN_NATS_PREFIX). Default "queen".
 	Prefix string
+	// JetStream are the streams whose JetStream publishes the bridge takes
+	// (QUEEN_JETSTREAM); they need NATS. Default none.
+	JetStream []jetstream.Stream
 	// HTTPAddr is the HTTP shim's listen address; "" or "off": none
 	// (QUEEN_HTTP_ADDR). Default "".
 	HTTPAddr string

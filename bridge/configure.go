@@ -25,7 +25,7 @@ type configureRequest struct {
 // value.
 func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (int, []byte) {
 	if b.stopping.Load() {
-		return http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down")
+		return http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping)
 	}
 	var req configureRequest
 	if err := json.Unmarshal(body, &req); err != nil {

@@ -101,40 +101,64 @@ func checkExactlyOnce(t *testing.T, n *node, l *load, queue string) {
 	}
 }
 
-// PostgreSQL stopped (immediate) and restarted under a steady push load:
-// nothing fails, and after the drain every queued or buffered item is stored
-// exactly once.
-func TestPostgresStopAndRestartUnderLoad(t *testing.T) {
+// ownPostgres is a PostgreSQL cluster of one test's own, which the test may
+// stop (immediately, as a crash) and start again on the same port and data.
+type ownPostgres struct {
+	cfg embedded.Config
+	pg  *embedded.Postgres
+}
+
+// startOwnPostgres starts one; it is stopped and removed when the test ends.
+func startOwnPostgres(t *testing.T) *ownPostgres {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "queen-fault-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // the cluster runs as postgres when we are root
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	pgcfg := embedded.Config{DataDir: filepath.Join(dir, "pg"), NoSync: true}
-	pg, err := embedded.StartPostgres(ctx, pgcfg)
+	p := &ownPostgres{cfg: embedded.Config{DataDir: filepath.Join(dir, "pg"), NoSync: true}}
+	p.start(t)
+	p.cfg.Port = p.pg.Port()
+	t.Cleanup(func() { p.pg.Stop(context.Background()) })
+	return p
+}
+
+func (p *ownPostgres) DSN() string { return p.pg.DSN() }
+
+func (p *ownPostgres) start(t *testing.T) {
+	t.Helper()
+	pg, err := embedded.StartPostgres(context.Background(), p.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgcfg.Port = pg.Port()
-	defer func() { pg.Stop(ctx) }()
+	p.pg = pg
+}
+
+func (p *ownPostgres) kill(t *testing.T) {
+	t.Helper()
+	if err := p.pg.StopImmediate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// PostgreSQL stopped (immediate) and restarted under a steady push load:
+// nothing fails, and after the drain every queued or buffered item is stored
+// exactly once.
+func TestPostgresStopAndRestartUnderLoad(t *testing.T) {
+	pg := startOwnPostgres(t)
 	n := newNode(t, nodeOpts{dsn: pg.DSN()})
 
 	l := startLoad(n, "steady", 8)
 	waitUntil(t, "load before the stop", 30*time.Second, func() bool { return l.count("queued") >= 200 })
-	if err := pg.StopImmediate(); err != nil {
-		t.Fatal(err)
-	}
+	pg.kill(t)
 	waitUntil(t, "items buffered while PostgreSQL is down", 30*time.Second, func() bool { return l.count("buffered") >= 100 })
 	if status, _ := n.get("/health"); status != http.StatusServiceUnavailable {
 		t.Errorf("/health answered %d with PostgreSQL down", status)
 	}
-	if pg, err = embedded.StartPostgres(ctx, pgcfg); err != nil {
-		t.Fatal(err)
-	}
+	pg.start(t)
 	queuedBefore := l.count("queued")
 	waitUntil(t, "load after the restart", 60*time.Second, func() bool { return l.count("queued") >= queuedBefore+200 })
 	l.finish()

@@ -18,6 +18,7 @@ import (
 	"github.com/queenbridge/queenbridge/bridge"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/spool"
@@ -65,6 +66,7 @@ type nodeOpts struct {
 	sink     func(fusion.Sink) fusion.Sink // wraps the database as fusion's sink
 	beat     time.Duration                 // Config.Heartbeat
 	fwdTO    time.Duration                 // Config.ForwardTimeout
+	streams  []jetstream.Stream            // Config.JetStream
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -115,7 +117,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
 		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParkedFetches: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
-		Heartbeat: o.beat, ForwardTimeout: o.fwdTO}, m)
+		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,9 +99,9 @@ func (b *Bridge) natsPushTaken(req micro.Request, tenant [16]byte, answer func(i
 	}
 	items, err := jsonapi.DecodePush(req.Data())
 	if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
-		return b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answer) })
+		return b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answerer{body: answer}) })
 	}
-	return b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answer) })
+	return b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answerer{body: answer}) })
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
@@ -121,10 +121,20 @@ func (b *Bridge) natsConfigure(req micro.Request) {
 // it answers 503 itself and reports false). The call is counted from here,
 // so Stop waits for its answer.
 func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
+	if !b.toWorkers(fn) {
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping))
+		return false
+	}
+	return true
+}
+
+// toWorkers hands fn to the worker pool unless the bridge is stopping
+// (then it reports false). The call is counted from here, so Stop waits
+// for its answer.
+func (b *Bridge) toWorkers(fn func()) bool {
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	if b.stopping.Load() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
 		return false
 	}
 	b.calls.Add(1)
@@ -136,15 +146,23 @@ func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
 // itself and reports false), counted like enqueue's calls so that Stop
 // waits for its answer.
 func (b *Bridge) inline(req micro.Request, fn func()) bool {
+	if !b.admit() {
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping))
+		return false
+	}
+	fn()
+	return true
+}
+
+// admit counts a call that runs on the caller's goroutine, unless the
+// bridge is stopping (then it reports false).
+func (b *Bridge) admit() bool {
 	b.gate.RLock()
+	defer b.gate.RUnlock()
 	if b.stopping.Load() {
-		b.gate.RUnlock()
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
 		return false
 	}
 	b.calls.Add(1)
-	b.gate.RUnlock()
-	fn()
 	return true
 }
 

@@ -34,7 +34,25 @@ type pushCall struct {
 	pending   atomic.Int32
 	start     time.Time
 	transport string
-	answer    func(status int, body []byte)
+	out       answerer
+}
+
+// answerer is who hears a push call's answer: the push API's caller gets
+// the rendered result array (body); a caller of PushItem gets its one
+// item's result (item), which nobody renders here. Exactly one is set.
+type answerer struct {
+	body func(status int, body []byte)
+	item func(status int, r jsonapi.Result)
+}
+
+// refuse answers a push refused as a whole: the push API gets
+// {"error": msg}; PushItem's caller a result that carries only the message.
+func (a answerer) refuse(status int, msg string) {
+	if a.item != nil {
+		a.item(status, jsonapi.Result{Error: msg})
+		return
+	}
+	a.body(status, jsonapi.ErrorBody(msg))
 }
 
 // itemState is what the push call knows of one item.
@@ -59,30 +77,33 @@ type group struct {
 // waiting for verdicts.
 func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
 	items, err := jsonapi.DecodePush(body)
-	b.pushDecoded(ctx, transport, tenant, items, err, answer)
+	b.pushDecoded(ctx, transport, tenant, items, err, answerer{body: answer})
 }
 
+// errStopping answers what arrives while the bridge shuts down.
+const errStopping = "the bridge is shutting down"
+
 // pushDecoded is push after decoding: err is the decoding's.
-func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]byte, items []jsonapi.Item, err error, answer func(int, []byte)) {
+func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]byte, items []jsonapi.Item, err error, out answerer) {
 	b.metrics.Request(transport)
 	if b.stopping.Load() {
-		answer(http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
+		out.refuse(http.StatusServiceUnavailable, errStopping)
 		return
 	}
 	if err != nil {
-		answer(http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
+		out.refuse(http.StatusBadRequest, err.Error())
 		return
 	}
-	if len(items) == 0 {
-		answer(http.StatusCreated, []byte("[]"))
+	if len(items) == 0 { // never through PushItem, which brings one
+		out.body(http.StatusCreated, []byte("[]"))
 		return
 	}
 	if n := distinctPartitions(items, b.cfg.MaxPartitionsPerRequest); n > b.cfg.MaxPartitionsPerRequest {
-		answer(http.StatusBadRequest, jsonapi.ErrorBody(fmt.Sprintf("the request names %d partitions; at most %d per request", n, b.cfg.MaxPartitionsPerRequest)))
+		out.refuse(http.StatusBadRequest, fmt.Sprintf("the request names %d partitions; at most %d per request", n, b.cfg.MaxPartitionsPerRequest))
 		return
 	}
 	c := &pushCall{
-		b: b, tenant: tenant, items: items, start: time.Now(), transport: transport, answer: answer,
+		b: b, tenant: tenant, items: items, start: time.Now(), transport: transport, out: out,
 		st: make([]itemState, len(items)),
 	}
 	groups := c.prepare(ctx)
@@ -222,6 +243,10 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 			encrypted.Put(it.Queue, enc)
 		}
 		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
+		var encoded uint8 // describes the plaintext, so it survives sealing
+		if it.Encoded {
+			encoded = segment.FlagBase64
+		}
 		switch {
 		case enc == nil:
 			f.Payload, f.Flags = c.b.queues.Seal(c.tenant, it.Queue, it.Partition, it.Payload)
@@ -229,6 +254,7 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: enc.Error()}
 			continue
 		}
+		f.Flags |= encoded
 		pk := [2]string{it.Queue, it.Partition}
 		g, _ := byPart.Get(pk)
 		if g == nil {
@@ -335,7 +361,11 @@ func (c *pushCall) answerNow() {
 	}
 	counts.Each(c.b.metrics.Items)
 	c.b.metrics.Latency(c.transport, time.Since(c.start))
-	c.answer(status, c.render())
+	if c.out.item != nil {
+		c.out.item(status, c.st[0].result)
+	} else {
+		c.out.body(status, c.render())
+	}
 	c.b.reads.Announce(c.written())
 }
 

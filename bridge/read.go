@@ -50,7 +50,7 @@ func (b *Bridge) renderMessages(tenant [16]byte, req jsonapi.FetchRequest, msgs 
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = jsonapi.AppendMessage(out, m.Offset, m.Frame.ID, m.Frame.TransactionID, m.Frame.TraceID, payload, m.CreatedAt)
+		out = jsonapi.AppendMessage(out, m.Offset, m.Frame.ID, m.Frame.TransactionID, m.Frame.TraceID, payload, m.Frame.Flags&segment.FlagBase64 != 0, m.CreatedAt)
 		next = m.Offset + 1
 	}
 	out = append(out, `],"next":`...)
@@ -109,7 +109,7 @@ func (b *Bridge) natsFetch(req micro.Request) {
 	b.gate.RLock()
 	defer b.gate.RUnlock()
 	if b.stopping.Load() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("the bridge is shutting down"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping))
 		return
 	}
 	select {

@@ -33,6 +33,13 @@ type NATSConfig struct {
 	// ReadyTimeout bounds the wait for the server to accept clients.
 	// Default: 10s.
 	ReadyTimeout time.Duration
+	// JetStreamDir, when set, enables JetStream with file storage there:
+	// for the tests and benchmarks that hold the bridge to a real JetStream
+	// stream (the bridge itself never needs it). Default: no JetStream.
+	JetStreamDir string
+	// SyncAlways makes JetStream fsync every message before its ack
+	// (sync_interval: always) instead of every two minutes. Default false.
+	SyncAlways bool
 }
 
 // NATS is a running in-process nats-server.
@@ -65,6 +72,9 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	}
 	if cfg.ServerName != "" {
 		opts.ServerName = cfg.ServerName
+	}
+	if cfg.JetStreamDir != "" {
+		opts.JetStream, opts.StoreDir, opts.SyncAlways = true, cfg.JetStreamDir, cfg.SyncAlways
 	}
 	opts.NoSigs = true // the bridge owns signal handling
 	opts.NoLog = true

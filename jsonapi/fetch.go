@@ -62,8 +62,11 @@ func (r *FetchRequest) Validate() error {
 }
 
 // AppendMessage appends one message of a read answer. The payload goes out
-// as stored (decrypted first for encrypted queues), never re-encoded.
-func AppendMessage(out []byte, offset int64, id [16]byte, txid, traceID string, payload []byte, createdAt time.Time) []byte {
+// as stored (decrypted first for encrypted queues), never re-encoded. A
+// payload stored from a body that was not JSON (encoded: the base64 JSON
+// string BodyPayload made) is marked "encoding":"base64"; without the field
+// the payload is the JSON that was sent.
+func AppendMessage(out []byte, offset int64, id [16]byte, txid, traceID string, payload []byte, encoded bool, createdAt time.Time) []byte {
 	out = append(out, `{"offset":`...)
 	out = strconv.AppendInt(out, offset, 10)
 	out = append(out, `,"messageId":"`...)
@@ -74,6 +77,9 @@ func AppendMessage(out []byte, offset int64, id [16]byte, txid, traceID string, 
 	out = AppendString(out, traceID)
 	out = append(out, `,"payload":`...)
 	out = append(out, payload...)
+	if encoded {
+		out = append(out, `,"encoding":"base64"`...)
+	}
 	out = append(out, `,"createdAt":"`...)
 	out = createdAt.UTC().AppendFormat(out, time.RFC3339Nano)
 	out = append(out, `"}`...)

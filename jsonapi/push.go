@@ -14,6 +14,9 @@ type Item struct {
 	TransactionID string // "" when the client sent none
 	TraceID       string
 	Payload       []byte
+	// Encoded: Payload is the base64 JSON string of a body that was not
+	// JSON (BodyPayload); never set by DecodePush.
+	Encoded bool
 }
 
 // DefaultPartition is the partition of items that name none.

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/queues"
@@ -160,4 +161,19 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",
 			func() uint64 { return b.DB.Stats().QuarantinedConnection }),
 	)
+}
+
+// RegisterJetStream exposes the JetStream intake's counters, read at
+// scrape time: messages by outcome, and those that came without a reply
+// subject.
+func (m *Metrics) RegisterJetStream(in *jetstream.Intake) {
+	for _, o := range jetstream.Outcomes {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "queen_jetstream_messages_total", Help: "JetStream publishes taken on the streams' subjects, by outcome.",
+			ConstLabels: prometheus.Labels{"outcome": o},
+		}, func() float64 { return float64(in.Stats().Messages[o]) }))
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "queen_jetstream_unacknowledged_total", Help: "JetStream-stream messages that came without a reply subject (a plain publish): stored alike, answered to nobody.",
+	}, func() float64 { return float64(in.Stats().Unacknowledged) }))
 }

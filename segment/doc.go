@@ -12,7 +12,8 @@
 //
 // Packed frames (after decompression): uvarint K, then per frame
 // flags(1) | message id(16) | uvarint+transactionId | uvarint+traceId |
-// uvarint+payload. Payload bytes are stored exactly as given.
+// uvarint+payload. Payload bytes are stored exactly as given; the flags say
+// what they are (FlagEncrypted, FlagKeyed, FlagBase64).
 //
 // The package also holds the plain types a bundle is described with on its way
 // to PostgreSQL and back (Write, Result, Stored), so that fusion, which builds

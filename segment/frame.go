@@ -17,6 +17,11 @@ const (
 	// its key and is bound to its tenant, queue and partition (queues'
 	// sealer). Without it, an encrypted payload predates key ids.
 	FlagKeyed uint8 = 1 << 1
+	// FlagBase64: the payload is a JSON string holding the standard base64
+	// of a body that was not JSON (a JetStream publish of binary or plain
+	// text); reads mark such a message "encoding":"base64". Independent of
+	// encryption: a sealed payload keeps it, and it describes the plaintext.
+	FlagBase64 uint8 = 1 << 2
 )
 
 // Frame is one message as stored.

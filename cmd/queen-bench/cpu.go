@@ -25,11 +25,13 @@ type meter struct {
 	http       *http.Client
 	pg         *pgx.Conn // nil without -pg-dsn
 	postmaster int       // 0 when not local
+	serverPID  int       // a JetStream server's process (-server-pid); 0: none
 }
 
 // sample is one reading; unknown values are NaN.
 type sample struct {
 	bridge, pg, bench float64 // CPU seconds
+	server            float64 // a JetStream server's CPU seconds
 	commits, segments float64 // fusion counters
 	vegas             float64
 	calls, callMS     float64 // bundle calls and their total time, ms
@@ -41,8 +43,8 @@ type cpuSplit = sample
 // newMeter prepares the readings it can take, and says on out why one it
 // was asked for cannot be taken (the report then shows n/a).
 func newMeter(ctx context.Context, o options, out io.Writer) *meter {
-	m := &meter{http: &http.Client{Timeout: 2 * time.Second}}
-	if o.target == "bridge" && o.metricsURL != "" {
+	m := &meter{http: &http.Client{Timeout: 2 * time.Second}, serverPID: o.js.serverPID}
+	if (o.target == "bridge" || o.target == "jetstream") && o.metricsURL != "" {
 		m.metricsURL = o.metricsURL
 		if _, err := scrape(m.http, m.metricsURL); err != nil {
 			fmt.Fprintf(out, "note: no bridge CPU per item: %v\n", err)
@@ -79,7 +81,7 @@ func (m *meter) close() {
 
 func (m *meter) sample() sample {
 	nan := math.NaN()
-	s := sample{bridge: nan, pg: nan, bench: nan, commits: nan, segments: nan, vegas: nan, calls: nan, callMS: nan}
+	s := sample{bridge: nan, pg: nan, bench: nan, server: serverCPU(m.serverPID), commits: nan, segments: nan, vegas: nan, calls: nan, callMS: nan}
 	if d, err := proccpu.Process(os.Getpid()); err == nil {
 		s.bench = d.Seconds()
 	}
@@ -105,13 +107,13 @@ func (m *meter) sample() sample {
 
 // minus is the difference of two readings (NaN stays NaN).
 func (s sample) minus(b sample) sample {
-	return sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, commits: s.commits - b.commits,
+	return sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, server: s.server - b.server, commits: s.commits - b.commits,
 		segments: s.segments - b.segments, vegas: s.vegas, calls: s.calls - b.calls, callMS: s.callMS - b.callMS}
 }
 
 func (s sample) perItem(items int64) cpuSplit {
 	n := float64(max(items, 1))
-	s.bridge, s.pg, s.bench = s.bridge/n, s.pg/n, s.bench/n
+	s.bridge, s.pg, s.bench, s.server = s.bridge/n, s.pg/n, s.bench/n, s.server/n
 	return s
 }
 
@@ -123,7 +125,11 @@ func us(v float64) string {
 }
 
 func (s cpuSplit) String() string {
-	return fmt.Sprintf("bridge %s µs, postgres %s µs, queen-bench %s µs", us(s.bridge), us(s.pg), us(s.bench))
+	out := fmt.Sprintf("bridge %s µs, postgres %s µs, queen-bench %s µs", us(s.bridge), us(s.pg), us(s.bench))
+	if !math.IsNaN(s.server) {
+		out += fmt.Sprintf(", jetstream server %s µs", us(s.server))
+	}
+	return out
 }
 
 func (s cpuSplit) short() string { return us(s.bridge) + " / " + us(s.pg) + " / " + us(s.bench) }

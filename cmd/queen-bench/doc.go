@@ -13,6 +13,13 @@
 //	             message at it, one commit each: the naive partitioned log
 //	batch        one multi-row INSERT per request
 //
+// -target jetstream publishes with nats.go's jetstream.PublishAsync, as a
+// JetStream producer does, into a bridge with a stream (QUEEN_JETSTREAM) or
+// into a real JetStream stream (-create-stream); -serve-jetstream DIR runs
+// such a server (file storage, -sync-always for sync_interval: always) in
+// a process of its own, whose CPU -server-pid reads. compare-jetstream.sh
+// runs the comparison of docs/jetstream.md.
+//
 // -compare runs the bridge and the three baselines back to back on the same
 // database and prints one table with items/s, p50/p99, the bridge's ratio to
 // each, and the CPU split (an embedded cluster's passwords are in

@@ -219,7 +219,9 @@ func progress(out io.Writer, o options, st *stats, meter *meter, start time.Time
 func report(out io.Writer, r *result) {
 	fmt.Fprintf(out, "requests   %d (%.0f/s), errors %d\n", r.requests, float64(r.requests)/r.elapsed.Seconds(), r.errs)
 	fmt.Fprintf(out, "items      %d (%.0f/s)\n", r.items, r.rate())
-	fmt.Fprintf(out, "latency    p50 %s  p99 %s  max %s\n", r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.top.Round(10*time.Microsecond))
+	if r.top > 0 { // the jetstream target does not time each message
+		fmt.Fprintf(out, "latency    p50 %s  p99 %s  max %s\n", r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.top.Round(10*time.Microsecond))
+	}
 	fmt.Fprintf(out, "cpu/item   %s\n", r.cpu)
 	if r.segsPerCommit > 0 {
 		fmt.Fprintf(out, "fusion     %.1f segments per commit, vegas limit %.0f\n", r.segsPerCommit, r.vegas)

@@ -30,16 +30,17 @@ type options struct {
 	window     time.Duration // print a summary line per window (0: none)
 	compare    bool
 	run        string
+	js         jsOptions
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.target, "target", "bridge", "what to load: bridge, or a baseline written straight into PostgreSQL (-pg-dsn): direct (one INSERT + COMMIT per message), partitioned (UPDATE a partition's offset + INSERT, one commit per message), batch (one multi-row INSERT per request)")
+	flag.StringVar(&o.target, "target", "bridge", "what to load: bridge; jetstream (PublishAsync to a JetStream stream, or a bridge with QUEEN_JETSTREAM); or a baseline written straight into PostgreSQL (-pg-dsn): direct (one INSERT + COMMIT per message), partitioned (UPDATE a partition's offset + INSERT, one commit per message), batch (one multi-row INSERT per request)")
 	flag.StringVar(&o.transport, "transport", "nats", "bridge transport: nats or http")
 	flag.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS URL")
 	flag.StringVar(&o.prefix, "prefix", "queen", "subject prefix")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:6632", "bridge HTTP address")
-	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item (default http://<-http>/metrics/prometheus)")
+	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item (default http://<-http>/metrics/prometheus; none for -target jetstream)")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, PostgreSQL CPU per item (when local) and bundle-call time")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent requesters")
 	flag.IntVar(&o.items, "items", 1, "items per request")
@@ -51,9 +52,24 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long to push (each target, with -compare)")
 	flag.DurationVar(&o.window, "window", 0, "also print items/s and bundle-call time per window of this length (0: off)")
 	flag.BoolVar(&o.compare, "compare", false, "run the bridge and the three baselines back to back on the same database and print one table")
+	flag.StringVar(&o.js.stream, "stream", "BENCH", "jetstream target: the stream name the acks must carry")
+	flag.StringVar(&o.js.subject, "subject", "bench.js", "jetstream target: messages go to <subject>.p<n>")
+	flag.IntVar(&o.js.window, "pending", 256, "jetstream target: acks each publisher waits for at once (PublishAsyncMaxPending)")
+	flag.BoolVar(&o.js.create, "create-stream", false, "jetstream target: create the stream first (file storage, subjects <subject>.>) on a JetStream server")
+	flag.IntVar(&o.js.serverPID, "server-pid", 0, "jetstream target: the JetStream server's process id, for its CPU per item")
+	serveDir := flag.String("serve-jetstream", "", "run a nats-server with JetStream file storage in this directory until interrupted (the jetstream target's real stream), instead of loading")
+	serveListen := flag.String("listen", "127.0.0.1:4333", "with -serve-jetstream: the client address")
+	syncAlways := flag.Bool("sync-always", false, "with -serve-jetstream: fsync every message before its ack (sync_interval: always)")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
-	if o.metricsURL == "" {
+	if *serveDir != "" {
+		if err := serveJetStream(*serveDir, *serveListen, *syncAlways, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "queen-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.metricsURL == "" && o.target != "jetstream" { // a JetStream server has no such page; a bridge's is named
 		o.metricsURL = "http://" + o.httpAddr + "/metrics/prometheus"
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -66,6 +82,10 @@ func main() {
 
 // benchMain runs one target, or the comparison.
 func benchMain(ctx context.Context, o options, out io.Writer) error {
+	if o.target == "jetstream" {
+		_, err := runJetStream(ctx, o, out)
+		return err
+	}
 	if !o.compare {
 		_, err := run(ctx, o, out)
 		return err
@@ -94,8 +114,12 @@ func describe(o options) string {
 		spread = "each request to one of"
 	}
 	via := o.target
-	if o.target == "bridge" {
+	switch o.target {
+	case "bridge":
 		via = "bridge/" + o.transport
+	case "jetstream":
+		return fmt.Sprintf("jetstream PublishAsync to stream %s at %s, %d publishers × %d pending, %s.p0..p%d, %d-byte payloads",
+			o.js.stream, o.natsURL, o.clients, o.js.window, o.js.subject, o.partitions-1, o.payload)
 	}
 	return fmt.Sprintf("%s, %d clients × %d items, %s %d partitions (%d queues), %d-byte payloads",
 		via, o.clients, o.items, spread, o.partitions, o.queues, o.payload)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/jetstream"
 )
 
 // config is every setting of the binary. Each has an environment variable
@@ -21,6 +22,7 @@ import (
 type config struct {
 	natsListen, natsURL, natsPrefix string
 	natsConfig, natsAccounts        string
+	jetstream                       string
 	natsUser, natsPassword          string
 	natsCreds, natsNkey             string
 	natsTLSCA, natsTLSCert          string
@@ -78,6 +80,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_NATS_URL", "", "connect to this NATS (comma list) instead of embedding one", str(&c.natsURL)},
 		{"QUEEN_NATS_PREFIX", "queen", "subject prefix", str(&c.natsPrefix)},
 		{"QUEEN_NATS_CONFIG", "", "nats-server configuration file for the embedded server (accounts, users, TLS); its listen wins over QUEEN_NATS_LISTEN", str(&c.natsConfig)},
+		{"QUEEN_JETSTREAM", "", "JetStream streams the bridge takes publishes for: NAME=FILTER[;FILTER...],... (ORDERS=orders.>,AUDIT=audit.*.events); NAME is the queue, the wildcards' tokens the partition (empty: off)", str(&c.jetstream)},
 		{"QUEEN_NATS_ACCOUNTS", "", "accounts mode: NATS account=tenant-uuid,... (a request's tenant is its account's; empty: one account, every client trusted)", str(&c.natsAccounts)},
 		{"QUEEN_NATS_USER", "", "user the bridge connects to NATS as", str(&c.natsUser)},
 		{"QUEEN_NATS_PASSWORD", "", "that user's password", str(&c.natsPassword)},
@@ -170,7 +173,23 @@ func load(args []string) (*config, error) {
 	if c.gcPercent < 25 {
 		return nil, fmt.Errorf("QUEEN_GC_PERCENT must be at least 25, got %d", c.gcPercent)
 	}
+	if _, err := c.streams(); err != nil {
+		return nil, err // before anything starts: the exit says what is wrong
+	}
 	return c, nil
+}
+
+// streams are the JetStream stream definitions, checked together and
+// against the bridge's own subjects.
+func (c *config) streams() ([]jetstream.Stream, error) {
+	streams, err := jetstream.ParseStreams(c.jetstream)
+	if err == nil {
+		err = jetstream.Check(streams, c.natsPrefix)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("QUEEN_JETSTREAM: %w", err)
+	}
+	return streams, nil
 }
 
 // encryptionKeys are the keys from QUEEN_ENCRYPTION_KEY or the file

@@ -20,6 +20,7 @@ import (
 	"github.com/queenbridge/queenbridge/bridge"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/spool"
@@ -91,6 +92,10 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		return err
 	}
 	natsAuth, err := cfg.natsOptions()
+	if err != nil {
+		return err
+	}
+	streams, err := cfg.streams()
 	if err != nil {
 		return err
 	}
@@ -171,7 +176,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, NATSAccounts: accounts, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,
-		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond,
+		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond, JetStream: streams,
 	}, meters)
 	if err != nil {
 		return err
@@ -188,7 +193,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		defer stopPprof()
 	}
 	log.Info().Str("target", "bridge").Str("nats", natsWhere).Str("subject", cfg.natsPrefix+".v1.push").
-		Str("http", orOff(br.HTTPAddr())).Str("postgres", pgWhere).Str("spool", cfg.spoolDir).
+		Str("jetstream", orOff(jetstream.FormatStreams(streams))).Str("http", orOff(br.HTTPAddr())).Str("postgres", pgWhere).Str("spool", cfg.spoolDir).
 		Int64("spooled", sp.Stats().Records).Msg("queen-bridge ready")
 
 	<-ctx.Done()

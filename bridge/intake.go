@@ -1,0 +1,65 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/queenbridge/queenbridge/jsonapi"
+)
+
+// PushItem pushes one item that another intake decoded (the JetStream
+// intake: one message, one item) through the path of a one-item push
+// request: the tenant's queue, layer-1 deduplication on its transactionId
+// (minted when empty), encryption, ownership and fusion, the spool when
+// PostgreSQL cannot take it or maintenance is on, and discovery once it is
+// written. It takes the payload's bytes from the in-flight budget until the
+// answer, as a NATS push takes its body's.
+//
+// done is called exactly once, maybe on another goroutine: with 201 and
+// the item's result (queued, duplicate or buffered), 500 and a failed
+// result, or, for a push refused as a whole, 400 or 503 and a result that
+// carries only the reason in Error. done must not block: it runs where the
+// verdict is settled (a fusion goroutine, or the caller's).
+//
+// Like a NATS push it runs on the caller's goroutine when the queue's
+// settings are cached (nothing then waits), and on the worker pool when
+// they must be read first or the budget is full. It never waits for the
+// verdict.
+func (b *Bridge) PushItem(transport string, tenant [16]byte, it jsonapi.Item, done func(status int, r jsonapi.Result)) {
+	size := int64(len(it.Payload))
+	answer := func(status int, r jsonapi.Result) {
+		done(status, r)
+		b.budget.give(size)
+		b.calls.Done()
+	}
+	items := []jsonapi.Item{it}
+	if !b.budget.tryTake(size) {
+		// The caller's goroutine (a subscription's) does not wait: a worker
+		// waits briefly for room, then answers 503.
+		ok := b.toWorkers(func() {
+			if !b.budget.take(context.Background(), size, b.cfg.BudgetWait) {
+				done(http.StatusServiceUnavailable, jsonapi.Result{Error: errBusy.Error()})
+				b.calls.Done()
+				return
+			}
+			b.pushDecoded(context.Background(), transport, tenant, items, nil, answerer{item: answer})
+		})
+		if !ok {
+			done(http.StatusServiceUnavailable, jsonapi.Result{Error: errStopping})
+		}
+		return
+	}
+	run := func() { b.pushDecoded(context.Background(), transport, tenant, items, nil, answerer{item: answer}) }
+	var ok bool
+	if b.queues.AllFresh(tenant, 1, func(int) string { return it.Queue }) {
+		if ok = b.admit(); ok {
+			run()
+		}
+	} else {
+		ok = b.toWorkers(run)
+	}
+	if !ok {
+		b.budget.give(size)
+		done(http.StatusServiceUnavailable, jsonapi.Result{Error: errStopping})
+	}
+}

@@ -1,0 +1,40 @@
+package jsonapi
+
+import (
+	"encoding/base64"
+
+	"github.com/queenbridge/queenbridge/internal/jsonscan"
+)
+
+// BodyPayload is the payload a whole message body is stored as, when the
+// body is the message (a JetStream publish) rather than a push envelope:
+//
+//   - a body that is one valid JSON value (UTF-8, white space around it
+//     allowed) is the payload as it is, byte for byte: it is returned, not
+//     copied;
+//   - an empty body is JSON null;
+//   - any other body (binary, plain text) is a JSON string of its standard
+//     base64, and encoded is true: the frame is flagged so that reads mark
+//     it "encoding":"base64" and a reader can tell it from a JSON string.
+func BodyPayload(body []byte) (payload []byte, encoded bool) {
+	if len(body) == 0 {
+		return nullPayload, false
+	}
+	if IsJSON(body) {
+		return body, false
+	}
+	out := make([]byte, 0, 2+base64.StdEncoding.EncodedLen(len(body)))
+	out = append(out, '"')
+	out = base64.StdEncoding.AppendEncode(out, body)
+	return append(out, '"'), true
+}
+
+// IsJSON reports whether b is exactly one valid JSON value (RFC 8259, UTF-8
+// in its strings), with nothing but white space around it.
+func IsJSON(b []byte) bool {
+	s := jsonscan.New(b)
+	if _, err := s.Value(0); err != nil {
+		return false
+	}
+	return s.AtEnd()
+}
