@@ -192,7 +192,7 @@ func (s *shard) takeReady(now time.Time, max int) []*segFlight {
 // bridge wrote inside the window. p goes in flight when anything is left to
 // write.
 func (s *shard) take(p *partState, now time.Time) *segFlight {
-	seg := &segFlight{shard: s, part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid}}
+	seg := &segFlight{shard: s, part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid, QueueID: p.qid}}
 	// Small segments (the usual case) find an earlier leader by scanning;
 	// only large ones use the shard's map. Clearing a map costs its
 	// capacity, so a map that grew with one large segment is dropped rather
@@ -274,10 +274,10 @@ func (s *shard) complete(c *completion) {
 		if c.err != nil || c.results[i].Status == segment.Failed {
 			// The id may be what failed the bundle (a partition recreated
 			// under another id): the next flush resolves it by name again.
-			p.pid = 0
+			p.pid, p.qid = 0, 0
 		} else {
 			r := c.results[i]
-			p.pid = r.PartitionID
+			p.pid, p.qid = r.PartitionID, r.QueueID
 			switch r.Status {
 			case segment.Queued:
 				p.committed(r.BaseOffset, seg.leaders, r.WindowSeconds, now)

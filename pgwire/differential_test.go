@@ -93,7 +93,7 @@ func TestPathsAgree(t *testing.T) {
 				st = &knownPartition{}
 				state[k] = st
 			}
-			st.pid = a.PartitionID
+			st.pid, st.qid = a.PartitionID, a.QueueID
 			if a.Status == segment.Queued {
 				st.last = a.BaseOffset + int64(writes[i].Count) - 1
 				st.txids = append(st.txids, txidsOf(t, writes[i])...)
@@ -111,7 +111,7 @@ func TestPathsAgree(t *testing.T) {
 
 // knownPartition is what the simulated bridge knows of a partition.
 type knownPartition struct {
-	pid, last int64
+	pid, qid, last int64
 	txids     []string // stored, in order
 }
 
@@ -174,7 +174,7 @@ func simulatedWrite(rng *rand.Rand, q, p string, st *knownPartition, paths map[s
 		w = write(q, p, fresh(n)...)
 		w.Verified = 1<<63 - 1
 	}
-	w.PartitionID = st.pid
+	w.PartitionID, w.QueueID = st.pid, st.qid
 	return w
 }
 

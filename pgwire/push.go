@@ -14,7 +14,7 @@ import (
 
 // pushSQL is prepared once per connection and cached by pgx (its default
 // statement-cache mode), so the hot path sends only Bind/Execute.
-const pushSQL = `SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs
+const pushSQL = `SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs, o_qids
 FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[], $10::int8[], $11::int8[])`
 
 // bundleArgs are the typed parallel arrays of one call.
@@ -70,6 +70,7 @@ func newBundleArgs(writes []segment.Write) *bundleArgs {
 // wireResults are log_push_multi_v2's typed result arrays.
 type wireResults struct {
 	pids, bases     []int64
+	qids            []int64
 	wins            []int32
 	ts              time.Time
 	dupSegs, dupIdx []int32
@@ -207,7 +208,7 @@ type querier interface {
 func (a *bundleArgs) call(ctx context.Context, q querier) (wireResults, error) {
 	var w wireResults
 	err := q.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
-		Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs)
+		Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs, &w.qids)
 	return w, err
 }
 
@@ -215,15 +216,15 @@ func (a *bundleArgs) call(ctx context.Context, q querier) (wireResults, error) {
 // are well formed: every segment either queued (base > 0, no duplicate
 // frames) or duplicate (base 0, at least one).
 func (w *wireResults) results(n int) ([]segment.Result, error) {
-	if len(w.pids) != n || len(w.wins) != n || len(w.bases) != n {
-		return nil, fmt.Errorf("%w: %d/%d/%d results for %d segments", ErrBadResult, len(w.pids), len(w.wins), len(w.bases), n)
+	if len(w.pids) != n || len(w.wins) != n || len(w.bases) != n || len(w.qids) != n {
+		return nil, fmt.Errorf("%w: %d/%d/%d/%d results for %d segments", ErrBadResult, len(w.pids), len(w.wins), len(w.bases), len(w.qids), n)
 	}
 	if len(w.dupIdx) != len(w.dupSegs) || len(w.dupOffs) != len(w.dupSegs) {
 		return nil, fmt.Errorf("%w: misaligned duplicate arrays", ErrBadResult)
 	}
 	out := make([]segment.Result, n)
 	for i := range out {
-		out[i] = segment.Result{PartitionID: w.pids[i], WindowSeconds: w.wins[i], CreatedAt: w.ts, BaseOffset: w.bases[i]}
+		out[i] = segment.Result{PartitionID: w.pids[i], QueueID: w.qids[i], WindowSeconds: w.wins[i], CreatedAt: w.ts, BaseOffset: w.bases[i]}
 	}
 	for k, s := range w.dupSegs {
 		if s < 1 || int(s) > n || w.bases[s-1] != 0 {

@@ -143,6 +143,7 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 				// Writes and partitions are made before the measured loop;
 				// each caller writes its own partitions, one frame each.
 				pids := make([][]int64, callers)
+				qids := make([][]int64, callers)
 				var seq int64
 				build := func(c int) []segment.Write {
 					writes := make([]segment.Write, segs)
@@ -152,7 +153,7 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 						writes[s] = segment.Write{Queue: "bench." + fn, Partition: fmt.Sprintf("c%d-p%d", c, s), Count: 1,
 							Hashes: segment.AppendHashes(nil, fr), Blob: segment.Pack(nil, fr), Verified: 1 << 62}
 						if pids[c] != nil {
-							writes[s].PartitionID = pids[c][s]
+							writes[s].PartitionID, writes[s].QueueID = pids[c][s], qids[c][s]
 						}
 					}
 					return writes
@@ -162,9 +163,9 @@ func BenchmarkBundleBackendCPU(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					pids[c] = make([]int64, segs)
+					pids[c], qids[c] = make([]int64, segs), make([]int64, segs)
 					for s, r := range res {
-						pids[c][s] = r.PartitionID
+						pids[c][s], qids[c][s] = r.PartitionID, r.QueueID
 					}
 				}
 				var mu sync.Mutex // guards seq and build's use of it

@@ -10,11 +10,11 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// knownSQL writes the segments of partitions the caller knows (their id is
-// known and their probe range is empty) in one statement, without a function
-// call around it: the common bundle of a bridge that is its partitions' only
-// writer. docs/write-path.md, "The known-partition statement", has its rules;
-// in short:
+// knownSQL writes the segments of partitions the caller knows (their id,
+// their queue's id, and a probe range that is empty) in one statement,
+// without a function call around it: the common bundle of a bridge that is
+// its partitions' only writer. docs/write-path.md, "The known-partition
+// statement", has its rules; in short:
 //
 //   - The UPDATE moves a partition's last_offset only where the stored
 //     last_offset is at most greatest(verified, txns_start - 1): then the
@@ -22,22 +22,23 @@ import (
 //     another writer came in between, the row is left alone and the segment
 //     is not written here (the caller sends it through log_push_multi_v2,
 //     which probes). The same happens to a segment whose count or hash blob
-//     is malformed, or whose partition id names another partition: the
-//     general call then fails loudly on it.
+//     is malformed, or whose partition id does not name that partition of
+//     that queue: the general call then fails loudly on it.
 //   - Rows are updated, and so locked, in ascending partition id: u is
 //     sorted, the bridge's connections may not scan log_partitions
 //     sequentially (enable_seqscan = off, pgwire.Open), and every remaining
 //     join with u preserves u's order or yields log_partitions in index
 //     (id) order. TestKnownStatementLocksInAscendingOrder checks the plan.
+//   - The queue's window comes from the partition row's copy of it
+//     (migration 0006): the queue row is not read.
 //   - The bundle timestamp is taken after the last row lock: the latest
-//     clock_timestamp() of the UPDATE's rows, the same for every segment.
-//   - A partition id that names another queue or tenant fails the whole
-//     statement (log_stale_partition_v1), so nothing is written.
+//     clock_timestamp() of the UPDATE's rows (a reads them all before the
+//     first segment is inserted), the same for every segment.
 //   - Answers, one row per written segment: input ordinal, partition id,
 //     base offset, bundle timestamp, the queue's deduplication window.
 const knownSQL = `WITH u AS (
-    SELECT * FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::bytea[], $5::bytea[], $6::text[], $7::text[], $8::uuid[])
-        WITH ORDINALITY AS u(pid, ver, n, h, b, qn, pn, t, ord)
+    SELECT * FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::bytea[], $5::bytea[], $6::int8[], $7::text[])
+        WITH ORDINALITY AS u(pid, ver, n, h, b, qid, pn, ord)
     ORDER BY pid
 ), a AS (
     UPDATE queen.log_partitions p SET
@@ -45,21 +46,15 @@ const knownSQL = `WITH u AS (
         last_write_at = CASE WHEN clock_timestamp() - p.last_write_at > interval '1 second'
                              THEN clock_timestamp() ELSE p.last_write_at END
     FROM u
-    WHERE p.id = u.pid AND p.name = u.pn AND u.n >= 1 AND octet_length(u.h) = 16 * u.n
-      AND p.last_offset <= greatest(u.ver, p.txns_start - 1)
-    RETURNING u.ord, p.id, p.queue_id, p.last_offset - u.n + 1 AS base, p.last_offset AS last, u.n, u.h, u.b, u.qn, u.t,
-              clock_timestamp() AS at
-), w AS (
-    SELECT a.*, max(a.at) OVER () AS ts FROM a
+    WHERE p.id = u.pid AND p.queue_id = u.qid AND p.name = u.pn AND u.n >= 1 AND octet_length(u.h) = 16 * u.n
+      AND p.dedup_window_seconds IS NOT NULL AND p.last_offset <= greatest(u.ver, p.txns_start - 1)
+    RETURNING u.ord, p.id, p.last_offset - u.n + 1 AS base, p.last_offset AS last, u.n, u.h, u.b,
+              p.dedup_window_seconds AS win, clock_timestamp() AS at
 ), s AS (
     INSERT INTO queen.log_segments (partition_id, end_offset, base_offset, msg_count, created_at, payload, hashes)
-    SELECT w.id, w.last, w.base, w.n, w.ts, w.b, w.h FROM w
+    SELECT a.id, a.last, a.base, a.n, (SELECT max(at) FROM a), a.b, a.h FROM a
 )
-SELECT w.ord, w.id, w.base, w.ts, q.dedup_window_seconds,
-       CASE WHEN q.name IS DISTINCT FROM w.qn
-              OR q.tenant IS DISTINCT FROM coalesce(w.t, '00000000-0000-0000-0000-000000000000'::uuid)
-            THEN queen.log_stale_partition_v1(w.ord, w.id) END
-FROM w LEFT JOIN queen.queues q ON q.id = w.queue_id`
+SELECT a.ord, a.id, a.base, (SELECT max(at) FROM a), a.win FROM a`
 
 // knownOneSQL is knownSQL for a bundle of one segment, with scalar
 // parameters: the lone push, where the arrays, the sort and the window
@@ -69,52 +64,42 @@ const knownOneSQL = `WITH a AS (
         last_offset   = p.last_offset + $3,
         last_write_at = CASE WHEN clock_timestamp() - p.last_write_at > interval '1 second'
                              THEN clock_timestamp() ELSE p.last_write_at END
-    WHERE p.id = $1 AND p.name = $7 AND $3 >= 1 AND octet_length($4::bytea) = 16 * $3
-      AND p.last_offset <= greatest($2, p.txns_start - 1)
-    RETURNING p.id, p.queue_id, p.last_offset - $3 + 1 AS base, p.last_offset AS last, clock_timestamp() AS ts
+    WHERE p.id = $1 AND p.queue_id = $6 AND p.name = $7 AND $3 >= 1 AND octet_length($4::bytea) = 16 * $3
+      AND p.dedup_window_seconds IS NOT NULL AND p.last_offset <= greatest($2, p.txns_start - 1)
+    RETURNING p.id, p.last_offset - $3 + 1 AS base, p.last_offset AS last, p.dedup_window_seconds AS win,
+              clock_timestamp() AS ts
 ), s AS (
     INSERT INTO queen.log_segments (partition_id, end_offset, base_offset, msg_count, created_at, payload, hashes)
     SELECT a.id, a.last, a.base, $3, a.ts, $5::bytea, $4::bytea FROM a
 )
-SELECT 1::int8, a.id, a.base, a.ts, q.dedup_window_seconds,
-       CASE WHEN q.name IS DISTINCT FROM $6::text
-              OR q.tenant IS DISTINCT FROM coalesce($8::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-            THEN queen.log_stale_partition_v1(1, a.id) END
-FROM a LEFT JOIN queen.queues q ON q.id = a.queue_id`
+SELECT 1::int8, a.id, a.base, a.ts, a.win FROM a`
 
 // knownArgs are the parallel arrays of one known-partition statement.
 type knownArgs struct {
-	ords               []int // index into the bundle's writes of each segment
-	pids, verified     []int64
-	counts             []int32
-	hashes, blobs      [][]byte
-	queues, partitions []string
-	tenants            []pgtype.UUID // nil: every segment is the default tenant
+	ords                 []int // index into the bundle's writes of each segment
+	pids, verified, qids []int64
+	counts               []int32
+	hashes, blobs        [][]byte
+	partitions           []string
 }
 
 // known reports whether w can go through the known-partition statement:
-// its partition id is known, and nothing but the range above Verified could
-// need a probe (no forgotten range, not a replay).
+// its partition and queue ids are known, and nothing but the range above
+// Verified could need a probe (no forgotten range, not a replay).
 func known(w *segment.Write) bool {
-	return w.PartitionID != 0 && w.ForgottenHi <= w.ForgottenLo && w.MinWindowSeconds == 0
+	return w.PartitionID != 0 && w.QueueID != 0 && w.ForgottenHi <= w.ForgottenLo && w.MinWindowSeconds == 0
 }
 
 func newKnownArgs(writes []segment.Write, ords []int) *knownArgs {
 	n := len(ords)
 	a := &knownArgs{
-		ords: ords, pids: make([]int64, n), verified: make([]int64, n), counts: make([]int32, n),
-		hashes: make([][]byte, n), blobs: make([][]byte, n), queues: make([]string, n), partitions: make([]string, n),
+		ords: ords, pids: make([]int64, n), verified: make([]int64, n), qids: make([]int64, n), counts: make([]int32, n),
+		hashes: make([][]byte, n), blobs: make([][]byte, n), partitions: make([]string, n),
 	}
 	for i, o := range ords {
 		w := &writes[o]
-		a.pids[i], a.verified[i], a.counts[i] = w.PartitionID, w.Verified, w.Count
-		a.hashes[i], a.blobs[i], a.queues[i], a.partitions[i] = w.Hashes, w.Blob, w.Queue, w.Partition
-		if w.Tenant != ([16]byte{}) && a.tenants == nil {
-			a.tenants = make([]pgtype.UUID, n)
-			for j, oj := range ords {
-				a.tenants[j] = pgtype.UUID{Bytes: writes[oj].Tenant, Valid: true}
-			}
-		}
+		a.pids[i], a.verified[i], a.qids[i], a.counts[i] = w.PartitionID, w.Verified, w.QueueID, w.Count
+		a.hashes[i], a.blobs[i], a.partitions[i] = w.Hashes, w.Blob, w.Partition
 	}
 	return a
 }
@@ -125,13 +110,9 @@ func (a *knownArgs) call(ctx context.Context, q querier, out []segment.Result, w
 	var rows pgx.Rows
 	var err error
 	if len(a.ords) == 1 {
-		var tenant *pgtype.UUID
-		if a.tenants != nil {
-			tenant = &a.tenants[0]
-		}
-		rows, err = q.Query(ctx, knownOneSQL, a.pids[0], a.verified[0], a.counts[0], a.hashes[0], a.blobs[0], a.queues[0], a.partitions[0], tenant)
+		rows, err = q.Query(ctx, knownOneSQL, a.pids[0], a.verified[0], a.counts[0], a.hashes[0], a.blobs[0], a.qids[0], a.partitions[0])
 	} else {
-		rows, err = q.Query(ctx, knownSQL, a.pids, a.verified, a.counts, a.hashes, a.blobs, a.queues, a.partitions, a.tenants)
+		rows, err = q.Query(ctx, knownSQL, a.pids, a.verified, a.counts, a.hashes, a.blobs, a.qids, a.partitions)
 	}
 	if err != nil {
 		return err
@@ -141,8 +122,7 @@ func (a *knownArgs) call(ctx context.Context, q querier, out []segment.Result, w
 		var ord, pid, base int64
 		var ts time.Time
 		var win pgtype.Int4
-		var stale pgtype.Int4
-		if err := rows.Scan(&ord, &pid, &base, &ts, &win, &stale); err != nil {
+		if err := rows.Scan(&ord, &pid, &base, &ts, &win); err != nil {
 			return err
 		}
 		if ord < 1 || int(ord) > len(a.ords) || written[a.ords[ord-1]] || !win.Valid {
@@ -153,7 +133,7 @@ func (a *knownArgs) call(ctx context.Context, q querier, out []segment.Result, w
 			return fmt.Errorf("%w: known-partition statement wrote segment %d to partition %d at %d", ErrBadResult, ord, pid, base)
 		}
 		written[o] = true
-		out[o] = segment.Result{Status: segment.Queued, PartitionID: pid, WindowSeconds: win.Int32, CreatedAt: ts, BaseOffset: base}
+		out[o] = segment.Result{Status: segment.Queued, PartitionID: pid, QueueID: a.qids[ord-1], WindowSeconds: win.Int32, CreatedAt: ts, BaseOffset: base}
 	}
 	return rows.Err()
 }

@@ -237,14 +237,22 @@ func TestWrongPartitionIDFailsTheBundle(t *testing.T) {
 	a := push(t, db, write("q", "a", "1"))[0]
 	push(t, db, write("q", "b", "1"))
 	w := write("q", "b", "2")
-	w.PartitionID = a.PartitionID // a's id, b's name
-	_, err := db.PushBundle(context.Background(), []segment.Write{w})
-	if err == nil || !strings.Contains(err.Error(), "is not partition b of queue q") {
-		t.Fatalf("want a wrong-id error, got %v", err)
+	other := push(t, db, write("q2", "b", "1"))[0]
+	for _, ids := range [][2]int64{
+		{a.PartitionID, a.QueueID},     // a's ids, b's name
+		{a.PartitionID, 0},             // a's id alone: the general call
+		{other.PartitionID, a.QueueID}, // q2/b's partition, q's queue
+	} {
+		w.PartitionID, w.QueueID, w.Verified = ids[0], ids[1], 1
+		_, err := db.PushBundle(context.Background(), []segment.Write{w})
+		if err == nil || !strings.Contains(err.Error(), "is not partition b of queue q") {
+			t.Fatalf("ids %v: want a wrong-id error, got %v", ids, err)
+		}
+		if lastOffset(t, db, "q", "a") != 1 || lastOffset(t, db, "q", "b") != 1 || lastOffset(t, db, "q2", "b") != 1 {
+			t.Fatalf("ids %v: a bundle with a wrong partition id wrote something", ids)
+		}
 	}
-	if lastOffset(t, db, "q", "a") != 1 || lastOffset(t, db, "q", "b") != 1 {
-		t.Fatal("a bundle with a wrong partition id wrote something")
-	}
+	w.QueueID, w.Verified = 0, 0
 	// The right id writes, and answers like a look-up by name.
 	w.PartitionID = push(t, db, write("q", "b", "3"))[0].PartitionID
 	res := push(t, db, w)[0]
@@ -341,7 +349,7 @@ func TestHalfABundleFailsAlone(t *testing.T) {
 	db := newDB(t)
 	first := push(t, db, write("half", "known", "a"))[0]
 	ok := write("half", "known", "b")
-	ok.PartitionID, ok.Verified = first.PartitionID, first.BaseOffset
+	ok.PartitionID, ok.QueueID, ok.Verified = first.PartitionID, first.QueueID, first.BaseOffset
 	bad := write("half", "new", "c")
 	bad.Count = 2 // the hash blob holds one frame: log_push_multi_v2 raises
 	res, err := db.PushBundle(context.Background(), []segment.Write{bad, ok})
@@ -356,5 +364,33 @@ func TestHalfABundleFailsAlone(t *testing.T) {
 	}
 	if lastOffset(t, db, "half", "known") != 2 || count(t, db.Pool(), `SELECT count(*) FROM queen.log_partitions WHERE name = 'new'`) != 0 {
 		t.Fatal("the failed half wrote something, or the known half did not")
+	}
+}
+
+// The known-partition statement answers the queue's window from the
+// partition row's copy of it: a configure that changes the window is seen
+// by the next write, whichever bridge configured.
+func TestWindowChangeReachesKnownPartitions(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	r := push(t, db, write("win", "p", "a"))[0]
+	if r.WindowSeconds != 60 {
+		t.Fatalf("default window %d", r.WindowSeconds)
+	}
+	for i, seconds := range []int32{0, 120} {
+		if _, err := db.ConfigureQueue(ctx, [16]byte{}, "win", pgwire.QueueUpdate{DedupWindowSeconds: ptr32(seconds)}); err != nil {
+			t.Fatal(err)
+		}
+		w := write("win", "p", fmt.Sprint("b", i))
+		w.PartitionID, w.QueueID, w.Verified = r.PartitionID, r.QueueID, r.BaseOffset
+		r = push(t, db, w)[0]
+		if r.Status != segment.Queued || r.WindowSeconds != seconds {
+			t.Fatalf("after configuring %d s: %+v", seconds, r)
+		}
+	}
+	if n := count(t, db.Pool(), `SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+		WHERE p.dedup_window_seconds IS DISTINCT FROM q.dedup_window_seconds`); n != 0 {
+		t.Fatalf("%d partitions disagree with their queue's window", n)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // with ErrBadResult, so a bad answer never becomes a verdict.
 func TestResultsRefuseMalformedArrays(t *testing.T) {
 	good := func() wireResults {
-		return wireResults{pids: []int64{7, 8}, wins: []int32{60, 60}, bases: []int64{5, 0},
+		return wireResults{pids: []int64{7, 8}, qids: []int64{1, 1}, wins: []int32{60, 60}, bases: []int64{5, 0},
 			dupSegs: []int32{2}, dupIdx: []int32{0}, dupOffs: []int64{3}}
 	}
 	w := good()
@@ -22,6 +22,7 @@ func TestResultsRefuseMalformedArrays(t *testing.T) {
 	}
 	for name, spoil := range map[string]func(*wireResults){
 		"too few results":                  func(w *wireResults) { w.bases = w.bases[:1] },
+		"no queue ids":                     func(w *wireResults) { w.qids = nil },
 		"duplicate arrays misaligned":      func(w *wireResults) { w.dupOffs = nil },
 		"duplicate names a queued segment": func(w *wireResults) { w.dupSegs[0] = 1 },
 		"duplicate names no segment":       func(w *wireResults) { w.dupSegs[0] = 3 },

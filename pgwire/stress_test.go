@@ -61,7 +61,7 @@ func TestConcurrentOverlappingBundles(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(seed))
 			local := map[key]int64{}
-			seen := map[key][2]int64{} // partition id, last offset this writer saw
+			seen := map[key][3]int64{} // partition id, queue id, last offset this writer saw
 			n := 0
 			for time.Now().Before(deadline) {
 				picked := map[key]bool{}
@@ -79,7 +79,7 @@ func TestConcurrentOverlappingBundles(t *testing.T) {
 					wr := write(k.q, k.p, txids...)
 					wr.Verified = int64(rng.Intn(3)) // mostly a probe over the whole window
 					if last, ok := seen[k]; ok && rng.Intn(2) == 0 {
-						wr.PartitionID, wr.Verified = last[0], last[1]
+						wr.PartitionID, wr.QueueID, wr.Verified = last[0], last[1], last[2]
 					}
 					writes = append(writes, wr)
 					local[k] += int64(len(txids))
@@ -96,7 +96,7 @@ func TestConcurrentOverlappingBundles(t *testing.T) {
 						errs <- fmt.Errorf("segment %d of a bundle of unique ids: %v %v", i, r.Status, r.Err)
 						return
 					}
-					seen[key{writes[i].Queue, writes[i].Partition}] = [2]int64{r.PartitionID, r.BaseOffset + int64(writes[i].Count) - 1}
+					seen[key{writes[i].Queue, writes[i].Partition}] = [3]int64{r.PartitionID, r.QueueID, r.BaseOffset + int64(writes[i].Count) - 1}
 				}
 				n++
 			}
@@ -163,16 +163,16 @@ func TestAllocationUpdateIsHOT(t *testing.T) {
 	db := openDSN(t, dsn)
 	ctx := context.Background()
 	const pushes = 300
-	var pid, last int64
+	var pid, qid, last int64
 	for i := 0; i < pushes; i++ {
 		// Every other push names the partition and its last offset, so both
 		// paths that assign offsets are counted.
 		w := write("hot", "p", fmt.Sprintf("t%d", i))
 		if i%2 == 1 {
-			w.PartitionID, w.Verified = pid, last
+			w.PartitionID, w.QueueID, w.Verified = pid, qid, last
 		}
 		r := push(t, db, w)[0]
-		pid, last = r.PartitionID, r.BaseOffset
+		pid, qid, last = r.PartitionID, r.QueueID, r.BaseOffset
 	}
 	db.Close() // backends flush their statistics as they exit
 	reader := openDSN(t, dsn)

@@ -29,6 +29,10 @@ type Write struct {
 	// earlier result, 0 when not: known ids spare the bundle call the look-up
 	// by name (it still checks that the id names this partition).
 	PartitionID int64
+	// QueueID is the partition's queue id from the same result, 0 when not
+	// known. With both ids known, the segment can take the known-partition
+	// statement, which checks them against the partition row.
+	QueueID int64
 }
 
 // Status is the verdict of one segment.
@@ -67,6 +71,8 @@ type Dup struct {
 // Result is the verdict of one Write, in the order the writes were sent.
 type Result struct {
 	PartitionID int64
+	// QueueID is the partition's queue, as the database numbers it.
+	QueueID int64
 	// WindowSeconds is the queue's deduplication window when the bundle ran.
 	WindowSeconds int32
 	Status        Status

@@ -67,24 +67,46 @@ AS $$
     ) d
 $$;
 
--- log_stale_partition_v1 fails the statement that calls it: the bridge's
--- own bundle statement calls it when a partition id it sent names another
--- queue or tenant, so that nothing of that bundle is written.
-CREATE OR REPLACE FUNCTION queen.log_stale_partition_v1(p_ord bigint, p_pid bigint)
-RETURNS integer
-LANGUAGE plpgsql AS $$
+
+-- Each partition row carries its queue's deduplication window, so that the
+-- bridge's known-partition statement learns it from the row it updates
+-- instead of reading the queue row (which was a quarter of that statement's
+-- cost at one segment). A trigger keeps the copies: it runs wherever a
+-- queue's window changes (configure, by any bridge), in the same
+-- transaction, and updates the queue's partitions in ascending id, the one
+-- lock order (after the queue row, which the configure holds). Partitions
+-- are made by log_push_multi_v2, which copies the window under a share lock
+-- on the queue row.
+ALTER TABLE queen.log_partitions ADD COLUMN dedup_window_seconds integer;
+UPDATE queen.log_partitions p SET dedup_window_seconds = q.dedup_window_seconds
+FROM queen.queues q WHERE q.id = p.queue_id;
+
+CREATE OR REPLACE FUNCTION queen.log_partitions_window_v1() RETURNS trigger
+LANGUAGE plpgsql
+SET enable_seqscan = off
+AS $$
 BEGIN
-    RAISE EXCEPTION 'bundle segment %: partition id % names another queue or tenant', p_ord, p_pid
-        USING ERRCODE = '22023';
+    PERFORM 1 FROM queen.log_partitions p WHERE p.queue_id = NEW.id ORDER BY p.id FOR UPDATE;
+    UPDATE queen.log_partitions p SET dedup_window_seconds = NEW.dedup_window_seconds
+    WHERE p.queue_id = NEW.id AND p.dedup_window_seconds IS DISTINCT FROM NEW.dedup_window_seconds;
+    RETURN NULL;
 END
 $$;
+CREATE TRIGGER queues_window_to_partitions
+AFTER UPDATE OF dedup_window_seconds ON queen.queues
+FOR EACH ROW WHEN (OLD.dedup_window_seconds IS DISTINCT FROM NEW.dedup_window_seconds)
+EXECUTE FUNCTION queen.log_partitions_window_v1();
 
 -- log_push_multi_v2, as migration 0004 defined it, now writing one row per
--- segment (payload and hash blob) and probing both places a hash blob can be.
+-- segment (payload and hash blob) and probing both places a hash blob can be,
+-- and answering each segment's queue id too (o_qids), which the bridge then
+-- sends with the known-partition statement. The new answer column means the
+-- function is made anew; callers that select the columns they know still work.
 -- Its statements may not scan log_partitions sequentially: a generic plan
 -- made while the table was small (a fresh deployment, before autovacuum's
 -- first ANALYZE) would otherwise keep doing so for the life of the session.
-CREATE OR REPLACE FUNCTION queen.log_push_multi_v2(
+DROP FUNCTION queen.log_push_multi_v2(text[], text[], integer[], bytea[], bigint[], bytea[], uuid[], integer[], bigint[], bigint[], bigint[]);
+CREATE FUNCTION queen.log_push_multi_v2(
     p_queues      text[],
     p_partitions  text[],
     p_msg_counts  integer[],
@@ -102,7 +124,8 @@ CREATE OR REPLACE FUNCTION queen.log_push_multi_v2(
     OUT o_ts       timestamptz,
     OUT o_dup_segs integer[],
     OUT o_dup_idx  integer[],
-    OUT o_dup_offs bigint[]
+    OUT o_dup_offs bigint[],
+    OUT o_qids     bigint[]
 )
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -119,6 +142,7 @@ DECLARE
     v_ords     integer[];
     v_pids     bigint[];
     v_wins     integer[];
+    v_qids     bigint[];
     v_lo       bigint[];   -- probe range (v_lo, v_hi], used where v_probe
     v_hi       bigint[];
     v_pwin     integer[];  -- probe window: greatest(queue window, p_min_windows)
@@ -150,7 +174,7 @@ BEGIN
     END IF;
     o_dup_segs := '{}'; o_dup_idx := '{}'; o_dup_offs := '{}';
     IF n = 0 THEN
-        o_pids := '{}'; o_wins := '{}'; o_bases := '{}';
+        o_pids := '{}'; o_wins := '{}'; o_bases := '{}'; o_qids := '{}';
         o_ts := clock_timestamp();
         RETURN;
     END IF;
@@ -184,8 +208,17 @@ BEGIN
                 RAISE EXCEPTION 'log_push_multi_v2: a partition name must be 1 to 255 bytes'
                     USING ERRCODE = '23514';
             END IF;
-            INSERT INTO queen.log_partitions (queue_id, name)
-            SELECT DISTINCT q.id, u.pn
+            -- The window copied into the new partition rows is read under a
+            -- share lock on the queue rows (ascending id): a configure that
+            -- changes the window waits for this bundle, or this bundle for it,
+            -- so its trigger never misses a partition made meanwhile. Queue
+            -- rows are locked before partition rows, everywhere.
+            PERFORM 1 FROM queen.queues q
+            WHERE (q.tenant, q.name) IN (SELECT u.t, u.qn FROM unnest(p_queues, v_tenants, v_kpids) AS u(qn, t, kp) WHERE u.kp IS NULL)
+            ORDER BY q.id
+            FOR SHARE;
+            INSERT INTO queen.log_partitions (queue_id, name, dedup_window_seconds)
+            SELECT DISTINCT q.id, u.pn, q.dedup_window_seconds
             FROM unnest(p_queues, p_partitions, v_tenants, v_kpids) AS u(qn, pn, t, kp)
             JOIN queen.queues q ON q.tenant = u.t AND q.name = u.qn
             WHERE u.kp IS NULL
@@ -207,15 +240,15 @@ BEGIN
     -- from queues and read every partition of the queue per segment).
     -- The aggregates keep the subquery's (lock) order: no sorts.
     SELECT count(*), min(s.ord) FILTER (WHERE s.bad), min(s.ord) FILTER (WHERE s.wrong),
-           array_agg(s.ord), array_agg(s.pid), array_agg(s.win),
+           array_agg(s.ord), array_agg(s.pid), array_agg(s.win), array_agg(s.qid),
            array_agg(CASE WHEN s.lo < s.last AND s.flo < s.fhi THEN least(s.lo, s.flo)
                           WHEN s.lo < s.last THEN s.lo ELSE s.flo END),
            array_agg(CASE WHEN s.lo < s.last THEN s.last ELSE s.fhi END),
            array_agg(s.pwin),
            array_agg(s.pwin > 0 AND (s.lo < s.last OR s.flo < s.fhi))
-    INTO v_locked, v_bad, v_wrong, v_ords, v_pids, v_wins, v_lo, v_hi, v_pwin, v_probe
+    INTO v_locked, v_bad, v_wrong, v_ords, v_pids, v_wins, v_qids, v_lo, v_hi, v_pwin, v_probe
     FROM (
-        SELECT u.ord::integer AS ord, p.id AS pid, q.dedup_window_seconds AS win,
+        SELECT u.ord::integer AS ord, p.id AS pid, q.dedup_window_seconds AS win, p.queue_id AS qid,
                p.last_offset AS last,
                greatest(coalesce(u.v, 0), p.txns_start - 1) AS lo,
                greatest(coalesce(u.flo, 0), p.txns_start - 1) AS flo,
@@ -300,9 +333,9 @@ BEGIN
         SELECT a.id, a.last, a.base, p_msg_counts[a.ord], o_ts, p_blobs[a.ord], p_hashes[a.ord] FROM a
     )
     SELECT count(a.ord), array_agg(l.pid ORDER BY l.ord), array_agg(l.win ORDER BY l.ord),
-           array_agg(coalesce(a.base, 0) ORDER BY l.ord)
-    INTO v_written, o_pids, o_wins, o_bases
-    FROM unnest(v_ords, v_pids, v_wins) AS l(ord, pid, win) LEFT JOIN a ON a.ord = l.ord;
+           array_agg(coalesce(a.base, 0) ORDER BY l.ord), array_agg(l.qid ORDER BY l.ord)
+    INTO v_written, o_pids, o_wins, o_bases, o_qids
+    FROM unnest(v_ords, v_pids, v_wins, v_qids) AS l(ord, pid, win, qid) LEFT JOIN a ON a.ord = l.ord;
 
     IF v_written + coalesce(array_length(v_skip, 1), 0) <> n THEN
         RAISE EXCEPTION 'log_push_multi_v2: % segments over fewer partitions: one segment per partition per bundle', n
