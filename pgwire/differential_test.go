@@ -112,7 +112,7 @@ func TestPathsAgree(t *testing.T) {
 // knownPartition is what the simulated bridge knows of a partition.
 type knownPartition struct {
 	pid, qid, last int64
-	txids     []string // stored, in order
+	txids          []string // stored, in order
 }
 
 // simulatedWrite builds one segment as a bridge that knows st (nil: a
