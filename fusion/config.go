@@ -25,8 +25,11 @@ type Config struct {
 	// MaxPendingBytes caps payload bytes accepted but not yet answered; past
 	// it Submit fails with ErrOverloaded. Default 512 MiB.
 	MaxPendingBytes int64
-	// VegasMin, VegasMax and VegasInitial bound the shared push-lane limiter.
-	// VegasMax should be the database pool size. Defaults 1, 16, 4.
+	// VegasMin, VegasMax and VegasInitial bound how many bundles may be in
+	// flight at once; with a FlushMeter the number follows the database's
+	// flush time within [VegasMin, VegasMax] (vegas.go), without one it
+	// stays at VegasInitial. VegasMax should be at most the database pool
+	// size. Defaults 1, 16, 1.
 	VegasMin, VegasMax, VegasInitial int
 	// RecentHashBytes is the memory all partitions' recent-hash sets share:
 	// the hashes this bridge wrote inside each queue's window, which spare
@@ -35,6 +38,10 @@ type Config struct {
 	// entries, and only their range is probed. Default 512 MiB: a full
 	// 60 s window of ≈ 250 k frames/s.
 	RecentHashBytes int64
+	// FlushProbeEvery is how often the Sink's FlushMeter, when it has one,
+	// measures the database's commit flush, from which the number of
+	// bundles in flight follows (docs/fusion.md). Default 5s.
+	FlushProbeEvery time.Duration
 	// FlushTimeout bounds one Sink call. Default 30s.
 	FlushTimeout time.Duration
 	// SummaryEvery is the period of the `fusion` bundle summary log line,
@@ -69,7 +76,7 @@ func (c *Config) applyDefaults() error {
 	def(&c.ShardQueue, 4096)
 	def(&c.VegasMin, 1)
 	def(&c.VegasMax, 16)
-	def(&c.VegasInitial, 4)
+	def(&c.VegasInitial, 1)
 	if c.HoldTick == 0 {
 		c.HoldTick = 15 * time.Millisecond
 	}
@@ -81,6 +88,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.FlushTimeout == 0 {
 		c.FlushTimeout = 30 * time.Second
+	}
+	if c.FlushProbeEvery == 0 {
+		c.FlushProbeEvery = 5 * time.Second
 	}
 	if c.SummaryEvery == 0 {
 		c.SummaryEvery = 10 * time.Second
@@ -100,7 +110,7 @@ func (c *Config) applyDefaults() error {
 	if c.VegasInitial > c.VegasMax {
 		c.VegasInitial = c.VegasMax
 	}
-	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.MaxPendingBytes < 0 || c.RecentHashBytes < 0 {
+	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.FlushProbeEvery < 0 || c.MaxPendingBytes < 0 || c.RecentHashBytes < 0 {
 		return errors.New("fusion: durations and byte caps must not be negative")
 	}
 	return nil

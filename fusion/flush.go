@@ -99,9 +99,9 @@ func (f *Fusion) flush(b *bundle) {
 	}
 	hold := f.holdAfter(took)
 	if hold == 0 {
-		f.vegas.release(took, true, len(writes) >= f.cfg.BundleMax, failed != nil)
+		f.vegas.release(took, true, failed != nil)
 	} else {
-		defer f.releaseAfter(hold, took, len(writes) >= f.cfg.BundleMax, failed != nil)
+		defer f.releaseAfter(hold, took, failed != nil)
 	}
 	f.stats.bundleDone(len(writes), items, took, failed)
 	if f.cfg.OnBundle != nil {
@@ -258,12 +258,12 @@ const maxHold = 50 * time.Millisecond
 
 // releaseAfter waits hold (cut short when fusion stops), then returns the
 // permit. It runs last on the flush goroutine, after every verdict is out.
-func (f *Fusion) releaseAfter(hold, took time.Duration, full, failed bool) {
+func (f *Fusion) releaseAfter(hold, took time.Duration, failed bool) {
 	t := time.NewTimer(hold)
 	select {
 	case <-t.C:
 	case <-f.stopping:
 		t.Stop()
 	}
-	f.vegas.release(took, true, full, failed)
+	f.vegas.release(took, true, failed)
 }

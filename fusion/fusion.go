@@ -30,6 +30,7 @@ type Fusion struct {
 	periodParts atomic.Int64
 	stats       counters
 	hashes      HashSource // the Sink's, when it has one
+	meter       FlushMeter // the Sink's, when it has one
 
 	// gate orders Submit against Stop: Submit holds it shared while it
 	// checks `stopped` and enqueues; Stop takes it exclusively to set
@@ -68,6 +69,7 @@ func New(cfg Config) (*Fusion, error) {
 	f.period.Store(1) // a new partState (period 0) counts in the first period
 	f.recentBudget = recent.NewBudget(cfg.RecentHashBytes)
 	f.hashes, _ = cfg.Sink.(HashSource)
+	f.meter, _ = cfg.Sink.(FlushMeter)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	for i := 0; i < cfg.Shards; i++ {
 		f.shards = append(f.shards, newShard(f, i))
@@ -90,6 +92,10 @@ func (f *Fusion) Start(context.Context) error {
 	}
 	f.bgWG.Add(1)
 	go f.summaryLoop()
+	if f.meter != nil {
+		f.bgWG.Add(1)
+		go f.meterLoop()
+	}
 	return nil
 }
 

@@ -154,7 +154,7 @@ func (s *shard) dispatch() {
 		s.f.outbox.take(b, s.f.cfg.BundleMax)
 		b.segs = append(b.segs, s.takeReady(now, s.f.cfg.BundleMax-len(b.segs))...)
 		if len(b.segs) == 0 {
-			s.f.vegas.release(0, false, false, false)
+			s.f.vegas.release(0, false, false)
 			return
 		}
 		s.f.flushWG.Add(1)

@@ -45,11 +45,14 @@ type Stats struct {
 	VegasCeiling    int           // its ceiling: VegasMax, or this bridge's share of it (SetShare)
 	PermitsInUse    int           // bundles in flight, all shards
 	PendingBytes    int64         // payload bytes accepted, not yet answered
+	FlushTime       time.Duration // the database's commit flush, last measured (0: no FlushMeter)
+	BundleLatency   time.Duration // moving average of a Sink call
 }
 
 // Stats returns a snapshot.
 func (f *Fusion) Stats() Stats {
 	limit, ceiling, inUse := f.vegas.snapshot()
+	flush, lat := f.vegas.flushReading()
 	return Stats{
 		Bundles:         f.stats.bundles.Load(),
 		BundleErrors:    f.stats.bundleErrors.Load(),
@@ -63,11 +66,15 @@ func (f *Fusion) Stats() Stats {
 		VegasCeiling:    ceiling,
 		PermitsInUse:    inUse,
 		PendingBytes:    f.pendingBytes.Load(),
+		FlushTime:       flush,
+		BundleLatency:   lat,
 	}
 }
 
 // summaryLoop writes the `fusion` bundle summary every SummaryEvery while
-// there is traffic: segments far above commits is fusion coalescing.
+// there is traffic: segments far above commits is fusion coalescing;
+// bundle_ms is the mean Sink call, in_flight the mean number of Sink calls
+// under way (their time over the period's).
 func (f *Fusion) summaryLoop() {
 	defer f.bgWG.Done()
 	t := time.NewTicker(f.cfg.SummaryEvery)
@@ -89,13 +96,18 @@ func (f *Fusion) summaryLoop() {
 			if commits > 0 {
 				perCommit = float64(segs) / float64(commits)
 			}
+			busy := now.Busy - last.Busy
 			f.cfg.Logger.Info().Str("target", "fusion").
 				Uint64("commits", commits).Uint64("segments", segs).
 				Float64("segments_per_commit", perCommit).
+				Float64("bundle_ms", busy.Seconds()*1e3/float64(now.Bundles-last.Bundles)).
+				Float64("in_flight", busy.Seconds()/f.cfg.SummaryEvery.Seconds()).
 				Uint64("items", now.ItemsFired-last.ItemsFired).
 				Int64("partitions", parts).
 				Uint64("errors", now.BundleErrors-last.BundleErrors).
-				Int("vegas_limit", now.VegasLimit).Func(f.summaryFields).Msg("bundle summary")
+				Int("vegas_limit", now.VegasLimit).
+				Float64("flush_ms", now.FlushTime.Seconds()*1e3).
+				Func(f.summaryFields).Msg("bundle summary")
 		}
 		last = now
 	}

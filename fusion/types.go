@@ -27,6 +27,14 @@ type HashSource interface {
 	StoredHashes(ctx context.Context, pid, after, upTo int64, window int32) ([]segment.HashAt, error)
 }
 
+// FlushMeter is implemented by Sinks that can measure how long the database
+// takes to flush a commit to disk (pgwire.DB does). Fusion asks every
+// Config.FlushProbeEvery and sets how many bundles may be in flight from it
+// (vegas.go); without it the limit stays at Config.VegasInitial.
+type FlushMeter interface {
+	FlushLatency(ctx context.Context) (time.Duration, error)
+}
+
 // Status is a frame's verdict.
 type Status uint8
 

@@ -6,36 +6,47 @@ import (
 	"time"
 )
 
-// vegas is the adaptive concurrency limit of the push lane, shared by every
-// shard: a TCP-Vegas style estimator that shrinks the limit when bundle
-// latency shows queueing (in PostgreSQL, behind locks or the WAL flush), and
-// grows it while latency stays near the minimum seen — but only while
-// bundles leave full (Config.BundleMax segments). A bundle with room left
-// carried everything that was waiting, so another one in flight would only
-// split the same work into smaller, dearer calls: such bundles shrink the
-// limit towards its floor instead. Measured with 64 submitters over 1,000
-// partitions on two cores: a limit of 3 gave 12 segments per commit and
-// 13 k items/s, a limit of 1 gave 27 and 19 k, at half the PostgreSQL CPU
-// per item. Per-call latency hardly moves with the limit there (the cores
-// are shared by everything), so latency alone kept the limit at 3.
+// vegas is the limit of the push lane: how many bundles may be in flight at
+// once, shared by every shard. (The name is historical: it began as a
+// TCP-Vegas estimator.) The rule follows what a bundle's commit waits on
+// (docs/fusion.md, "Bundles in flight"):
+//
+//   - F, the time PostgreSQL takes to flush a commit to disk, measured every
+//     few seconds by the Sink (FlushMeter) as a one-row commit's round trip
+//     less a read's, the lowest reading of the last twelve;
+//   - L, the time a bundle's Sink call takes, a moving average;
+//   - W = max(L - F, F/8): the rest of a call, the part that does work (the
+//     statements, their CPU and lock waits, the transfers).
+//
+// While one bundle waits for its flush, others can do their work; a flush
+// then carries every commit that queued behind it (PostgreSQL's group
+// commit). So the limit is 1 + floor(F / W): one bundle, plus as many as fit
+// their work into one flush. On a disk that flushes in 70 µs and a bundle
+// that works for a millisecond that is one: a second bundle would only split
+// the same work into smaller, dearer calls. On a disk whose flush takes a
+// millisecond, and a database with CPU to spare, it is two or three. Without
+// a FlushMeter the limit stays where Config puts it (VegasInitial).
+//
+// A failed bundle takes 10 % off the limit until the next sample.
 //
 // It is the one piece of fusion state that several goroutines touch (every
-// shard acquires, every flush releases), so a mutex guards it; each critical
-// section is a few arithmetic operations.
+// shard acquires, every flush releases, the meter reports), so a mutex
+// guards it; each critical section is a few arithmetic operations.
 type vegas struct {
 	mu         sync.Mutex
 	limit      float64
 	min, max   float64
 	inflight   int
-	minRTT     time.Duration
-	samples    int       // since minRTT was last reset
-	resetAt    time.Time // when minRTT was last reset
+	lat        time.Duration // L: moving average of the Sink calls
+	flushTime  time.Duration // F: the lowest of the recent flush readings; 0: none yet
+	readings   [flushReadings]time.Duration
+	nreadings  int
 	waiters    []chan struct{}
 	waiterSeen map[chan struct{}]bool
 }
 
 func newVegas(min, max, initial int) *vegas {
-	return &vegas{limit: float64(initial), min: float64(min), max: float64(max), waiterSeen: map[chan struct{}]bool{}, resetAt: time.Now()}
+	return &vegas{limit: float64(initial), min: float64(min), max: float64(max), waiterSeen: map[chan struct{}]bool{}}
 }
 
 // tryAcquire takes a permit if one is free now. When none is, kick is
@@ -55,16 +66,15 @@ func (v *vegas) tryAcquire(kick chan struct{}) bool {
 	return false
 }
 
-// release returns a permit. sampled says whether rtt measured a real bundle,
-// full whether that bundle left with no room; failed bundles shrink the
-// limit.
-func (v *vegas) release(rtt time.Duration, sampled, full, failed bool) {
+// release returns a permit. sampled says whether rtt measured a real bundle;
+// failed bundles shrink the limit.
+func (v *vegas) release(rtt time.Duration, sampled, failed bool) {
 	v.mu.Lock()
 	v.inflight--
 	if failed {
 		v.limit = math.Max(v.min, v.limit*0.9)
 	} else if sampled && rtt > 0 {
-		v.observe(rtt, full)
+		v.observe(rtt)
 	}
 	waiters := v.waiters
 	v.waiters = nil
@@ -78,31 +88,64 @@ func (v *vegas) release(rtt time.Duration, sampled, full, failed bool) {
 	}
 }
 
-// observe applies one latency sample of a bundle that was full or not.
+// latAlpha weighs one bundle in L's moving average.
+const latAlpha = 0.1
+
+// observe folds one bundle's Sink call time into L and sets the limit.
 // Caller holds mu.
-func (v *vegas) observe(rtt time.Duration, full bool) {
-	v.samples++
-	// The base latency moves (bigger bundles, a warmer cache): re-learn the
-	// minimum every so often rather than trusting one lucky sample forever.
-	if v.minRTT == 0 || rtt < v.minRTT || v.samples > 2000 || time.Since(v.resetAt) > 10*time.Second {
-		if v.minRTT == 0 || rtt < v.minRTT {
-			v.minRTT = rtt
-		} else {
-			v.minRTT, v.samples, v.resetAt = rtt, 0, time.Now()
+func (v *vegas) observe(rtt time.Duration) {
+	if v.lat == 0 {
+		v.lat = rtt
+	} else {
+		v.lat += time.Duration(latAlpha * float64(rtt-v.lat))
+	}
+	v.apply()
+}
+
+// flushReadings is how many flush readings F is the lowest of. A reading
+// taken under load also waits for the commits queued ahead of it (up to a
+// whole flush more); the lowest of the last minute's is the disk's.
+const flushReadings = 12
+
+// flushed records a flush measurement. A new limit takes effect at once
+// when it is higher, and at the next release when lower.
+func (v *vegas) flushed(f time.Duration) {
+	v.mu.Lock()
+	grew := false
+	if f > 0 {
+		before := math.Floor(v.limit)
+		v.readings[v.nreadings%flushReadings] = f
+		v.nreadings++
+		v.flushTime = f
+		for _, r := range v.readings[:min(v.nreadings, flushReadings)] {
+			v.flushTime = min(v.flushTime, r)
+		}
+		v.apply()
+		grew = math.Floor(v.limit) > before
+	}
+	waiters := v.waiters
+	if grew {
+		v.waiters = nil
+		clear(v.waiterSeen)
+	}
+	v.mu.Unlock()
+	if grew {
+		for _, k := range waiters {
+			select {
+			case k <- struct{}{}:
+			default:
+			}
 		}
 	}
-	queue := v.limit * (1 - float64(v.minRTT)/float64(rtt))
-	lg := math.Max(1, math.Log10(v.limit))
-	alpha, beta := lg, 2*lg
-	switch {
-	case queue > beta || !full:
-		v.limit--
-	case queue < alpha && float64(v.inflight+1) >= v.limit/2:
-		// Full bundles, latency near the minimum, and the limit actually in
-		// use: there is room for one more concurrent bundle.
-		v.limit++
+}
+
+// apply sets the limit from F and L: 1 + floor(F / W). Caller holds mu.
+func (v *vegas) apply() {
+	if v.flushTime <= 0 || v.lat <= 0 {
+		return // no measurement yet: the limit stays as configured
 	}
-	v.limit = math.Min(v.max, math.Max(v.min, v.limit))
+	work := max(v.lat-v.flushTime, v.flushTime/8)
+	v.limit = math.Min(v.max, math.Max(v.min, 1+math.Floor(float64(v.flushTime)/float64(work))))
 }
 
 // setMax changes the ceiling (the share of the database this fusion may
@@ -119,4 +162,11 @@ func (v *vegas) snapshot() (limit, ceiling, inflight int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return int(v.limit), int(v.max), v.inflight
+}
+
+// flushReading returns F and L as the limit last used them.
+func (v *vegas) flushReading() (flush, lat time.Duration) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.flushTime, v.lat
 }

@@ -8,43 +8,82 @@ import (
 	"github.com/google/uuid"
 )
 
-// The limit grows only while bundles leave full and latency stays near the
-// minimum; bundles with room left shrink it to the floor; queueing latency
-// shrinks it whatever the fill.
-func TestVegasGrowsOnlyOnFullBundles(t *testing.T) {
-	v := newVegas(1, 8, 4)
-	use := func(n int) { // n permits in use, then release one sample
-		v.mu.Lock()
-		v.inflight = n
-		v.mu.Unlock()
-	}
+// The limit is 1 + floor(F / W): one bundle, plus as many as can do their
+// work (W, a Sink call's time less the flush F) while one waits for its
+// flush. Without a flush measurement it stays as configured.
+func TestLimitFollowsWhatCommitsWaitOn(t *testing.T) {
+	v := newVegas(1, 8, 3)
 	limit := func() int { l, _, _ := v.snapshot(); return l }
-	for i := 0; i < 10; i++ {
-		use(limit())
-		v.release(time.Millisecond, true, false, false) // room left
+	run := func(rtt time.Duration) { // a bundle taken and finished
+		if !v.tryAcquire(make(chan struct{}, 1)) {
+			t.Fatal("no permit free")
+		}
+		v.release(rtt, true, false)
 	}
-	if limit() != 1 {
-		t.Fatalf("limit %d after bundles with room left, want the floor 1", limit())
+	for i := 0; i < 50; i++ {
+		run(2 * time.Millisecond)
 	}
-	for i := 0; i < 10; i++ {
-		use(limit())
-		v.release(time.Millisecond, true, true, false) // full, no queueing
+	if limit() != 3 {
+		t.Fatalf("limit %d without a flush measurement, want the configured 3", limit())
 	}
-	if limit() != 8 {
-		t.Fatalf("limit %d after full bundles at the minimum latency, want the ceiling 8", limit())
+	for _, c := range []struct {
+		name        string
+		flush, call time.Duration
+		want        int
+	}{
+		{"a fast disk, a bundle of work", 70 * time.Microsecond, 1100 * time.Microsecond, 1},
+		{"a slow disk, as much work", time.Millisecond, 2 * time.Millisecond, 2},
+		{"a slow disk, little work", time.Millisecond, 1400 * time.Microsecond, 3},
+		{"a flush that is all of the call", time.Millisecond, time.Millisecond, 8},
+	} {
+		v = newVegas(1, 8, 3) // a disk of its own: F is the lowest recent reading
+		v.flushed(c.flush)
+		for i := 0; i < 100; i++ { // the moving average settles
+			run(c.call)
+		}
+		if limit() != c.want {
+			t.Errorf("%s (flush %s, call %s): limit %d, want %d", c.name, c.flush, c.call, limit(), c.want)
+		}
 	}
-	for i := 0; i < 3; i++ {
-		use(limit())
-		v.release(20*time.Millisecond, true, true, false) // full, but queueing
-	}
-	if limit() >= 8 {
-		t.Fatalf("limit %d did not shrink under queueing latency", limit())
-	}
+	v.flushed(70 * time.Microsecond)
 	before := limit()
-	use(1)
-	v.release(0, false, false, false) // an unsampled release changes nothing
+	if !v.tryAcquire(make(chan struct{}, 1)) {
+		t.Fatal("no permit free")
+	}
+	v.release(time.Millisecond, true, true) // a failed bundle
+	if limit() >= before && before > 1 {
+		t.Fatalf("a failed bundle left the limit at %d", limit())
+	}
+	before = limit()
+	v.release(0, false, false) // an unsampled release changes nothing
 	if limit() != before {
 		t.Fatalf("an unsampled release moved the limit %d -> %d", before, limit())
+	}
+}
+
+// A flush measurement that raises the limit wakes the shards waiting for a
+// permit at once.
+func TestHigherLimitWakesWaiters(t *testing.T) {
+	v := newVegas(1, 4, 1)
+	if !v.tryAcquire(make(chan struct{}, 1)) {
+		t.Fatal("no permit free")
+	}
+	v.release(time.Millisecond, true, false)
+	if !v.tryAcquire(make(chan struct{}, 1)) {
+		t.Fatal("no permit free")
+	}
+	kick := make(chan struct{}, 1)
+	if v.tryAcquire(kick) {
+		t.Fatal("a second permit at limit 1")
+	}
+	v.flushed(900 * time.Microsecond) // the call is all flush: limit 4
+	select {
+	case <-kick:
+	default:
+		t.Fatal("the waiter was not woken")
+	}
+	if !v.tryAcquire(kick) {
+		t.Fatal("no second permit after the limit rose")
 	}
 }
 
@@ -90,5 +129,22 @@ func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
 	waitFor(t, "the held permit to come back", func() bool { return f.Stats().PermitsInUse == 0 })
 	if busy := f.Stats().Busy; busy < 40*time.Millisecond {
 		t.Fatalf("busy %v after two 20 ms bundles", busy)
+	}
+}
+
+// F is the lowest of the recent readings: one taken while commits queue
+// ahead of it does not raise the limit.
+func TestFlushIsTheLowestRecentReading(t *testing.T) {
+	v := newVegas(1, 8, 1)
+	v.flushed(time.Millisecond)
+	v.flushed(3 * time.Millisecond)
+	if f, _ := v.flushReading(); f != time.Millisecond {
+		t.Fatalf("F %s after readings of 1 ms and 3 ms", f)
+	}
+	for i := 0; i < flushReadings; i++ {
+		v.flushed(2 * time.Millisecond)
+	}
+	if f, _ := v.flushReading(); f != 2*time.Millisecond {
+		t.Fatalf("F %s once the 1 ms reading is older than the last %d", f, flushReadings)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
@@ -392,5 +393,19 @@ func TestWindowChangeReachesKnownPartitions(t *testing.T) {
 	if n := count(t, db.Pool(), `SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
 		WHERE p.dedup_window_seconds IS DISTINCT FROM q.dedup_window_seconds`); n != 0 {
 		t.Fatalf("%d partitions disagree with their queue's window", n)
+	}
+}
+
+// FlushLatency answers a positive duration and writes no row of the log.
+func TestFlushLatencyMeasuresACommit(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	before := rowsWritten(t, db)
+	d, err := db.FlushLatency(context.Background())
+	if err != nil || d <= 0 || d > 10*time.Second {
+		t.Fatalf("flush latency %s, %v", d, err)
+	}
+	if after := rowsWritten(t, db); after != before {
+		t.Fatalf("measuring the flush wrote rows: %d -> %d", before, after)
 	}
 }

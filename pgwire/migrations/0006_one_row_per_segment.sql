@@ -20,6 +20,11 @@ ALTER TABLE queen.log_segments ADD COLUMN hashes bytea;
 -- Hash blobs do not compress; small ones stay inline with the payload.
 ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE EXTERNAL;
 
+-- The row the bridge updates now and then to measure how long a commit's
+-- flush takes (pgwire.FlushLatency), from which fusion sets how many bundles
+-- may be in flight.
+INSERT INTO queen.system_state (key, value) VALUES ('flush_probe', '0') ON CONFLICT (key) DO NOTHING;
+
 -- A CHECK constraint is evaluated on every UPDATE of the row, whatever
 -- columns it changes: the name's length is checked where partitions are made
 -- instead (log_push_multi_v2's provisioning, below), and the allocation
