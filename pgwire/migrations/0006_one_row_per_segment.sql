@@ -351,7 +351,8 @@ $$;
 
 
 -- log_retention_step_v1, as migration 0003 defined it, for segments that
--- carry their own hash blob. A segment older than the retention but not
+-- carry their own hash blob, and answering at once when no queue has a
+-- retention. A segment older than the retention but not
 -- older than greatest(retention, dedup window) leaves its hash blob in
 -- log_txns as it goes, so a repeat of one of its transactionIds is still a
 -- duplicate (answered with the zero id) rather than written again. txns_start
@@ -368,6 +369,12 @@ DECLARE
     removed bigint;
 BEGIN
     o_partitions := 0; o_segments := 0; o_txns := 0;
+    -- Without a queue that keeps its messages for a while, there is nothing
+    -- to look for; the query below would walk every partition (in id order,
+    -- for its LIMIT) to find that out, on every tick of every bridge.
+    IF NOT EXISTS (SELECT 1 FROM queen.queues WHERE retention_seconds > 0) THEN
+        RETURN;
+    END IF;
     FOR r IN
         SELECT p.id,
                clock_timestamp() - make_interval(secs => q.retention_seconds) AS segments_before,
