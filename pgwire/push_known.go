@@ -3,10 +3,8 @@ package pgwire
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -104,36 +102,98 @@ func newKnownArgs(writes []segment.Write, ords []int) *knownArgs {
 	return a
 }
 
-// call runs the statement and fills out[ord] for every segment it wrote;
-// written[ord] says which. The others were left alone.
-func (a *knownArgs) call(ctx context.Context, q querier, out []segment.Result, written []bool) error {
-	var rows pgx.Rows
-	var err error
+// Names under which the statements are prepared on each connection.
+const (
+	knownStmt    = "queen_known_v1"
+	knownOneStmt = "queen_known_one_v1"
+)
+
+// params encodes the statement's parameters in the binary format
+// (binary.go), into one buffer.
+func (a *knownArgs) params() (name, sql string, values [][]byte) {
 	if len(a.ords) == 1 {
-		rows, err = q.Query(ctx, knownOneSQL, a.pids[0], a.verified[0], a.counts[0], a.hashes[0], a.blobs[0], a.qids[0], a.partitions[0])
-	} else {
-		rows, err = q.Query(ctx, knownSQL, a.pids, a.verified, a.counts, a.hashes, a.blobs, a.qids, a.partitions)
+		return knownOneStmt, knownOneSQL, [][]byte{
+			int8Bytes(a.pids[0]), int8Bytes(a.verified[0]), int4Bytes(a.counts[0]), a.hashes[0], a.blobs[0],
+			int8Bytes(a.qids[0]), []byte(a.partitions[0]),
+		}
 	}
+	size := 7*20 + len(a.ords)*(8*3+4+7*4+len(a.partitions[0]))
+	for i := range a.ords {
+		size += len(a.hashes[i]) + len(a.blobs[i])
+	}
+	buf := make([]byte, 0, size)
+	values = make([][]byte, 7)
+	mark := func(k int, b []byte) []byte { values[k] = b[len(buf):]; buf = b; return b }
+	b := buf
+	b = mark(0, appendInt8Array(b, a.pids))
+	b = mark(1, appendInt8Array(b, a.verified))
+	b = mark(2, appendInt4Array(b, a.counts))
+	b = mark(3, appendBytesArray(b, oidBytea, a.hashes))
+	b = mark(4, appendBytesArray(b, oidBytea, a.blobs))
+	b = mark(5, appendInt8Array(b, a.qids))
+	mark(6, appendBytesArray(b, oidText, a.partitions))
+	return knownStmt, knownSQL, values
+}
+
+// call runs the statement on conn and fills out[ord] for every segment it
+// wrote; written[ord] says which. The others were left alone.
+func (a *knownArgs) call(ctx context.Context, conn *pgx.Conn, out []segment.Result, written []bool) error {
+	name, sql, values := a.params()
+	// Prepared once per connection: pgx keeps the description and answers
+	// a repeat from its map.
+	if _, err := conn.Prepare(ctx, name, sql); err != nil {
+		return err
+	}
+	rr := conn.PgConn().ExecPrepared(ctx, name, values, binaryFormat, binaryFormat)
+	var rowErr error
+	for rr.NextRow() {
+		if rowErr == nil {
+			rowErr = a.row(rr.Values(), out, written)
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		return err
+	}
+	return rowErr
+}
+
+// row records one answer row: ordinal, partition id, base offset, bundle
+// timestamp, window.
+func (a *knownArgs) row(cols [][]byte, out []segment.Result, written []bool) error {
+	if len(cols) != 5 {
+		return fmt.Errorf("%w: known-partition statement answered %d columns", ErrBadResult, len(cols))
+	}
+	ord, err := readInt8(cols[0])
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var ord, pid, base int64
-		var ts time.Time
-		var win pgtype.Int4
-		if err := rows.Scan(&ord, &pid, &base, &ts, &win); err != nil {
-			return err
-		}
-		if ord < 1 || int(ord) > len(a.ords) || written[a.ords[ord-1]] || !win.Valid {
-			return fmt.Errorf("%w: known-partition statement answered segment %d twice, out of range, or without its queue", ErrBadResult, ord)
-		}
-		o := a.ords[ord-1]
-		if pid != a.pids[ord-1] || base < 1 {
-			return fmt.Errorf("%w: known-partition statement wrote segment %d to partition %d at %d", ErrBadResult, ord, pid, base)
-		}
-		written[o] = true
-		out[o] = segment.Result{Status: segment.Queued, PartitionID: pid, QueueID: a.qids[ord-1], WindowSeconds: win.Int32, CreatedAt: ts, BaseOffset: base}
+	pid, err := readInt8(cols[1])
+	if err != nil {
+		return err
 	}
-	return rows.Err()
+	base, err := readInt8(cols[2])
+	if err != nil {
+		return err
+	}
+	ts, err := readTimestamptz(cols[3])
+	if err != nil {
+		return err
+	}
+	if cols[4] == nil {
+		return fmt.Errorf("%w: known-partition statement answered segment %d without its window", ErrBadResult, ord)
+	}
+	win, err := readInt4(cols[4])
+	if err != nil {
+		return err
+	}
+	if ord < 1 || int(ord) > len(a.ords) || written[a.ords[ord-1]] {
+		return fmt.Errorf("%w: known-partition statement answered segment %d twice or out of range", ErrBadResult, ord)
+	}
+	o := a.ords[ord-1]
+	if pid != a.pids[ord-1] || base < 1 {
+		return fmt.Errorf("%w: known-partition statement wrote segment %d to partition %d at %d", ErrBadResult, ord, pid, base)
+	}
+	written[o] = true
+	out[o] = segment.Result{Status: segment.Queued, PartitionID: pid, QueueID: a.qids[ord-1], WindowSeconds: win, CreatedAt: ts, BaseOffset: base}
+	return nil
 }
