@@ -16,11 +16,17 @@ import (
 func (db *DB) StoredHashes(ctx context.Context, pid, after, upTo int64, window int32) ([]segment.HashAt, error) {
 	var out []segment.HashAt
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, `SELECT t.base_offset, t.created_at, t.hashes FROM queen.log_txns t
-			WHERE t.partition_id = $1
-			  AND t.end_offset > greatest($2, (SELECT p.txns_start - 1 FROM queen.log_partitions p WHERE p.id = $1))
-			  AND t.base_offset <= $3
-			  AND t.created_at >= clock_timestamp() - make_interval(secs => $4)
+		// Both places a hash blob can be: the segment rows (from migration
+		// 0006 on) and log_txns (before it, and removed segments).
+		rows, err := conn.Query(ctx, `WITH p AS (SELECT greatest($2, txns_start - 1) AS lo FROM queen.log_partitions WHERE id = $1)
+			SELECT t.base_offset, t.created_at, t.hashes FROM (
+				SELECT s.base_offset, s.end_offset, s.created_at, s.hashes FROM queen.log_segments s, p
+				WHERE s.partition_id = $1 AND s.end_offset > p.lo AND s.base_offset <= $3 AND s.hashes IS NOT NULL
+				  AND s.created_at >= clock_timestamp() - make_interval(secs => $4)
+				UNION ALL
+				SELECT x.base_offset, x.end_offset, x.created_at, x.hashes FROM queen.log_txns x, p
+				WHERE x.partition_id = $1 AND x.end_offset > p.lo AND x.base_offset <= $3
+				  AND x.created_at >= clock_timestamp() - make_interval(secs => $4)) t
 			ORDER BY t.end_offset`, pid, after, upTo, window)
 		if err != nil {
 			return err

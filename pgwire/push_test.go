@@ -409,3 +409,42 @@ func TestFlushLatencyMeasuresACommit(t *testing.T) {
 		t.Fatalf("measuring the flush wrote rows: %d -> %d", before, after)
 	}
 }
+
+// Hash blobs written before migration 0006 are in log_txns, beside a
+// segment row without one: the probe and StoredHashes read them there as
+// they read the segment rows' own.
+func TestHashesBeforeAndAfterTheOneRowLayout(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	old := push(t, db, write("layout", "p", "t1", "t2"))[0] // offsets 1..2
+	// As a bridge before 0006 stored it: the blob in log_txns, none in the segment row.
+	if _, err := db.Pool().Exec(ctx, `WITH s AS (UPDATE queen.log_segments SET hashes = NULL
+			WHERE partition_id = $1 RETURNING partition_id, end_offset, base_offset, created_at)
+		INSERT INTO queen.log_txns (partition_id, end_offset, base_offset, created_at, hashes)
+		SELECT s.partition_id, s.end_offset, s.base_offset, s.created_at, $2 FROM s`,
+		old.PartitionID, write("layout", "p", "t1", "t2").Hashes); err != nil {
+		t.Fatal(err)
+	}
+	push(t, db, write("layout", "p", "t3")) // offset 3, the new layout
+
+	got, err := db.StoredHashes(ctx, old.PartitionID, 1, 3, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64][16]byte{2: segment.Hash("t2"), 3: segment.Hash("t3")}
+	if len(got) != len(want) {
+		t.Fatalf("StoredHashes (1, 3]: %d hashes, want %d: %+v", len(got), len(want), got)
+	}
+	for _, h := range got {
+		if want[h.Offset] != h.Hash {
+			t.Fatalf("offset %d: hash %x, want %x", h.Offset, h.Hash, want[h.Offset])
+		}
+	}
+	for tx, off := range map[string]int64{"t1": 1, "t3": 3} {
+		r := push(t, db, write("layout", "p", tx))[0]
+		if r.Status != segment.Duplicate || r.Dups[0].Offset != off {
+			t.Fatalf("a repeat of %s: %+v, want a duplicate of offset %d", tx, r, off)
+		}
+	}
+}
