@@ -27,7 +27,9 @@ import (
 // millisecond, and a database with CPU to spare, it is two or three. Without
 // a FlushMeter the limit stays where Config puts it (VegasInitial).
 //
-// A failed bundle takes 10 % off the limit until the next sample.
+// The limit rises by at most one per flush reading (every few seconds) and
+// falls at once. A failed bundle takes 10 % off the limit until the next
+// sample.
 //
 // It is the one piece of fusion state that several goroutines touch (every
 // shard acquires, every flush releases, the meter reports), so a mutex
@@ -91,15 +93,17 @@ func (v *vegas) release(rtt time.Duration, sampled, failed bool) {
 // latAlpha weighs one bundle in L's moving average.
 const latAlpha = 0.1
 
-// observe folds one bundle's Sink call time into L and sets the limit.
-// Caller holds mu.
+// observe folds one bundle's Sink call time into L; the limit may fall at
+// once. Caller holds mu.
 func (v *vegas) observe(rtt time.Duration) {
 	if v.lat == 0 {
 		v.lat = rtt
 	} else {
 		v.lat += time.Duration(latAlpha * float64(rtt-v.lat))
 	}
-	v.apply()
+	if t, ok := v.target(); ok && t < v.limit {
+		v.limit = t
+	}
 }
 
 // flushReadings is how many flush readings F is the lowest of. A reading
@@ -107,21 +111,24 @@ func (v *vegas) observe(rtt time.Duration) {
 // whole flush more); the lowest of the last minute's is the disk's.
 const flushReadings = 12
 
-// flushed records a flush measurement. A new limit takes effect at once
-// when it is higher, and at the next release when lower.
+// flushed records a flush measurement. The limit rises by at most one per
+// reading (a cold start's first commits can flush slowly, and bundles that
+// split too early cost CPU), and falls to the target at once. A rise wakes
+// the shards waiting for a permit.
 func (v *vegas) flushed(f time.Duration) {
 	v.mu.Lock()
 	grew := false
 	if f > 0 {
-		before := math.Floor(v.limit)
 		v.readings[v.nreadings%flushReadings] = f
 		v.nreadings++
 		v.flushTime = f
 		for _, r := range v.readings[:min(v.nreadings, flushReadings)] {
 			v.flushTime = min(v.flushTime, r)
 		}
-		v.apply()
-		grew = math.Floor(v.limit) > before
+		if t, ok := v.target(); ok {
+			grew = t > v.limit
+			v.limit = min(t, v.limit+1)
+		}
 	}
 	waiters := v.waiters
 	if grew {
@@ -139,13 +146,14 @@ func (v *vegas) flushed(f time.Duration) {
 	}
 }
 
-// apply sets the limit from F and L: 1 + floor(F / W). Caller holds mu.
-func (v *vegas) apply() {
+// target is 1 + floor(F / W) within the bounds; false until F and L are
+// both measured. Caller holds mu.
+func (v *vegas) target() (float64, bool) {
 	if v.flushTime <= 0 || v.lat <= 0 {
-		return // no measurement yet: the limit stays as configured
+		return 0, false
 	}
 	work := max(v.lat-v.flushTime, v.flushTime/8)
-	v.limit = math.Min(v.max, math.Max(v.min, 1+math.Floor(float64(v.flushTime)/float64(work))))
+	return math.Min(v.max, math.Max(v.min, 1+math.Floor(float64(v.flushTime)/float64(work)))), true
 }
 
 // setMax changes the ceiling (the share of the database this fusion may

@@ -37,9 +37,11 @@ func TestLimitFollowsWhatCommitsWaitOn(t *testing.T) {
 		{"a flush that is all of the call", time.Millisecond, time.Millisecond, 8},
 	} {
 		v = newVegas(1, 8, 3) // a disk of its own: F is the lowest recent reading
-		v.flushed(c.flush)
-		for i := 0; i < 100; i++ { // the moving average settles
-			run(c.call)
+		for r := 0; r < 8; r++ { // the limit rises by one a reading
+			v.flushed(c.flush)
+			for i := 0; i < 100; i++ { // the moving average settles
+				run(c.call)
+			}
 		}
 		if limit() != c.want {
 			t.Errorf("%s (flush %s, call %s): limit %d, want %d", c.name, c.flush, c.call, limit(), c.want)
@@ -76,7 +78,7 @@ func TestHigherLimitWakesWaiters(t *testing.T) {
 	if v.tryAcquire(kick) {
 		t.Fatal("a second permit at limit 1")
 	}
-	v.flushed(900 * time.Microsecond) // the call is all flush: limit 4
+	v.flushed(900 * time.Microsecond) // the call is all flush: the limit rises
 	select {
 	case <-kick:
 	default:
@@ -146,5 +148,31 @@ func TestFlushIsTheLowestRecentReading(t *testing.T) {
 	}
 	if f, _ := v.flushReading(); f != 2*time.Millisecond {
 		t.Fatalf("F %s once the 1 ms reading is older than the last %d", f, flushReadings)
+	}
+}
+
+// The limit rises by one a flush reading, however far below its target it
+// is, and falls to the target at once.
+func TestLimitRisesSlowlyFallsAtOnce(t *testing.T) {
+	v := newVegas(1, 8, 1)
+	limit := func() int { l, _, _ := v.snapshot(); return l }
+	if !v.tryAcquire(make(chan struct{}, 1)) {
+		t.Fatal("no permit free")
+	}
+	v.release(time.Millisecond, true, false) // L = 1 ms
+	for want := 2; want <= 8; want++ {
+		v.flushed(time.Millisecond) // all of the call is the flush: target 8
+		if limit() != want {
+			t.Fatalf("after %d readings: limit %d, want %d", want-1, limit(), want)
+		}
+	}
+	for i := 0; i < 60; i++ { // calls of 10 ms: W = 9 ms, target 1
+		if !v.tryAcquire(make(chan struct{}, 1)) {
+			t.Fatal("no permit free")
+		}
+		v.release(10*time.Millisecond, true, false)
+	}
+	if limit() != 1 {
+		t.Fatalf("limit %d once the calls are mostly work, want 1", limit())
 	}
 }
