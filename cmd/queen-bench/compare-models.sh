@@ -28,7 +28,7 @@ PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1
 mkdir -p "$OUT/bin" && chmod 755 "$OUT" # the cluster runs as postgres when we are root
 go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge
 go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
-cc -O2 -shared -fPIC -o "$OUT/bin/slowsync.so" cmd/queen-bench/slowsync.c -ldl
+cc -O2 -shared -fPIC -o "$OUT/bin/slowsync.so" cmd/queen-bench/slowsync/slowsync.c -ldl
 chmod 755 "$OUT/bin" "$OUT/bin/slowsync.so"
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
