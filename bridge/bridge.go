@@ -91,7 +91,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	b.metrics = m
 	if b.router, err = ownership.New(ownership.Config{NATS: cfg.NATS, Prefix: cfg.Prefix, ID: b.id, Fusion: cfg.Fusion,
-		Buckets: cfg.Buckets, Heartbeat: cfg.Heartbeat, ForwardTimeout: cfg.ForwardTimeout,
+		Buckets: cfg.Buckets, Heartbeat: cfg.Heartbeat, ForwardTimeout: cfg.ForwardTimeout, Gather: cfg.ForwardGather,
 		Refuse: b.keeper.Maintenance, OnForward: m.ForwardLatency, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
