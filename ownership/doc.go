@@ -11,7 +11,8 @@
 // every Heartbeat after, and when it stops; a bridge not heard from for
 // three heartbeats is gone. A bridge that receives a push sends the groups
 // it does not own to their owner on the owner's own subject,
-// <prefix>.v1.forward.<id>, one message per owner per request, and merges
+// <prefix>.v1.forward.<id>, concurrent requests' groups for one owner in one
+// message (gather.go), and merges
 // the answers; when the owner does not answer in time it writes the groups
 // itself.
 //

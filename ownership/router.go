@@ -128,7 +128,9 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{cfg: cfg, hb: cfg.Prefix + ".v1.bridges", self: ForwardSubject(cfg.Prefix, cfg.ID),
 		events: make(chan event, 256), quit: make(chan struct{}), outboxes: map[outboxKey]*outbox{}}
-	r.tab.Store(newTable([]string{cfg.ID}, cfg.ID, cfg.Buckets))
+	t := newTable([]string{cfg.ID}, cfg.ID, cfg.Buckets)
+	t.client = clientJSON(cfg.Prefix, t)
+	r.tab.Store(t)
 	return r, nil
 }
 
@@ -256,8 +258,10 @@ func (r *Router) loop() {
 // rebuild installs the table of the others and this bridge.
 func (r *Router) rebuild(others []string) {
 	t := newTable(append(others, r.cfg.ID), r.cfg.ID, r.cfg.Buckets)
+	t.client = clientJSON(r.cfg.Prefix, t)
 	moved := moves(r.tab.Load(), t)
 	r.tab.Store(t)
+	_ = r.cfg.NATS.Publish(TableChangedSubject(r.cfg.Prefix), t.client)
 	r.pruneOutboxes(t.members)
 	r.moved.Add(uint64(moved))
 	r.cfg.Fusion.SetShare(len(t.members))
