@@ -36,6 +36,7 @@ type sample struct {
 	vegas             float64
 	forwards          float64   // groups the bridges forwarded to their owners
 	fallbacks         float64   // forwarded groups written by their receiver
+	forwardMsgs       float64   // forward messages that carried them
 	each              []float64 // per bridge: commits, segments (pairs)
 	calls, callMS     float64   // bundle calls and their total time, ms
 }
@@ -102,13 +103,14 @@ func (m *meter) sample() sample {
 			break
 		}
 		if i == 0 {
-			s.bridge, s.commits, s.segments, s.vegas, s.forwards, s.fallbacks = 0, 0, 0, v["queen_vegas_limit"], 0, 0
+			s.bridge, s.commits, s.segments, s.vegas, s.forwards, s.fallbacks, s.forwardMsgs = 0, 0, 0, v["queen_vegas_limit"], 0, 0, 0
 		}
 		s.bridge += v["process_cpu_seconds_total"]
 		s.commits += v["queen_fusion_commits_total"]
 		s.segments += v["queen_fusion_segments_total"]
 		s.forwards += v["queen_forward_groups_total"]
 		s.fallbacks += v["queen_forward_fallback_groups_total"]
+		s.forwardMsgs += v["queen_forward_requests_total"]
 		s.each = append(s.each, v["queen_fusion_commits_total"], v["queen_fusion_segments_total"])
 	}
 	if m.pg != nil {
@@ -124,7 +126,7 @@ func (m *meter) sample() sample {
 func (s sample) minus(b sample) sample {
 	d := sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, server: s.server - b.server, commits: s.commits - b.commits,
 		segments: s.segments - b.segments, vegas: s.vegas, calls: s.calls - b.calls, callMS: s.callMS - b.callMS,
-		forwards: s.forwards - b.forwards, fallbacks: s.fallbacks - b.fallbacks}
+		forwards: s.forwards - b.forwards, fallbacks: s.fallbacks - b.fallbacks, forwardMsgs: s.forwardMsgs - b.forwardMsgs}
 	if len(s.each) == len(b.each) {
 		for i := range s.each {
 			d.each = append(d.each, s.each[i]-b.each[i])

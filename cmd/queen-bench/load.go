@@ -76,6 +76,7 @@ type result struct {
 	segsEach       []float64 // per bridge, with several
 	forwards       float64   // groups forwarded between bridges, per item
 	fallbacks      float64   // of which written by their receiver
+	groupsPerFwd   float64   // groups per forward message
 	vegas          float64
 }
 
@@ -186,6 +187,9 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 			r.segsEach = append(r.segsEach, d.each[i+1]/max(d.each[i], 1))
 		}
 		r.forwards, r.fallbacks = d.forwards/float64(max(r.items, 1)), d.fallbacks
+		if d.forwardMsgs > 0 {
+			r.groupsPerFwd = d.forwards / d.forwardMsgs
+		}
 	}
 	report(out, r)
 	if r.errs > 0 {
@@ -239,7 +243,7 @@ func report(out io.Writer, r *result) {
 		fmt.Fprintf(out, "bridges    %d, segments per commit each %.1f\n", len(r.segsEach), r.segsEach)
 	}
 	if r.o.target == "bridge" && !math.IsNaN(r.forwards) {
-		fmt.Fprintf(out, "forwards   %.3f groups per item, %.0f fallbacks\n", r.forwards, r.fallbacks)
+		fmt.Fprintf(out, "forwards   %.3f groups per item, %.2f groups per forward message, %.0f fallbacks\n", r.forwards, r.groupsPerFwd, r.fallbacks)
 	}
 	keys := make([]string, 0, len(r.statuses))
 	for k := range r.statuses {
