@@ -10,6 +10,10 @@
 # and stops them all. The CPU per item of the bridges is A's and B's
 # process_cpu_seconds_total together (A's includes the NATS server).
 #
+#   NATS      embedded     embedded: bridge A's NATS server, which B reaches over TCP while
+#                          A's own connection is in-process; separate: a NATS server of its
+#                          own (queen-bench -serve-jetstream), both bridges over TCP, its CPU
+#                          reported apart ("jetstream server")
 #   ROUNDS    1            rounds
 #   FIRST     1            number of the first round (its parity sets the order)
 #   DURATION  15s          per run (each after a 3 s warm-up, not counted)
@@ -24,6 +28,7 @@ DURATION=${DURATION:-15s}
 LOAD=${LOAD:--clients 64 -items 1 -partitions 1000}
 OUT=${OUT:-$(mktemp -d /tmp/queen-owners-XXXXXX)}
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+NATS=${NATS:-embedded}
 NATSA=127.0.0.1:4396
 HTTPA=127.0.0.1:6696
 HTTPB=127.0.0.1:6697
@@ -70,10 +75,10 @@ bench() {
 	local name=$1 metrics=$2
 	shift 2
 	# shellcheck disable=SC2086 # LOAD is a list of flags
-	"$OUT/bin/queen-bench" -pg-dsn "$dsn" -nats "nats://$NATSA" -http "$HTTPA" -metrics "$metrics" -duration 3s \
+	"$OUT/bin/queen-bench" -pg-dsn "$dsn" -nats "nats://$NATSA" -http "$HTTPA" -metrics "$metrics" -duration 3s "${server[@]}" \
 		-run "w$round$name" $LOAD "$@" >"$dir/$name-warmup.txt" 2>&1
 	# shellcheck disable=SC2086
-	"$OUT/bin/queen-bench" -pg-dsn "$dsn" -nats "nats://$NATSA" -http "$HTTPA" -metrics "$metrics" -duration "$DURATION" \
+	"$OUT/bin/queen-bench" -pg-dsn "$dsn" -nats "nats://$NATSA" -http "$HTTPA" -metrics "$metrics" -duration "$DURATION" "${server[@]}" \
 		-run "r$round$name" $LOAD "$@" >"$dir/$name.txt" 2>&1
 	echo "== round $round, $name"
 	grep -E '^(items|latency|cpu/item|fusion|bridges|forwards) ' "$dir/$name.txt"
@@ -85,7 +90,17 @@ for round in $(seq "$FIRST" $((FIRST + ROUNDS - 1))); do
 	port=$((port + round))
 	cluster "$dir" "$port"
 	dsn="postgres://bench@127.0.0.1:$port/bench?sslmode=disable"
-	QUEEN_PG_DSN=$dsn QUEEN_DATA_DIR=$dir/a QUEEN_NATS_LISTEN=$NATSA QUEEN_HTTP_ADDR=$HTTPA \
+	server=()
+	natsenv=(QUEEN_NATS_LISTEN=$NATSA)
+	if [ "$NATS" = separate ]; then
+		"$OUT/bin/queen-bench" -serve-jetstream "$dir/nats" -listen "$NATSA" >"$dir/nats.log" 2>&1 &
+		ns=$!
+		pids+=("$ns")
+		for _ in $(seq 50); do grep -q "^jetstream" "$dir/nats.log" && break; sleep 0.1; done
+		server=(-server-pid "$ns")
+		natsenv=(QUEEN_NATS_URL=nats://$NATSA)
+	fi
+	env QUEEN_PG_DSN="$dsn" QUEEN_DATA_DIR="$dir/a" "${natsenv[@]}" QUEEN_HTTP_ADDR=$HTTPA \
 		"$OUT/bin/queen-bridge" 2>"$dir/a.log" &
 	a=$!
 	pids+=("$a")
@@ -107,6 +122,7 @@ for round in $(seq "$FIRST" $((FIRST + ROUNDS - 1))); do
 	done
 	kill -TERM "$b" && wait "$b" || true
 	kill -TERM "$a" && wait "$a" || true
+	if [ "$NATS" = separate ]; then kill -INT "$ns" && wait "$ns" || true; fi
 	as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -m fast -w stop >/dev/null
 done
 echo "reports and logs: $OUT"
