@@ -223,3 +223,73 @@ func TestProducerKeepsOrderAndLosesNothing(t *testing.T) {
 		t.Fatalf("%d items stored of %d", total, adders*each)
 	}
 }
+
+// A partition-aware client against one bridge process: it reads the
+// table at New, sends its pushes on that bridge's own subject, and after
+// the bridge restarts (a new id, a new own subject) falls back to the
+// shared subject, hears the new table and goes on without losing an item.
+// Partition-aware over HTTP is refused.
+func TestPartitionAwareAcrossARestart(t *testing.T) {
+	if _, err := client.New(client.Config{HTTPURL: "http://127.0.0.1:1", PartitionAware: true}); err == nil {
+		t.Fatal("a partition-aware client over HTTP was made")
+	}
+	bin := bridgeBinary(t)
+	b := newBridge(t, bin)
+	nc := natsConn(t)
+	c, err := client.New(client.Config{NATS: nc, Prefix: b.prefix, PartitionAware: true, RetryBudget: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := c.Stats()
+	if first.TableVersion == "" || first.TableFetches != 1 {
+		t.Fatalf("no table after New: %+v", first)
+	}
+	push := func(tag string) {
+		t.Helper()
+		var its []client.Item
+		for i := 0; i < 12; i++ {
+			its = append(its, client.Item{Queue: "aware", Partition: fmt.Sprint("p", i%4), TransactionID: fmt.Sprintf("%s-%d", tag, i), Payload: json.RawMessage(`1`)})
+		}
+		rs, err := c.Push(context.Background(), its...)
+		if err != nil {
+			t.Fatalf("%s: %v", tag, err)
+		}
+		for i, r := range rs {
+			if !r.Stored() || r.TransactionID != its[i].TransactionID {
+				t.Fatalf("%s item %d: %+v", tag, i, r)
+			}
+		}
+	}
+	push("before")
+	if st := c.Stats(); st.OwnerParts != 1 || st.Fallbacks != 0 {
+		t.Fatalf("one bridge, one part: %+v", st)
+	}
+	b.stop(t)
+	b.start(t, bin)
+	push("after") // the old own subject has no responder: the shared one takes it
+	if st := c.Stats(); st.Fallbacks != 12 {
+		t.Fatalf("after the restart: %+v, want the push's 12 items as fallbacks", st)
+	}
+	testkit.WaitFor(t, "the restarted bridge's table", 30*time.Second, func() bool {
+		if c.Stats().TableVersion == first.TableVersion {
+			push(fmt.Sprint("wait-", time.Now().UnixNano())) // a fallback reads the table again
+			return false
+		}
+		return true
+	})
+	fallbacks := c.Stats().Fallbacks
+	push("later")
+	if st := c.Stats(); st.Fallbacks != fallbacks {
+		t.Fatalf("fallbacks with the new table: %+v", st)
+	}
+	got := stored(t, b, "aware")
+	for tx, n := range got {
+		if n != 1 {
+			t.Fatalf("%s stored %d times", tx, n)
+		}
+	}
+	if got["before-0"] != 1 || got["after-11"] != 1 || got["later-5"] != 1 {
+		t.Fatalf("missing items: %d stored", len(got))
+	}
+}

@@ -169,6 +169,8 @@ func (r *Router) Start() error {
 		return fmt.Errorf("ownership: flush: %w", err)
 	}
 	r.beat(kindHello, 0)
+	// Clients of a bridge that restarted alone hear its new table at once.
+	_ = nc.Publish(TableChangedSubject(r.cfg.Prefix), r.tab.Load().client)
 	r.loopWG.Add(1)
 	go r.loop()
 	return nil
