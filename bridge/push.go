@@ -183,14 +183,26 @@ func (c *pushCall) forward(ctx context.Context, owner string, gs []*group) {
 		wire[i] = ownership.Group{Queue: g.queue, Partition: g.partition, Frames: g.frames}
 	}
 	c.b.router.ForwardAsync(owner, c.tenant, wire, func(answers []ownership.Answer, err error) {
+		var unanswered []*group
 		for i, g := range gs {
 			if err == nil && !answers[i].Refused {
 				c.settle(g, answers[i].Verdicts)
 				continue
 			}
-			g.minted = nil
-			c.submit(ctx, g, nil)
+			unanswered = append(unanswered, g)
 		}
+		if len(unanswered) == 0 {
+			return
+		}
+		// Submitting may wait for room in fusion; the router's goroutine
+		// answers the other requests of the message, so a goroutine of
+		// this call, which ends once they are submitted, does it.
+		go func() {
+			for _, g := range unanswered {
+				g.minted = nil
+				c.submit(ctx, g, nil)
+			}
+		}()
 	})
 }
 

@@ -16,6 +16,12 @@
 // the answers; when the owner does not answer in time it writes the groups
 // itself.
 //
+// Producers may skip the forward: every bridge answers the owners' table
+// on <prefix>.v1.owners, announces it on <prefix>.v1.owners.changed when it
+// changes, and the bridge front door serves each bridge's own push subject
+// (PushSubject); a partition-aware client sends each partition's items
+// there (clients.go). The owner checks ownership as for any push.
+//
 // Ownership is a performance rule only. PostgreSQL's row locks and the
 // dedup probe keep the log exactly-once whoever writes, so a stale or wrong
 // owner costs time, never data. For that reason a group written locally
