@@ -1,8 +1,10 @@
 package bridge_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/queenbridge/queenbridge/client"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/ownership"
@@ -278,5 +281,109 @@ func TestAccountsModeJetStreamPublishesLandUnderTheirTenant(t *testing.T) {
 	}
 	if c := n.count(`SELECT count(*) FROM queen.queues WHERE tenant = '00000000-0000-0000-0000-000000000000'`); c != 0 {
 		t.Fatalf("%d queues under the default tenant", c)
+	}
+}
+
+// Partition-aware producers in the accounts mode: a tenant reads the owners'
+// table (with its own tenant id, which the bucket hash takes), hears its
+// announcements, and pushes on each bridge's own subject; its items land
+// under its tenant with no forward. The new subjects reach neither the
+// forwards nor the heartbeats: a tenant can publish only the table request
+// and the bridges' own push subjects, and receive only the announcements.
+func TestAccountsModePartitionAwareProducers(t *testing.T) {
+	url := accountsNATS(t)
+	tenantA := uuid.New()
+	accounts := map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": uuid.New()}
+	first := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")}, accounts: accounts})
+	a := connectTenant(t, url, "tenant-a", "a-pw")
+	changed, err := a.SubscribeSync(ownership.TableChangedSubject("queen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	second := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")}, accounts: accounts,
+		dsn: first.db.Pool().Config().ConnConfig.ConnString()})
+	nodes := []*node{first, second}
+	waitUntil(t, "both bridges to see two", 20*time.Second, func() bool {
+		return metricValue(t, first, "queen_ownership_bridges") == 2 && metricValue(t, second, "queen_ownership_bridges") == 2
+	})
+	// The join is announced into the tenant's account.
+	for {
+		m, err := changed.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("no announcement of the two bridges' table reached the tenant: %v", err)
+		}
+		var tab ownership.ClientTable
+		if json.Unmarshal(m.Data, &tab) == nil && len(tab.Bridges) == 2 {
+			if tab.Tenant != "" {
+				t.Fatalf("an announcement names a tenant: %s", tab.Tenant)
+			}
+			break
+		}
+	}
+	msg, err := a.Request(ownership.TableSubject("queen"), nil, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tab ownership.ClientTable
+	if err := json.Unmarshal(msg.Data, &tab); err != nil || tab.Tenant != tenantA.String() || len(tab.Bridges) != 2 {
+		t.Fatalf("the table as tenant A reads it: %s %v", msg.Data, err)
+	}
+
+	c, err := client.New(client.Config{NATS: a.Conn, Prefix: "queen", PartitionAware: true, OwnerTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var its []client.Item
+	for i := 0; i < 40; i++ {
+		its = append(its, client.Item{Queue: "orders", Partition: fmt.Sprintf("p%d", i), TransactionID: fmt.Sprintf("a%d", i), Payload: json.RawMessage(`{}`)})
+	}
+	rs, err := c.Push(context.Background(), its...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		if r.Status != client.Queued || r.Partition != its[i].Partition {
+			t.Fatalf("item %d: %+v", i, r)
+		}
+	}
+	if st := c.Stats(); st.OwnerParts != 2 || st.Fallbacks != 0 {
+		t.Fatalf("client %+v: want one part per bridge, no fallback", st)
+	}
+	for i, n := range nodes {
+		if f := metricValue(t, n, "queen_forward_groups_total"); f != 0 {
+			t.Fatalf("bridge %d forwarded %v groups of a partition-aware tenant", i, f)
+		}
+	}
+	if got := first.count(`SELECT coalesce(sum(s.msg_count), 0) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
+			JOIN queen.queues q ON q.id = p.queue_id WHERE q.tenant = $1 AND q.name = 'orders'`, tenantA); got != 40 {
+		t.Fatalf("tenant A holds %d messages, want 40", got)
+	}
+	if c := first.count(`SELECT count(*) FROM queen.queues WHERE tenant <> $1`, tenantA); c != 0 {
+		t.Fatalf("%d queues under another tenant", c)
+	}
+
+	// Out of reach: the forwards and heartbeats, a tenant named after a
+	// bridge's own subject, forging announcements, serving a bridge's own
+	// subject.
+	own := ownership.PushSubject("queen", first.br.ID())
+	for _, subject := range []string{ownership.ForwardSubject("queen", first.br.ID()), "queen.v1.bridges", own + "." + uuid.NewString(),
+		ownership.TableChangedSubject("queen")} {
+		if err := a.Publish(subject, []byte(`x`)); err != nil {
+			t.Fatal(err)
+		}
+		a.violation(t, subject)
+	}
+	for _, subject := range []string{"queen.v1.owner.*", "queen.v1.forward.>", "queen.v1.owners"} {
+		if _, err := a.Subscribe(subject, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		a.violation(t, subject)
+	}
+	if f := metricValue(t, first, "queen_forward_received_groups_total") + metricValue(t, second, "queen_forward_received_groups_total"); f != 0 {
+		t.Fatalf("the bridges received %v forwarded groups", f)
 	}
 }

@@ -54,7 +54,8 @@ type Bridge struct {
 	fetchSlots chan struct{} // NATS reads parked at once
 	budget     *bodyBudget   // request bytes in memory
 
-	id string // this bridge, in broadcasts
+	id         string // this bridge, in broadcasts
+	ownSubject string // this bridge's own push subject (ownership.PushSubject)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -68,6 +69,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	b := &Bridge{cfg: cfg, id: uuid.NewString(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches),
 		budget: newBodyBudget(cfg.MaxInflightBytes)}
+	b.ownSubject = ownership.PushSubject(cfg.Prefix, b.id)
 	link := peers.Link{NATS: cfg.NATS, Prefix: cfg.Prefix, Origin: b.id}
 	var err error
 	if b.tokens, err = auth.NewTokens(cfg.Tokens, cfg.AdminTokens); err != nil {
@@ -91,7 +93,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	b.metrics = m
 	if b.router, err = ownership.New(ownership.Config{NATS: cfg.NATS, Prefix: cfg.Prefix, ID: b.id, Fusion: cfg.Fusion,
-		Buckets: cfg.Buckets, Heartbeat: cfg.Heartbeat, ForwardTimeout: cfg.ForwardTimeout,
+		Buckets: cfg.Buckets, Heartbeat: cfg.Heartbeat, ForwardTimeout: cfg.ForwardTimeout, Gather: cfg.ForwardGather,
 		Refuse: b.keeper.Maintenance, OnForward: m.ForwardLatency, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

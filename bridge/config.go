@@ -108,6 +108,11 @@ type Config struct {
 	// the receiving bridge writes the groups itself
 	// (QUEEN_FORWARD_TIMEOUT_MS). Default 2s.
 	ForwardTimeout time.Duration
+	// ForwardGather: forwards to one owner leave at most once per
+	// ForwardGather, a lone one at once, concurrent requests' groups
+	// together in one message (QUEEN_FORWARD_GATHER_US). Negative: each
+	// request's alone. Default 200µs.
+	ForwardGather time.Duration
 	// Registry receives the Prometheus collectors. Default: a new registry.
 	Registry *prometheus.Registry
 	// Logger for the bridge and http targets. Default: disabled.

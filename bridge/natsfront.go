@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/jsonapi"
+	"github.com/queenbridge/queenbridge/ownership"
 )
 
 // Version is reported by the micro service.
@@ -36,6 +37,12 @@ func (b *Bridge) startNATS() error {
 	}{
 		{"push", pfx + "push", b.natsPush},
 		{"push-tenant", pfx + "push.*", b.natsPush},
+		// This bridge's own push subject, for producers that know which
+		// bridge owns their partitions (docs/ownership.md); the push is
+		// handled as any other, ownership checked and all.
+		{"push-owner", b.ownSubject, b.natsPush},
+		{"push-owner-tenant", b.ownSubject + ".*", b.natsPush},
+		{"owners", ownership.TableSubject(b.cfg.Prefix), b.natsOwners},
 		{"configure", pfx + "configure", b.natsConfigure},
 		{"maintenance", pfx + "maintenance", b.natsMaintenance},
 		{"fetch", pfx + "fetch", b.natsFetch},
@@ -102,6 +109,26 @@ func (b *Bridge) natsPushTaken(req micro.Request, tenant [16]byte, answer func(i
 		return b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answerer{body: answer}) })
 	}
 	return b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answerer{body: answer}) })
+}
+
+// natsOwners answers the owners' table (ownership.ClientTable); in the
+// accounts mode with the requester's tenant, which the bucket hash takes.
+func (b *Bridge) natsOwners(req micro.Request) {
+	tab := b.router.TableJSON()
+	if b.accounts.Enabled() {
+		tenant, status, err := b.natsTenant(req, false)
+		if err != nil {
+			respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+			return
+		}
+		// {"version":... -> {"tenant":"<uuid>","version":...
+		withTenant := make([]byte, 0, len(tab)+50)
+		withTenant = append(withTenant, `{"tenant":"`...)
+		withTenant = append(withTenant, uuid.UUID(tenant).String()...)
+		withTenant = append(withTenant, `",`...)
+		tab = append(withTenant, tab[1:]...)
+	}
+	respondNATS(b.cfg.NATS, req, http.StatusOK, tab)
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
@@ -184,16 +211,20 @@ func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) ([16]byte, int,
 	if err != nil {
 		return t, http.StatusForbidden, err
 	}
-	if fromSubject && req.Subject() != b.cfg.Prefix+".v1.push" {
+	if fromSubject && req.Subject() != b.cfg.Prefix+".v1.push" && req.Subject() != b.ownSubject {
 		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; push on %s.v1.push", req.Subject(), b.cfg.Prefix)
 	}
 	return t, 0, nil
 }
 
-// tenantFromSubject: <prefix>.v1.push is the default tenant,
-// <prefix>.v1.push.<uuid> that tenant.
+// tenantFromSubject: <prefix>.v1.push (or this bridge's own push subject)
+// is the default tenant, <prefix>.v1.push.<uuid> (or the own subject's
+// .<uuid>) that tenant.
 func (b *Bridge) tenantFromSubject(subject string) ([16]byte, error) {
 	base := b.cfg.Prefix + ".v1.push"
+	if strings.HasPrefix(subject, b.ownSubject) {
+		base = b.ownSubject
+	}
 	if subject == base {
 		return [16]byte{}, nil
 	}

@@ -84,12 +84,24 @@ type Config struct {
 	// another: the attempt (0 for the first) and why (for logs, metrics).
 	// Default nil.
 	OnRetry func(attempt int, err error)
+	// PartitionAware, over NATS, sends each part of a push to the bridge
+	// that owns its partitions, on that bridge's own subject, from the
+	// bridges' owners' table (read at New, renewed by their
+	// announcements); a part whose owner does not answer goes to the
+	// shared subject (docs/ownership.md). Call Close when done. Default
+	// false.
+	PartitionAware bool
+	// OwnerTimeout bounds a part's wait on its owner's own subject before
+	// it goes to the shared subject, and a read of the owners' table.
+	// Default 2s.
+	OwnerTimeout time.Duration
 }
 
 // Client pushes items. It is safe for concurrent use.
 type Client struct {
 	cfg     Config
 	subject string
+	own     *owners // the owners' table; nil unless PartitionAware
 }
 
 // New validates cfg.
@@ -115,11 +127,33 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = 2 * time.Second
 	}
+	if cfg.OwnerTimeout == 0 {
+		cfg.OwnerTimeout = 2 * time.Second
+	}
 	c := &Client{cfg: cfg, subject: cfg.Prefix + ".v1.push"}
 	if cfg.Tenant != "" {
 		c.subject += "." + cfg.Tenant
 	}
+	if cfg.PartitionAware {
+		if cfg.NATS == nil {
+			return nil, errors.New("client: Config.PartitionAware needs Config.NATS")
+		}
+		if err := c.startOwners(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// Close ends a partition-aware client's subscription to the owners'
+// announcements and waits for a table read under way. Pushes after it go
+// on with the table it had. Without PartitionAware it does nothing.
+func (c *Client) Close() {
+	if c.own == nil {
+		return
+	}
+	_ = c.own.sub.Unsubscribe()
+	c.own.fetchWG.Wait()
 }
 
 // RequestError is a push the bridge refused as a whole, with its status.
@@ -218,8 +252,20 @@ type wireItem struct {
 	TraceID       string          `json:"traceId,omitempty"`
 }
 
-// attempt sends one push and decodes its answer.
+// attempt sends one push (or, partition-aware, one part per owner) and
+// decodes its answer.
 func (c *Client) attempt(ctx context.Context, items []Item) ([]Result, error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	if c.own != nil {
+		return c.overOwners(actx, items)
+	}
+	return c.overSubject(actx, c.subject, items)
+}
+
+// overSubject sends one push of items (over NATS on subject, or over HTTP)
+// and decodes its answer.
+func (c *Client) overSubject(actx context.Context, subject string, items []Item) ([]Result, error) {
 	body := struct {
 		Items []wireItem `json:"items"`
 	}{Items: make([]wireItem, len(items))}
@@ -234,12 +280,10 @@ func (c *Client) attempt(ctx context.Context, items []Item) ([]Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: encode: %w", err)
 	}
-	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	defer cancel()
 	var status int
 	var answer []byte
 	if c.cfg.NATS != nil {
-		status, answer, err = c.overNATS(actx, data)
+		status, answer, err = c.overNATS(actx, subject, data)
 	} else {
 		status, answer, err = c.overHTTP(actx, data)
 	}
@@ -260,8 +304,8 @@ func (c *Client) attempt(ctx context.Context, items []Item) ([]Result, error) {
 	return rs, nil
 }
 
-func (c *Client) overNATS(ctx context.Context, data []byte) (int, []byte, error) {
-	msg, err := c.cfg.NATS.RequestWithContext(ctx, c.subject, data)
+func (c *Client) overNATS(ctx context.Context, subject string, data []byte) (int, []byte, error) {
+	msg, err := c.cfg.NATS.RequestWithContext(ctx, subject, data)
 	if err != nil {
 		return 0, nil, fmt.Errorf("client: nats request: %w", err) // timeouts and no responders are retried
 	}

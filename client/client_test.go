@@ -223,3 +223,78 @@ func TestProducerKeepsOrderAndLosesNothing(t *testing.T) {
 		t.Fatalf("%d items stored of %d", total, adders*each)
 	}
 }
+
+// A partition-aware client against one bridge process: it reads the
+// table at New and sends its pushes on that bridge's own subject. A push
+// while the bridge is down falls back to the shared subject (counted) and
+// is retried until the bridge is back; the restarted bridge (a new id, a
+// new own subject) announces its table, the client takes it, and goes on
+// without a fallback or a lost item. Partition-aware over HTTP is refused.
+func TestPartitionAwareAcrossARestart(t *testing.T) {
+	if _, err := client.New(client.Config{HTTPURL: "http://127.0.0.1:1", PartitionAware: true}); err == nil {
+		t.Fatal("a partition-aware client over HTTP was made")
+	}
+	bin := bridgeBinary(t)
+	b := newBridge(t, bin)
+	nc := natsConn(t)
+	c, err := client.New(client.Config{NATS: nc, Prefix: b.prefix, PartitionAware: true, RetryBudget: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := c.Stats()
+	if first.TableVersion == "" || first.TableFetches != 1 {
+		t.Fatalf("no table after New: %+v", first)
+	}
+	tryPush := func(tag string) error {
+		var its []client.Item
+		for i := 0; i < 12; i++ {
+			its = append(its, client.Item{Queue: "aware", Partition: fmt.Sprint("p", i%4), TransactionID: fmt.Sprintf("%s-%d", tag, i), Payload: json.RawMessage(`1`)})
+		}
+		rs, err := c.Push(context.Background(), its...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", tag, err)
+		}
+		for i, r := range rs {
+			if !r.Stored() || r.TransactionID != its[i].TransactionID {
+				return fmt.Errorf("%s item %d: %+v", tag, i, r)
+			}
+		}
+		return nil
+	}
+	push := func(tag string) {
+		t.Helper()
+		if err := tryPush(tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push("before")
+	if st := c.Stats(); st.OwnerParts != 1 || st.Fallbacks != 0 {
+		t.Fatalf("one bridge, one part: %+v", st)
+	}
+	b.stop(t)
+	during := make(chan error, 1)
+	go func() { during <- tryPush("during") }()
+	// The own subject has no responder: the push goes to the shared one,
+	// which has none either until the bridge is back, and is retried.
+	testkit.WaitFor(t, "the push to fall back", 30*time.Second, func() bool { return c.Stats().Fallbacks >= 12 })
+	b.start(t, bin)
+	if err := <-during; err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the restarted bridge's table", 30*time.Second, func() bool { return c.Stats().TableVersion != first.TableVersion })
+	fallbacks := c.Stats().Fallbacks
+	push("later")
+	if st := c.Stats(); st.Fallbacks != fallbacks {
+		t.Fatalf("fallbacks with the new table: %+v", st)
+	}
+	got := stored(t, b, "aware")
+	for tx, n := range got {
+		if n != 1 {
+			t.Fatalf("%s stored %d times", tx, n)
+		}
+	}
+	if got["before-0"] != 1 || got["during-11"] != 1 || got["later-5"] != 1 {
+		t.Fatalf("missing items: %d stored", len(got))
+	}
+}

@@ -16,10 +16,21 @@
 // Each item's result is delivered to OnResult. Flush pushes what is
 // buffered and waits for it; Close flushes and stops.
 //
+// With Config.PartitionAware (over NATS) the client reads the bridges'
+// owners' table and keeps it current from their announcements, and sends
+// each part of a push to the bridge that owns its partitions, on that
+// bridge's own subject, so that no bridge forwards it. A part whose owner
+// does not answer goes to the shared subject at once; Stats counts those
+// fallbacks. The table is advice: a stale one costs a forward, never a
+// wrong write (docs/ownership.md).
+//
 // Connection options (credentials, TLS, the tenant's NATS account) are the
 // nats.go options of the connection the caller hands in, or Config's HTTP
 // token. The client imports nothing of the service.
 //
-// Goroutines: a Client is safe for concurrent use and starts none. A
+// Goroutines: a Client is safe for concurrent use and starts none of its
+// own, but for PartitionAware: its announcement subscription (nats.go's)
+// and a table read at a time, which Close ends and waits for; a push split
+// over several owners sends its parts from goroutines it waits for. A
 // Producer owns one goroutine per queue it has seen, which Close stops.
 package client

@@ -152,7 +152,7 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.Queues.Stats().SettingsReceived }),
 		counter("queen_retention_segments_removed_total", "Segments removed by retention.", func() uint64 { return keeper().RetainedSegments }),
 		counter("queen_forward_groups_total", "Partition groups sent to the bridge that owns them.", func() uint64 { return owners().GroupsForwarded }),
-		counter("queen_forward_requests_total", "Forward messages sent (one per owner per push request).", func() uint64 { return owners().ForwardRequests }),
+		counter("queen_forward_requests_total", "Forward messages sent (concurrent requests' groups for one owner share one).", func() uint64 { return owners().ForwardRequests }),
 		counter("queen_forward_received_groups_total", "Partition groups other bridges forwarded to this one.", func() uint64 { return owners().GroupsReceived }),
 		counter("queen_forward_fallback_groups_total", "Forwarded groups written here because their owner did not answer in time or refused.",
 			func() uint64 { return owners().GroupsFallback }),

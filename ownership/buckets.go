@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"slices"
 
+	"github.com/queenbridge/queenbridge/internal/buckets"
 	"github.com/zeebo/xxh3"
 )
 
-// BucketOf is the bucket of a partition among n buckets.
+// BucketOf is the bucket of a partition among n buckets
+// (internal/buckets: partition-aware clients compute it too).
 func BucketOf(tenant [16]byte, queue, partition string, n int) int {
-	h := xxh3.HashStringSeed(partition, xxh3.HashStringSeed(queue, xxh3.Hash(tenant[:])^0x6f776e))
-	return int(h % uint64(n))
+	return buckets.Of(tenant, queue, partition, n)
 }
 
 // score is member id's rendezvous weight for bucket b.
@@ -38,6 +39,7 @@ type table struct {
 	members []string // sorted ids
 	owner   []int32  // bucket -> index into members
 	self    int32    // this bridge's index
+	client  []byte   // the table as clients read it (clients.go)
 }
 
 // newTable computes the owner of each of n buckets among members (which

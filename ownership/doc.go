@@ -11,9 +11,16 @@
 // every Heartbeat after, and when it stops; a bridge not heard from for
 // three heartbeats is gone. A bridge that receives a push sends the groups
 // it does not own to their owner on the owner's own subject,
-// <prefix>.v1.forward.<id>, one message per owner per request, and merges
+// <prefix>.v1.forward.<id>, concurrent requests' groups for one owner in one
+// message (gather.go), and merges
 // the answers; when the owner does not answer in time it writes the groups
 // itself.
+//
+// Producers may skip the forward: every bridge answers the owners' table
+// on <prefix>.v1.owners, announces it on <prefix>.v1.owners.changed when it
+// changes, and the bridge front door serves each bridge's own push subject
+// (PushSubject); a partition-aware client sends each partition's items
+// there (clients.go). The owner checks ownership as for any push.
 //
 // Ownership is a performance rule only. PostgreSQL's row locks and the
 // dedup probe keep the log exactly-once whoever writes, so a stale or wrong

@@ -40,6 +40,11 @@ type Config struct {
 	// receiving bridge writes the groups itself (QUEEN_FORWARD_TIMEOUT_MS).
 	// Default 2s.
 	ForwardTimeout time.Duration
+	// Gather is how long forwards to one owner gather after one left:
+	// a forward leaves at once when none left within Gather, else with
+	// everything gathered Gather after the last (QUEEN_FORWARD_GATHER_US).
+	// Negative: every request's groups leave at once, alone. Default 200µs.
+	Gather time.Duration
 	// Refuse, when set and true, makes this bridge refuse forwards (their
 	// senders write them): the bridge is in maintenance mode, in which
 	// nothing it takes reaches PostgreSQL. Default nil.
@@ -68,6 +73,11 @@ type Router struct {
 	gate     sync.RWMutex
 	stopping bool
 	inflight sync.WaitGroup
+
+	// outboxMu guards outboxes: push calls look theirs up, the loop
+	// prunes those of departed bridges.
+	outboxMu sync.Mutex
+	outboxes map[outboxKey]*outbox
 
 	forwarded, forwardRequests, received, fallback, moved atomic.Uint64
 	stopOnce                                              sync.Once
@@ -110,12 +120,17 @@ func New(cfg Config) (*Router, error) {
 	if cfg.ForwardTimeout == 0 {
 		cfg.ForwardTimeout = 2 * time.Second
 	}
+	if cfg.Gather == 0 {
+		cfg.Gather = 200 * time.Microsecond
+	}
 	if cfg.Buckets < 1 || cfg.Buckets > 1<<20 || cfg.Heartbeat < 0 || cfg.ForwardTimeout < 0 {
 		return nil, fmt.Errorf("ownership: buckets must be 1…%d and durations positive (buckets %d)", 1<<20, cfg.Buckets)
 	}
 	r := &Router{cfg: cfg, hb: cfg.Prefix + ".v1.bridges", self: ForwardSubject(cfg.Prefix, cfg.ID),
-		events: make(chan event, 256), quit: make(chan struct{})}
-	r.tab.Store(newTable([]string{cfg.ID}, cfg.ID, cfg.Buckets))
+		events: make(chan event, 256), quit: make(chan struct{}), outboxes: map[outboxKey]*outbox{}}
+	t := newTable([]string{cfg.ID}, cfg.ID, cfg.Buckets)
+	t.client = clientJSON(cfg.Prefix, t)
+	r.tab.Store(t)
 	return r, nil
 }
 
@@ -154,6 +169,8 @@ func (r *Router) Start() error {
 		return fmt.Errorf("ownership: flush: %w", err)
 	}
 	r.beat(kindHello, 0)
+	// Clients of a bridge that restarted alone hear its new table at once.
+	_ = nc.Publish(TableChangedSubject(r.cfg.Prefix), r.tab.Load().client)
 	r.loopWG.Add(1)
 	go r.loop()
 	return nil
@@ -243,8 +260,11 @@ func (r *Router) loop() {
 // rebuild installs the table of the others and this bridge.
 func (r *Router) rebuild(others []string) {
 	t := newTable(append(others, r.cfg.ID), r.cfg.ID, r.cfg.Buckets)
+	t.client = clientJSON(r.cfg.Prefix, t)
 	moved := moves(r.tab.Load(), t)
 	r.tab.Store(t)
+	_ = r.cfg.NATS.Publish(TableChangedSubject(r.cfg.Prefix), t.client)
+	r.pruneOutboxes(t.members)
 	r.moved.Add(uint64(moved))
 	r.cfg.Fusion.SetShare(len(t.members))
 	r.cfg.Logger.Info().Str("target", "ownership").Str("id", r.cfg.ID).Strs("members", t.members).Int("bridges", len(t.members)).
@@ -263,36 +283,6 @@ func (r *Router) Owner(tenant [16]byte, queue, partition string) string {
 		return ""
 	}
 	return t.ownerOf(b)
-}
-
-// Forward sends groups to their owner as one request and waits for its
-// answers, up to ForwardTimeout. On an error, and for every Refused answer,
-// the caller writes the group itself (counted here as a fallback); such a
-// group may have reached the owner, so it must not skip the probe.
-func (r *Router) Forward(ctx context.Context, owner string, tenant [16]byte, groups []Group) ([]Answer, error) {
-	r.forwarded.Add(uint64(len(groups)))
-	r.forwardRequests.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.ForwardTimeout)
-	defer cancel()
-	start := time.Now()
-	reply, err := r.cfg.NATS.RequestWithContext(ctx, ForwardSubject(r.cfg.Prefix, owner), appendRequest(nil, tenant, groups))
-	var answers []Answer
-	if err == nil {
-		answers, err = decodeAnswer(reply.Data, groups)
-	}
-	if err != nil {
-		r.fallback.Add(uint64(len(groups)))
-		return nil, fmt.Errorf("ownership: forward to %s: %w", owner, err)
-	}
-	if r.cfg.OnForward != nil {
-		r.cfg.OnForward(time.Since(start))
-	}
-	for _, a := range answers {
-		if a.Refused {
-			r.fallback.Add(1)
-		}
-	}
-	return answers, nil
 }
 
 // serve runs on the forward subscription's delivery goroutine: it submits
@@ -373,7 +363,7 @@ func (r *Router) Stop(ctx context.Context) error {
 // Stats is a snapshot of the counters.
 type Stats struct {
 	GroupsForwarded uint64 // groups sent to their owner
-	ForwardRequests uint64 // forward messages sent (one per owner per request)
+	ForwardRequests uint64 // forward messages sent (one per owner per gather)
 	GroupsReceived  uint64 // groups other bridges forwarded here
 	GroupsFallback  uint64 // groups written here for lack of an answering owner
 	BucketMoves     uint64 // buckets whose owner changed, summed over membership changes

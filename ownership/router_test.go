@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,9 @@ type testRouter struct {
 	refuse atomic.Bool
 }
 
-func startRouter(t *testing.T, url string) *testRouter {
+func startRouter(t *testing.T, url string) *testRouter { return startRouterGathering(t, url, 0) }
+
+func startRouterGathering(t *testing.T, url string, gather time.Duration) *testRouter {
 	t.Helper()
 	f, err := fusion.New(fusion.Config{Sink: &offsetSink{last: map[string]int64{}}})
 	if err != nil {
@@ -57,7 +60,7 @@ func startRouter(t *testing.T, url string) *testRouter {
 	}
 	tr := &testRouter{}
 	r, err := New(Config{NATS: nc, ID: uuid.NewString(), Fusion: f, Heartbeat: time.Minute,
-		ForwardTimeout: 2 * time.Second, Refuse: tr.refuse.Load})
+		ForwardTimeout: 2 * time.Second, Gather: gather, Refuse: tr.refuse.Load})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +129,58 @@ func TestRoutersForwardAndFallBack(t *testing.T) {
 	}
 	if _, err := a.Forward(context.Background(), b.cfg.ID, [16]byte{}, groups); err == nil {
 		t.Fatal("a forward to a stopped bridge succeeded")
+	}
+}
+
+// Concurrent requests' groups for one owner share forward messages, and
+// every verdict comes back to the request whose frame it is.
+func TestConcurrentForwardsShareMessages(t *testing.T) {
+	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Stop()
+	a := startRouterGathering(t, ns.ClientURL(), 20*time.Millisecond)
+	b := startRouter(t, ns.ClientURL())
+	waitFor(t, "the two to see each other", func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
+	const requests = 64
+	type got struct {
+		answers []Answer
+		err     error
+	}
+	out := make([]chan got, requests)
+	for i := range out {
+		out[i] = make(chan got, 1)
+		// Each request: two partitions of its own, its frames' ids name it.
+		groups := []Group{
+			{Queue: "q", Partition: fmt.Sprintf("a%d", i), Frames: []segment.Frame{{ID: [16]byte{byte(i), 1}, TransactionID: "x"}}},
+			{Queue: "q", Partition: fmt.Sprintf("b%d", i), Frames: []segment.Frame{{ID: [16]byte{byte(i), 2}, TransactionID: "y"}, {ID: [16]byte{byte(i), 3}, TransactionID: "z"}}},
+		}
+		a.ForwardAsync(b.cfg.ID, [16]byte{}, groups, func(as []Answer, err error) { out[i] <- got{as, err} })
+	}
+	for i, ch := range out {
+		g := <-ch
+		if g.err != nil || len(g.answers) != 2 {
+			t.Fatalf("request %d: %v %+v", i, g.err, g.answers)
+		}
+		for k, want := range [][][16]byte{{{byte(i), 1}}, {{byte(i), 2}, {byte(i), 3}}} {
+			vs := g.answers[k].Verdicts
+			if g.answers[k].Refused || len(vs) != len(want) {
+				t.Fatalf("request %d group %d: %+v", i, k, g.answers[k])
+			}
+			for j, v := range vs {
+				if v.Status != fusion.Queued || v.MessageID != want[j] || v.Offset != int64(j+1) {
+					t.Fatalf("request %d group %d frame %d: %+v, want id %x at %d", i, k, j, v, want[j], j+1)
+				}
+			}
+		}
+	}
+	st := a.Stats()
+	t.Logf("%d groups in %d forward messages", st.GroupsForwarded, st.ForwardRequests)
+	if st.GroupsForwarded != 2*requests || st.ForwardRequests >= requests || st.GroupsFallback != 0 {
+		t.Fatalf("stats %+v: want %d groups in fewer than %d messages", st, 2*requests, requests)
+	}
+	if rs := b.Stats(); rs.GroupsReceived != 2*requests {
+		t.Fatalf("the owner received %d groups", rs.GroupsReceived)
 	}
 }

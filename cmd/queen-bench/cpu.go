@@ -21,20 +21,24 @@ import (
 // when the server runs on this machine), queen-bench's own CPU, and the
 // bundle call's time (pg_stat_user_functions, with track_functions on).
 type meter struct {
-	metricsURL string // "" for baselines: no bridge to ask
-	http       *http.Client
-	pg         *pgx.Conn // nil without -pg-dsn
-	postmaster int       // 0 when not local
-	serverPID  int       // a JetStream server's process (-server-pid); 0: none
+	metricsURLs []string // none for baselines: no bridge to ask; several bridges: summed
+	http        *http.Client
+	pg          *pgx.Conn // nil without -pg-dsn
+	postmaster  int       // 0 when not local
+	serverPID   int       // a JetStream server's process (-server-pid); 0: none
 }
 
 // sample is one reading; unknown values are NaN.
 type sample struct {
 	bridge, pg, bench float64 // CPU seconds
 	server            float64 // a JetStream server's CPU seconds
-	commits, segments float64 // fusion counters
+	commits, segments float64 // fusion counters, summed over the bridges
 	vegas             float64
-	calls, callMS     float64 // bundle calls and their total time, ms
+	forwards          float64   // groups the bridges forwarded to their owners
+	fallbacks         float64   // forwarded groups written by their receiver
+	forwardMsgs       float64   // forward messages that carried them
+	each              []float64 // per bridge: commits, segments (pairs)
+	calls, callMS     float64   // bundle calls and their total time, ms
 }
 
 // cpuSplit is CPU per item, by process.
@@ -45,9 +49,11 @@ type cpuSplit = sample
 func newMeter(ctx context.Context, o options, out io.Writer) *meter {
 	m := &meter{http: &http.Client{Timeout: 2 * time.Second}, serverPID: o.js.serverPID}
 	if (o.target == "bridge" || o.target == "jetstream") && o.metricsURL != "" {
-		m.metricsURL = o.metricsURL
-		if _, err := scrape(m.http, m.metricsURL); err != nil {
-			fmt.Fprintf(out, "note: no bridge CPU per item: %v\n", err)
+		m.metricsURLs = strings.Split(o.metricsURL, ",")
+		for _, u := range m.metricsURLs {
+			if _, err := scrape(m.http, u); err != nil {
+				fmt.Fprintf(out, "note: no bridge CPU per item: %v\n", err)
+			}
 		}
 	}
 	if o.pgDSN == "" {
@@ -90,11 +96,22 @@ func (m *meter) sample() sample {
 			s.pg = d.Seconds()
 		}
 	}
-	if m.metricsURL != "" {
-		if v, err := scrape(m.http, m.metricsURL); err == nil {
-			s.bridge, s.commits, s.segments, s.vegas = v["process_cpu_seconds_total"], v["queen_fusion_commits_total"],
-				v["queen_fusion_segments_total"], v["queen_vegas_limit"]
+	for i, u := range m.metricsURLs {
+		v, err := scrape(m.http, u)
+		if err != nil {
+			s.bridge, s.commits, s.segments = nan, nan, nan
+			break
 		}
+		if i == 0 {
+			s.bridge, s.commits, s.segments, s.vegas, s.forwards, s.fallbacks, s.forwardMsgs = 0, 0, 0, v["queen_vegas_limit"], 0, 0, 0
+		}
+		s.bridge += v["process_cpu_seconds_total"]
+		s.commits += v["queen_fusion_commits_total"]
+		s.segments += v["queen_fusion_segments_total"]
+		s.forwards += v["queen_forward_groups_total"]
+		s.fallbacks += v["queen_forward_fallback_groups_total"]
+		s.forwardMsgs += v["queen_forward_requests_total"]
+		s.each = append(s.each, v["queen_fusion_commits_total"], v["queen_fusion_segments_total"])
 	}
 	if m.pg != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -107,8 +124,15 @@ func (m *meter) sample() sample {
 
 // minus is the difference of two readings (NaN stays NaN).
 func (s sample) minus(b sample) sample {
-	return sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, server: s.server - b.server, commits: s.commits - b.commits,
-		segments: s.segments - b.segments, vegas: s.vegas, calls: s.calls - b.calls, callMS: s.callMS - b.callMS}
+	d := sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, server: s.server - b.server, commits: s.commits - b.commits,
+		segments: s.segments - b.segments, vegas: s.vegas, calls: s.calls - b.calls, callMS: s.callMS - b.callMS,
+		forwards: s.forwards - b.forwards, fallbacks: s.fallbacks - b.fallbacks, forwardMsgs: s.forwardMsgs - b.forwardMsgs}
+	if len(s.each) == len(b.each) {
+		for i := range s.each {
+			d.each = append(d.each, s.each[i]-b.each[i])
+		}
+	}
+	return d
 }
 
 func (s sample) perItem(items int64) cpuSplit {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -70,8 +71,12 @@ type result struct {
 	items          int64
 	p50, p99, top  time.Duration
 	statuses       map[string]int64
-	cpu            cpuSplit // per item
-	segsPerCommit  float64  // bridge only; 0 when unknown
+	cpu            cpuSplit  // per item
+	segsPerCommit  float64   // bridge only, all bridges together; 0 when unknown
+	segsEach       []float64 // per bridge, with several
+	forwards       float64   // groups forwarded between bridges, per item
+	fallbacks      float64   // of which written by their receiver
+	groupsPerFwd   float64   // groups per forward message
 	vegas          float64
 }
 
@@ -177,6 +182,14 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 			r.segsPerCommit = (endCPU.segments - startCPU.segments) / c
 		}
 		r.vegas = endCPU.vegas
+		d := endCPU.minus(startCPU)
+		for i := 0; i+1 < len(d.each) && len(d.each) > 2; i += 2 {
+			r.segsEach = append(r.segsEach, d.each[i+1]/max(d.each[i], 1))
+		}
+		r.forwards, r.fallbacks = d.forwards/float64(max(r.items, 1)), d.fallbacks
+		if d.forwardMsgs > 0 {
+			r.groupsPerFwd = d.forwards / d.forwardMsgs
+		}
 	}
 	report(out, r)
 	if r.errs > 0 {
@@ -225,6 +238,12 @@ func report(out io.Writer, r *result) {
 	fmt.Fprintf(out, "cpu/item   %s\n", r.cpu)
 	if r.segsPerCommit > 0 {
 		fmt.Fprintf(out, "fusion     %.1f segments per commit, vegas limit %.0f\n", r.segsPerCommit, r.vegas)
+	}
+	if len(r.segsEach) > 0 {
+		fmt.Fprintf(out, "bridges    %d, segments per commit each %.1f\n", len(r.segsEach), r.segsEach)
+	}
+	if r.o.target == "bridge" && !math.IsNaN(r.forwards) {
+		fmt.Fprintf(out, "forwards   %.3f groups per item, %.2f groups per forward message, %.0f fallbacks\n", r.forwards, r.groupsPerFwd, r.fallbacks)
 	}
 	keys := make([]string, 0, len(r.statuses))
 	for k := range r.statuses {

@@ -26,6 +26,7 @@ type options struct {
 	payload    int
 	group      bool // every item of a request goes to one partition
 	mint       bool // bridge items carry no transactionId: the bridge mints one
+	aware      bool // partition-aware: each request's items on their owner's own subject
 	duration   time.Duration
 	window     time.Duration // print a summary line per window (0: none)
 	compare    bool
@@ -40,7 +41,7 @@ func main() {
 	flag.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS URL")
 	flag.StringVar(&o.prefix, "prefix", "queen", "subject prefix")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:6632", "bridge HTTP address")
-	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item (default http://<-http>/metrics/prometheus; none for -target jetstream)")
+	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item, or a comma list of several bridges' (summed) (default http://<-http>/metrics/prometheus; none for -target jetstream)")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, PostgreSQL CPU per item (when local) and bundle-call time")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent requesters")
 	flag.IntVar(&o.items, "items", 1, "items per request")
@@ -48,6 +49,7 @@ func main() {
 	flag.IntVar(&o.queues, "queues", 1, "queues written to")
 	flag.IntVar(&o.payload, "payload", 200, "payload size in bytes")
 	flag.BoolVar(&o.group, "group", false, "send all items of one request to one partition (default: spread them)")
+	flag.BoolVar(&o.aware, "aware", false, "partition-aware (bridge over NATS): read the bridges' owners' table and send each request's items to their owner's own subject, as the Go client's PartitionAware does (default: the shared subject)")
 	flag.BoolVar(&o.mint, "mint", false, "send bridge items without a transactionId, so the bridge mints one (default: unique client transactionIds)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long to push (each target, with -compare)")
 	flag.DurationVar(&o.window, "window", 0, "also print items/s and bundle-call time per window of this length (0: off)")
@@ -117,6 +119,9 @@ func describe(o options) string {
 	switch o.target {
 	case "bridge":
 		via = "bridge/" + o.transport
+		if o.aware {
+			via += " partition-aware"
+		}
 	case "jetstream":
 		return fmt.Sprintf("jetstream PublishAsync to stream %s at %s, %d publishers × %d pending, %s.p0..p%d, %d-byte payloads",
 			o.js.stream, o.natsURL, o.clients, o.js.window, o.js.subject, o.partitions-1, o.payload)

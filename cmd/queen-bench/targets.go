@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,12 +33,37 @@ func newTarget(ctx context.Context, o options) (target, error) {
 
 // bridgeTarget pushes to queen-bridge over NATS or HTTP.
 type bridgeTarget struct {
-	send    func([]byte) ([]byte, error)
+	send    func(subject string, body []byte) ([]byte, error) // subject "": the shared one
 	closeFn func()
-	mint    bool // leave transactionId out
+	mint    bool    // leave transactionId out
+	owners  *owners // -aware: each part to its owner's own subject
 }
 
 func (b *bridgeTarget) push(_ context.Context, _ int, items []item) (map[string]int64, error) {
+	if b.owners == nil {
+		return b.pushTo("", items)
+	}
+	parts := b.owners.split(items)
+	if len(parts) == 1 {
+		for subject, its := range parts {
+			return b.pushTo(subject, its)
+		}
+	}
+	total := map[string]int64{}
+	for subject, its := range parts {
+		counts, err := b.pushTo(subject, its)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range counts {
+			total[k] += v
+		}
+	}
+	return total, nil
+}
+
+// pushTo sends one push of items on subject ("": the shared one).
+func (b *bridgeTarget) pushTo(subject string, items []item) (map[string]int64, error) {
 	body := make([]byte, 0, 64+len(items)*(96+len(items[0].payload)))
 	body = append(body, `{"items":[`...)
 	for k, it := range items {
@@ -52,7 +78,11 @@ func (b *bridgeTarget) push(_ context.Context, _ int, items []item) (map[string]
 		body = append(append(append(body, `,"payload":`...), it.payload...), '}')
 	}
 	body = append(body, `]}`...)
-	out, err := b.send(body)
+	out, err := b.send(subject, body)
+	if subject != "" && errors.Is(err, nats.ErrNoResponders) {
+		b.owners.fallbacks.Add(int64(len(items)))
+		out, err = b.send("", body)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +120,11 @@ func newBridgeTarget(o options) (*bridgeTarget, error) {
 		if err != nil {
 			return nil, err
 		}
-		subject := o.prefix + ".v1.push"
-		return &bridgeTarget{send: func(b []byte) ([]byte, error) {
+		shared := o.prefix + ".v1.push"
+		t := &bridgeTarget{send: func(subject string, b []byte) ([]byte, error) {
+			if subject == "" {
+				subject = shared
+			}
 			m, err := nc.Request(subject, b, 30*time.Second)
 			if err != nil {
 				return nil, err
@@ -100,11 +133,23 @@ func newBridgeTarget(o options) (*bridgeTarget, error) {
 				return nil, fmt.Errorf("error %s: %s", code, m.Header.Get("Nats-Service-Error"))
 			}
 			return m.Data, nil
-		}, closeFn: nc.Close}, nil
+		}, closeFn: nc.Close}
+		if o.aware {
+			ow, err := newOwners(nc, o.prefix)
+			if err != nil {
+				nc.Close()
+				return nil, err
+			}
+			t.owners = ow
+		}
+		return t, nil
 	case "http":
+		if o.aware {
+			return nil, errors.New("-aware needs -transport nats")
+		}
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.clients}}
 		url := "http://" + o.httpAddr + "/api/v1/push"
-		return &bridgeTarget{send: func(b []byte) ([]byte, error) {
+		return &bridgeTarget{send: func(_ string, b []byte) ([]byte, error) {
 			resp, err := client.Post(url, "application/json", bytes.NewReader(b))
 			if err != nil {
 				return nil, err

@@ -43,6 +43,7 @@ type config struct {
 	maxPartitionsPerRequest         int
 	buckets, heartbeatMS            int
 	forwardTimeoutMS                int
+	forwardGatherUS                 int
 	dedupWindowS                    int
 	encryptionKeyHex                string
 	httpTokens, httpAdminTokens     string
@@ -116,6 +117,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_OWNERSHIP_BUCKETS", "1024", "buckets that partitions fall into for ownership; the same on every bridge of a deployment", num(&c.buckets)},
 		{"QUEEN_OWNERSHIP_HEARTBEAT_MS", "500", "how often a bridge tells the others it is alive, ms; one silent for three is gone", num(&c.heartbeatMS)},
 		{"QUEEN_FORWARD_TIMEOUT_MS", "2000", "how long a bridge waits for a partition's owner to answer a forward, ms; then it writes the items itself", num(&c.forwardTimeoutMS)},
+		{"QUEEN_FORWARD_GATHER_US", "200", "forwards to one owner leave at most once per this many µs: a lone one at once, others gathered into one message (negative: every request's alone)", num(&c.forwardGatherUS)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 keys for encrypted queues: 64 hex characters, or id:hex,... (ids 0..255; the highest encrypts, all decrypt)", str(&c.encryptionKeyHex)},
 		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding QUEEN_ENCRYPTION_KEY's value (entries separated by commas or lines), instead of the variable", str(&c.encryptionKeyFile)},

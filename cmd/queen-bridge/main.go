@@ -176,7 +176,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, NATSAccounts: accounts, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,
-		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond, JetStream: streams,
+		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond, ForwardGather: time.Duration(cfg.forwardGatherUS) * time.Microsecond, JetStream: streams,
 	}, meters)
 	if err != nil {
 		return err
