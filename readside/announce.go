@@ -66,6 +66,7 @@ type availableItem struct {
 func (r *Reads) Announce(keys []Key) {
 	local := r.parked.n.Load() > 0
 	for _, k := range keys {
+		r.marks.bump(k)
 		if local {
 			r.notify(k)
 		}
@@ -122,6 +123,8 @@ func (r *Reads) onAvailable(m *nats.Msg) {
 		if err != nil {
 			continue
 		}
-		r.notify(Key{Tenant: tenant, Queue: it.Queue, Partition: it.Partition})
+		k := Key{Tenant: tenant, Queue: it.Queue, Partition: it.Partition}
+		r.marks.bump(k)
+		r.notify(k)
 	}
 }
