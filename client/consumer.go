@@ -59,6 +59,9 @@ type ConsumeOptions struct {
 	// extended, by LeaseSeconds. Defaults 20s and 60.
 	RenewEvery   time.Duration
 	LeaseSeconds int
+	// OnAck, when set, hears the bridge's answer to each batch's
+	// acknowledgement (after it arrived). Default nil.
+	OnAck func(msgs []Message, results []AckResult)
 	// OnError hears of pops and acknowledgements that failed (the bridge
 	// away, a restart); Consume retries them with backoff. Default nil.
 	OnError func(error)
@@ -145,7 +148,10 @@ func (c *Client) Consume(ctx context.Context, queue, group string, h Handler, op
 			status, text = "failed", herr.Error()
 		}
 		for ctx.Err() == nil {
-			if _, err := c.Ack(ctx, group, msgs, status, text); err == nil {
+			if rs, err := c.Ack(ctx, group, msgs, status, text); err == nil {
+				if o.OnAck != nil {
+					o.OnAck(msgs, rs)
+				}
 				break
 			} else if errors.As(err, &refused) && !refused.retryable() {
 				return err
