@@ -64,7 +64,7 @@ func (r *Reads) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Poppe
 	for {
 		r.pops.Add(1)
 		parts, err := r.popOnce(ctx, tenant, req, out.Lease)
-		if err != nil || len(parts) > 0 || req.Wait == 0 || !time.Now().Before(deadline) {
+		if err != nil || len(parts) > 0 || req.Wait == 0 || !time.Now().Before(deadline) || r.leaving() {
 			out.Parts = parts
 			return out, err
 		}
@@ -83,6 +83,9 @@ func (r *Reads) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Poppe
 			case <-r.quit:
 				pause.Stop()
 				return out, nil
+			case <-r.leave:
+				pause.Stop()
+				return out, nil
 			case <-ctx.Done():
 				pause.Stop()
 				return out, fmt.Errorf("pop abandoned: %w", ctx.Err())
@@ -94,6 +97,8 @@ func (r *Reads) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Poppe
 		case <-timer.C:
 			return out, nil
 		case <-r.quit:
+			return out, nil
+		case <-r.leave:
 			return out, nil
 		case <-ctx.Done():
 			return out, fmt.Errorf("pop abandoned: %w", ctx.Err())

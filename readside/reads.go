@@ -32,6 +32,8 @@ type Reads struct {
 	toPeers *keySet // partitions to announce to peers
 	sub     *nats.Subscription
 	quit    chan struct{} // closed by Stop: loops end, parked reads answer empty
+	leave   chan struct{} // closed by Unpark: parked reads and pops answer now
+	unpark  sync.Once
 	bg      sync.WaitGroup
 	stop    sync.Once
 
@@ -52,7 +54,7 @@ func New(cfg Config) (*Reads, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("readside: Config.DB is required")
 	}
-	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{}), marks: newMarks()}, nil
+	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{}), leave: make(chan struct{}), marks: newMarks()}, nil
 }
 
 // Start runs the hot-list loop, and with peers the publisher and the
@@ -74,6 +76,12 @@ func (r *Reads) Start(context.Context) error {
 	go r.publishLoop()
 	return nil
 }
+
+// Unpark makes every parked read and pop answer with what it has (nothing)
+// at once, and every later one answer without parking: the bridge is
+// stopping, and its clients should ask another bridge rather than wait out
+// their timeouts here. Idempotent.
+func (r *Reads) Unpark() { r.unpark.Do(func() { close(r.leave) }) }
 
 // Stop ends the loops and the subscription and answers parked reads with
 // what they have (nothing). Idempotent.
@@ -126,7 +134,7 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 		if err != nil {
 			return nil, err
 		}
-		if len(msgs) > 0 || req.Wait == 0 || !time.Now().Before(deadline) {
+		if len(msgs) > 0 || req.Wait == 0 || !time.Now().Before(deadline) || r.leaving() {
 			return msgs, nil
 		}
 		if wake == nil {
@@ -146,6 +154,9 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 			case <-r.quit:
 				pause.Stop()
 				return nil, nil
+			case <-r.leave:
+				pause.Stop()
+				return nil, nil
 			case <-ctx.Done():
 				pause.Stop()
 				return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
@@ -158,9 +169,21 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 			return nil, nil
 		case <-r.quit:
 			return nil, nil
+		case <-r.leave:
+			return nil, nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 		}
+	}
+}
+
+// leaving reports whether Unpark was called.
+func (r *Reads) leaving() bool {
+	select {
+	case <-r.leave:
+		return true
+	default:
+		return false
 	}
 }
 

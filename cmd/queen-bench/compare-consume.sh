@@ -24,7 +24,9 @@ pids=()
 clusters=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	# Only the bridges: a bare wait would also wait for the tee below, which
+	# ends only when this script does.
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	for c in "${clusters[@]}"; do as_pg "$PGBIN/pg_ctl" -D "$c" -m fast -w stop >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT

@@ -123,8 +123,6 @@ DECLARE
     v_mode    text;
     v_after   timestamptz;
     v_n       bigint := 0;
-    v_take    bigint;
-    s         record;
 BEGIN
     SELECT p.id, p.name, p.last_offset, q.id, q.other_options
     INTO o_pid, o_name, o_last, v_qid, v_opts
@@ -192,23 +190,29 @@ BEGIN
     END IF;
 
     -- 4. What to deliver: whole segments after the cursor until p_batch
-    -- frames, the last one cut at the batch.
-    o_to := o_cursor;
-    o_bases := '{}'; o_created := '{}'; o_payloads := '{}';
-    FOR s IN
-        SELECT x.base_offset, x.end_offset, x.created_at, x.payload FROM queen.log_segments x
-        WHERE x.partition_id = o_pid AND x.end_offset > o_cursor
-          AND (v_delay = 0 OR x.created_at <= clock_timestamp() - make_interval(secs => v_delay))
-        ORDER BY x.end_offset
-    LOOP
-        v_take := least(s.end_offset - greatest(s.base_offset - 1, o_cursor), p_batch - v_n);
-        o_bases := o_bases || s.base_offset;
-        o_created := o_created || s.created_at;
-        o_payloads := o_payloads || s.payload;
-        o_to := greatest(s.base_offset - 1, o_cursor) + v_take;
-        v_n := v_n + v_take;
-        EXIT WHEN v_n >= p_batch;
-    END LOOP;
+    -- frames, the last one cut at the batch. One statement: each segment
+    -- after the cursor holds at least one frame, so p_batch segments are
+    -- enough; a running sum of their frames after the cursor decides which
+    -- are needed and how much of the last. (Appending to the answer's arrays
+    -- in a loop copied them on every segment.)
+    SELECT coalesce(array_agg(d.base_offset ORDER BY d.end_offset), '{}'), coalesce(array_agg(d.created_at ORDER BY d.end_offset), '{}'),
+           coalesce(array_agg(d.payload ORDER BY d.end_offset), '{}'), coalesce(max(d.start_at + least(d.n, p_batch - (d.run - d.n))), o_cursor),
+           coalesce(sum(least(d.n, p_batch - (d.run - d.n))), 0)
+    INTO o_bases, o_created, o_payloads, o_to, v_n
+    FROM (
+        SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run
+        FROM (
+            SELECT x.base_offset, x.end_offset, x.created_at, x.payload,
+                   greatest(x.base_offset - 1, o_cursor) AS start_at,
+                   x.end_offset - greatest(x.base_offset - 1, o_cursor) AS n
+            FROM queen.log_segments x
+            WHERE x.partition_id = o_pid AND x.end_offset > o_cursor
+              AND (v_delay = 0 OR x.created_at <= clock_timestamp() - make_interval(secs => v_delay))
+            ORDER BY x.end_offset
+            LIMIT p_batch
+        ) w
+    ) d
+    WHERE d.run - d.n < p_batch;
     IF v_n = 0 THEN
         UPDATE queen.consumer_cursors c SET lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
         WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
