@@ -124,11 +124,19 @@ DECLARE
     v_after   timestamptz;
     v_n       bigint := 0;
 BEGIN
-    SELECT p.id, p.name, p.last_offset, q.id, q.other_options
-    INTO o_pid, o_name, o_last, v_qid, v_opts
-    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-    WHERE CASE WHEN p_pid > 0 THEN p.id = p_pid AND q.tenant = p_tenant
-               ELSE q.tenant = p_tenant AND q.name = p_queue AND p.name = p_partition END;
+    -- Two statements, each keyed: a CASE in one WHERE would keep either
+    -- index from being used.
+    IF p_pid > 0 THEN
+        SELECT p.id, p.name, p.last_offset, q.id, q.other_options
+        INTO o_pid, o_name, o_last, v_qid, v_opts
+        FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+        WHERE p.id = p_pid AND q.tenant = p_tenant;
+    ELSE
+        SELECT p.id, p.name, p.last_offset, q.id, q.other_options
+        INTO o_pid, o_name, o_last, v_qid, v_opts
+        FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+        WHERE q.tenant = p_tenant AND q.name = p_queue AND p.name = p_partition;
+    END IF;
     IF o_pid IS NULL THEN
         o_status := 'missing';
         RETURN;
