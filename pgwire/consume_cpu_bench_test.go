@@ -54,8 +54,29 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 		b.ReportMetric(cpu/batch, "backend-µs/item")
 	})
 	for _, per := range []int{100, 10} {
+		b.Run(fmt.Sprintf("pop-autoack/segment-frames=%d", per), func(b *testing.B) {
+			queue := fmt.Sprintf("bench.auto%d.n%d", per, b.N)
+			for off := 1; off <= (b.N+4)*batch; off += per {
+				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+				var status string
+				var cursor, to int64
+				if err := conn.QueryRow(ctx, `SELECT o_status, o_cursor, o_to FROM queen.consumer_pop_v1($1, $2, 'p', 0, 'g', NULL, $3, true, 'all', NULL)`,
+					pgtype.UUID{Valid: true}, queue, batch).Scan(&status, &cursor, &to); err != nil {
+					return err
+				}
+				if status != PopDelivered || to-cursor != batch {
+					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor, to)
+				}
+				return nil
+			})
+			b.ReportMetric(cpu/batch, "backend-µs/item")
+		})
 		b.Run(fmt.Sprintf("pop-ack/segment-frames=%d", per), func(b *testing.B) {
-			queue := fmt.Sprintf("bench.consume%d", per)
+			queue := fmt.Sprintf("bench.consume%d.n%d", per, b.N) // each run of the sub-benchmark its own backlog
 			for off := 1; off <= (b.N+4)*batch; off += per {
 				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
 					b.Fatal(err)
