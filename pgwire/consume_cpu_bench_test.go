@@ -18,7 +18,7 @@ import (
 // (100 frames of 200 bytes): push is one bundle call writing the batch as
 // one segment; consume is one pop of 100 (consumer_pop_v1) and one batch
 // acknowledgement of them (consumer_ack_v1), over a backlog stored in
-// segments of `frames` frames. Metrics: backend-µs/call (a push, or a pop
+// segments of `frames` frames; pop-autoack is the pop alone. Metrics: backend-µs/call (a push, or a pop
 // and its ack) and backend-µs/item.
 // Run with: go test ./pgwire -run '^$' -bench ConsumeBackendCPU -benchtime 300x
 func BenchmarkConsumeBackendCPU(b *testing.B) {

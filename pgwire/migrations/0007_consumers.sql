@@ -275,8 +275,6 @@ CREATE FUNCTION queen.consumer_ack_v1(
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
-SET enable_mergejoin = off
-SET jit = off
 AS $$
 DECLARE
     n        integer := coalesce(array_length(p_statuses, 1), 0);
