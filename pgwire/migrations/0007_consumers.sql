@@ -275,17 +275,23 @@ CREATE FUNCTION queen.consumer_ack_v1(
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
+SET enable_mergejoin = off
+SET jit = off
 AS $$
 DECLARE
     n        integer := coalesce(array_length(p_statuses, 1), 0);
     r        record;
     v_qid    bigint;
     v_limit  integer;
-    v_offs   bigint[];    -- each item's offset, NULL: not found
+    v_offs   bigint[];
     v_block  bigint;      -- lowest offset to be delivered again
     v_move   bigint;
     v_retry  boolean := false;
     v_acked  integer := 0;
+    v_all_ok boolean := true;
+    v_dead   bigint[] := '{}';
+    k        integer;
+    st       text;
 BEGIN
     o_err := array_fill(NULL::text, ARRAY[n]);
     o_dlq := array_fill(false, ARRAY[n]);
@@ -310,54 +316,66 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Set-based, every item at once (a loop of plpgsql statements per item
-    -- cost more than the rest of the call). Each hash is resolved inside
-    -- (cursor, delivered_to]: the lowest matching offset there.
-    -- A message of this call that is to be delivered again (failed below
-    -- the limit, retry) blocks the cursor just before it.
-    WITH inc AS (
-        SELECT g.k, substring(p_hashes FROM g.k * 16 + 1 FOR 16) AS h
-        FROM generate_series(0, n - 1) AS g(k)
-    ), stored AS (
-        SELECT t.base_offset + j.j AS off, substring(t.hashes FROM (j.j * 16 + 1)::integer FOR 16) AS h
-        FROM (SELECT x.base_offset, x.end_offset, x.hashes FROM queen.log_segments x
-              WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.base_offset <= r.delivered_to
-                AND x.hashes IS NOT NULL
-              UNION ALL
-              SELECT x.base_offset, x.end_offset, x.hashes FROM queen.log_txns x
-              WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.base_offset <= r.delivered_to) t,
-             generate_series(greatest(0, r.cursor_offset + 1 - t.base_offset),
-                             least(t.end_offset, r.delivered_to) - t.base_offset) AS j(j)
-    )
-    SELECT array_agg(m.off ORDER BY inc.k) INTO v_offs
-    FROM inc LEFT JOIN (SELECT stored.h, min(stored.off) AS off FROM stored GROUP BY stored.h) m ON m.h = inc.h;
+    -- Resolve each hash inside (cursor, delivered_to].
+    SELECT array_agg(d.off ORDER BY d.k) INTO v_offs FROM (
+        SELECT inc.k, min(st.off) AS off
+        FROM generate_series(0, n - 1) AS inc(k)
+        LEFT JOIN (
+            SELECT t.base_offset + j.j AS off, substring(t.hashes FROM (j.j * 16 + 1)::integer FOR 16) AS h
+            FROM (SELECT x.base_offset, x.end_offset, x.hashes FROM queen.log_segments x
+                  WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.base_offset <= r.delivered_to
+                    AND x.hashes IS NOT NULL
+                  UNION ALL
+                  SELECT x.base_offset, x.end_offset, x.hashes FROM queen.log_txns x
+                  WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.base_offset <= r.delivered_to) t,
+                 generate_series(greatest(0, r.cursor_offset + 1 - t.base_offset),
+                                 least(t.end_offset, r.delivered_to) - t.base_offset) AS j(j)
+        ) st ON st.h = substring(p_hashes FROM inc.k * 16 + 1 FOR 16)
+        GROUP BY inc.k
+    ) d;
 
-    SELECT min(i.off) FILTER (WHERE i.st = 'retry' OR (i.st = 'failed' AND r.retry_count < v_limit)),
-           bool_or(i.st = 'failed' AND i.off IS NOT NULL AND r.retry_count < v_limit)
-    INTO v_block, v_retry
-    FROM unnest(v_offs, p_statuses) WITH ORDINALITY AS u(off, st0, k), LATERAL (SELECT u.off, u.k - 1 AS k, coalesce(nullif(u.st0, ''), 'completed') AS st) i;
-    v_retry := coalesce(v_retry, false) OR v_block IS NOT NULL;
+    -- The lowest offset of this call that is to be delivered again.
+    FOR k IN 1 .. n LOOP
+        st := coalesce(nullif(p_statuses[k], ''), 'completed');
+        IF v_offs[k] IS NULL THEN
+            o_err[k] := 'transactionId is not among the messages delivered after the cursor';
+            CONTINUE;
+        END IF;
+        IF st = 'retry' OR (st = 'failed' AND r.retry_count < v_limit) THEN
+            v_block := least(coalesce(v_block, v_offs[k]), v_offs[k]);
+        END IF;
+    END LOOP;
 
-    -- Dead letters: failed at the limit, or dlq, below the block.
-    INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)
-    SELECT v_qid, p_pid, p_group, i.off, coalesce(p_txids[i.k + 1], ''), p_errors[i.k + 1], r.retry_count
-    FROM unnest(v_offs, p_statuses) WITH ORDINALITY AS u(off, st0, k), LATERAL (SELECT u.off, u.k - 1 AS k, coalesce(nullif(u.st0, ''), 'completed') AS st) i
-    WHERE i.off IS NOT NULL AND (v_block IS NULL OR i.off < v_block)
-      AND (i.st = 'dlq' OR (i.st = 'failed' AND r.retry_count >= v_limit))
-    ON CONFLICT (partition_id, consumer_group, message_offset) DO NOTHING;
-
-    SELECT greatest(r.cursor_offset, max(i.off) FILTER (WHERE i.off IS NOT NULL AND (v_block IS NULL OR i.off < v_block)
-                                                         AND i.st IN ('completed', 'success', 'failed', 'dlq'))),
-           count(DISTINCT i.off) FILTER (WHERE i.off IS NOT NULL AND (v_block IS NULL OR i.off < v_block)
-                                          AND i.st IN ('completed', 'success', 'failed', 'dlq')),
-           array_agg(CASE WHEN i.off IS NULL THEN 'transactionId is not among the messages delivered after the cursor'
-                          WHEN i.st NOT IN ('completed', 'success', 'failed', 'dlq', 'retry') THEN 'status must be completed, success, failed, dlq or retry'
-                     END ORDER BY i.k),
-           array_agg(i.off IS NOT NULL AND (v_block IS NULL OR i.off < v_block)
-                     AND (i.st = 'dlq' OR (i.st = 'failed' AND r.retry_count >= v_limit)) ORDER BY i.k)
-    INTO v_move, v_acked, o_err, o_dlq
-    FROM unnest(v_offs, p_statuses) WITH ORDINALITY AS u(off, st0, k), LATERAL (SELECT u.off, u.k - 1 AS k, coalesce(nullif(u.st0, ''), 'completed') AS st) i;
-    v_move := coalesce(v_move, r.cursor_offset);
+    v_move := r.cursor_offset;
+    FOR k IN 1 .. n LOOP
+        CONTINUE WHEN v_offs[k] IS NULL;
+        st := coalesce(nullif(p_statuses[k], ''), 'completed');
+        IF st NOT IN ('completed', 'success', 'failed', 'dlq', 'retry') THEN
+            o_err[k] := 'status must be completed, success, failed, dlq or retry';
+            CONTINUE;
+        END IF;
+        IF st = 'retry' OR (st = 'failed' AND r.retry_count < v_limit) THEN
+            v_retry := true;
+            v_all_ok := false;
+            CONTINUE;
+        END IF;
+        IF st IN ('failed', 'dlq') THEN
+            v_all_ok := false;
+            IF v_block IS NULL OR v_offs[k] < v_block THEN
+                INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)
+                VALUES (v_qid, p_pid, p_group, v_offs[k], coalesce(p_txids[k], ''), p_errors[k], r.retry_count)
+                ON CONFLICT (partition_id, consumer_group, message_offset) DO NOTHING;
+                o_dlq[k] := true;
+            END IF;
+        END IF;
+        IF v_block IS NULL OR v_offs[k] < v_block THEN
+            v_move := greatest(v_move, v_offs[k]);
+            IF NOT v_offs[k] = ANY (v_dead) THEN
+                v_dead := v_dead || v_offs[k];
+                v_acked := v_acked + 1;
+            END IF;
+        END IF;
+    END LOOP;
 
     o_cursor := v_move;
     o_released := v_retry OR r.acked_count + v_acked >= r.delivered_count OR v_move >= r.delivered_to;
