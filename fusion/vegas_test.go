@@ -36,7 +36,7 @@ func TestLimitFollowsWhatCommitsWaitOn(t *testing.T) {
 		{"a slow disk, little work", time.Millisecond, 1400 * time.Microsecond, 3},
 		{"a flush that is all of the call", time.Millisecond, time.Millisecond, 8},
 	} {
-		v = newVegas(1, 8, 3) // a disk of its own: F is the lowest recent reading
+		v = newVegas(1, 8, 3)    // a disk of its own: F is the lowest recent reading
 		for r := 0; r < 8; r++ { // the limit rises by one a reading
 			v.flushed(c.flush)
 			for i := 0; i < 100; i++ { // the moving average settles
