@@ -387,3 +387,51 @@ func TestAccountsModePartitionAwareProducers(t *testing.T) {
 		t.Fatalf("the bridges received %v forwarded groups", f)
 	}
 }
+
+// In the accounts mode the consumer subjects are imported like push: a
+// tenant pops, extends and acknowledges its own queue's messages, and
+// another tenant's pop of a queue of the same name finds nothing.
+func TestAccountsModeConsumers(t *testing.T) {
+	url := accountsNATS(t)
+	tenantA, tenantB := uuid.New(), uuid.New()
+	newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
+		accounts: map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": tenantB}})
+	a := connectTenant(t, url, "tenant-a", "a-pw")
+	b := connectTenant(t, url, "tenant-b", "b-pw")
+	request := func(c *tenantConn, subject, body string) []byte {
+		t.Helper()
+		msg, err := c.Request(subject, []byte(body), 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		if e := msg.Header.Get("Nats-Service-Error"); e != "" {
+			t.Fatalf("%s: %s", subject, e)
+		}
+		return msg.Data
+	}
+	request(a, "queen.v1.push", items(item("jobs", "p", "a1")))
+	if out := request(b, "queen.v1.pop", `{"queue":"jobs"}`); len(out) != 0 {
+		t.Fatalf("B popped A's message: %s", out)
+	}
+	var p popped
+	if err := json.Unmarshal(request(a, "queen.v1.pop", `{"queue":"jobs","batch":5}`), &p); err != nil || len(p.Messages) != 1 || p.Messages[0].TransactionID != "a1" {
+		t.Fatalf("A's pop: %+v %v", p, err)
+	}
+	// B cannot extend or acknowledge A's lease and message.
+	if out := request(b, "queen.v1.lease", `{"leaseId":"`+p.LeaseID+`"}`); !strings.Contains(string(out), `"success":false`) {
+		t.Fatalf("B extended A's lease: %s", out)
+	}
+	ack := `{"transactionId":"a1","partitionId":"` + p.PartitionID + `","leaseId":"` + p.LeaseID + `"}`
+	if out := request(b, "queen.v1.ack", ack); !strings.Contains(string(out), `"success":false`) {
+		t.Fatalf("B acknowledged A's message: %s", out)
+	}
+	if out := request(a, "queen.v1.lease", `{"leaseId":"`+p.LeaseID+`","seconds":30}`); !strings.Contains(string(out), `"success":true`) {
+		t.Fatalf("A's extension: %s", out)
+	}
+	if out := request(a, "queen.v1.ack", ack); !strings.Contains(string(out), `"success":true`) || !strings.Contains(string(out), `"leaseReleased":true`) {
+		t.Fatalf("A's ack: %s", out)
+	}
+	if out := request(a, "queen.v1.dlq", `{"queue":"jobs"}`); !strings.Contains(string(out), `"total":0`) {
+		t.Fatalf("A's dead letters: %s", out)
+	}
+}

@@ -220,6 +220,9 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		b.gate.Lock()
 		b.stopping.Store(true)
 		b.gate.Unlock()
+		// Parked reads and pops answer now (empty): their clients ask
+		// again, and the other bridges answer them.
+		b.reads.Unpark()
 		// The others hear this bridge leave and write what they would have
 		// forwarded here; forwarded groups already in fusion are answered.
 		if err := b.router.Stop(ctx); err != nil {

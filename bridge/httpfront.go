@@ -21,10 +21,18 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/system/maintenance", b.guard(auth.ActionSetMaintenance, b.httpMaintenance))
 	mux.Handle("GET /api/v1/messages", b.guard(auth.ActionRead, b.httpMessages))
 	mux.HandleFunc("GET /health", b.httpHealth)
-	// Queen's consumer side is not this service: say so, in JSON.
-	for _, route := range []string{"/api/v1/pop/", "/api/v1/ack", "/api/v1/ack/", "/api/v1/transaction", "/api/v1/transaction/", "/api/v1/lease/"} {
+	// Queen's consumer API (consume.go).
+	mux.Handle("GET /api/v1/pop/queue/{queue}", b.guard(auth.ActionRead, b.httpPop))
+	mux.Handle("GET /api/v1/pop/queue/{queue}/partition/{partition}", b.guard(auth.ActionRead, b.httpPop))
+	mux.Handle("POST /api/v1/ack", b.guard(auth.ActionRead, b.httpAck(false)))
+	mux.Handle("POST /api/v1/ack/batch", b.guard(auth.ActionRead, b.httpAck(true)))
+	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend))
+	mux.Handle("GET /api/v1/dlq", b.guard(auth.ActionRead, b.httpDLQ))
+	// Queen's transactions (ack and push in one call) are not served: say
+	// so, in JSON.
+	for _, route := range []string{"/api/v1/transaction", "/api/v1/transaction/"} {
 		mux.HandleFunc(route, func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusNotImplemented, jsonapi.ErrorBody(r.URL.Path+" is Queen's consumer side, which this service does not serve; it serves pushes (POST /api/v1/push), reading back (GET /api/v1/messages), queue configuration (POST /api/v1/configure) and maintenance mode (/api/v1/system/maintenance)"))
+			writeJSON(w, http.StatusNotImplemented, jsonapi.ErrorBody(r.URL.Path+" is Queen's transaction API, which this service does not serve; it serves pushes (POST /api/v1/push), consumers (/api/v1/pop, /api/v1/ack, /api/v1/lease, /api/v1/dlq), reading back (GET /api/v1/messages), queue configuration (POST /api/v1/configure) and maintenance mode (/api/v1/system/maintenance)"))
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -46,6 +46,10 @@ func (b *Bridge) startNATS() error {
 		{"configure", pfx + "configure", b.natsConfigure},
 		{"maintenance", pfx + "maintenance", b.natsMaintenance},
 		{"fetch", pfx + "fetch", b.natsFetch},
+		{"pop", pfx + "pop", b.natsPop},
+		{"ack", pfx + "ack", b.natsAck},
+		{"lease", pfx + "lease", b.natsLease},
+		{"dlq", pfx + "dlq", b.natsDLQ},
 	} {
 		if err := svc.AddEndpoint(ep.name, ep.h, micro.WithEndpointSubject(ep.subject)); err != nil {
 			return err

@@ -42,7 +42,7 @@ func TestQueenClientsFlow(t *testing.T) {
 		t.Fatalf("create: %d %s", status, out)
 	}
 	if string(ans.Options["leaseTime"]) != "300" || string(ans.Options["dedupWindowSeconds"]) != "120" ||
-		strings.Join(ans.NotActedOn, ",") != "completedRetentionSeconds,delayedProcessing,leaseTime,maxSize,priority,retryLimit,windowBuffer" {
+		strings.Join(ans.NotActedOn, ",") != "completedRetentionSeconds,maxSize,priority" {
 		t.Fatalf("create answered options %s, not acted on %v", out, ans.NotActedOn)
 	}
 	// Read back: a configure that changes one option keeps the others.
@@ -97,8 +97,8 @@ func TestConfigureRefusesAnotherNamespace(t *testing.T) {
 	}
 }
 
-// Unknown routes answer JSON 404; Queen's consumer routes answer 501 and
-// say what this service serves; maintenance carries Queen's fields.
+// Unknown routes answer JSON 404; Queen's transaction route answers 501
+// and says what this service serves; an ack without its fields is a 400; maintenance carries Queen's fields.
 func TestRoutesQueenClientsMayCall(t *testing.T) {
 	n := newNode(t, nodeOpts{})
 	for _, c := range []struct {
@@ -107,10 +107,9 @@ func TestRoutesQueenClientsMayCall(t *testing.T) {
 		want         string
 	}{
 		{"GET", "/api/v1/nothing", http.StatusNotFound, "no route GET /api/v1/nothing"},
-		{"GET", "/api/v1/pop/queue/orders", http.StatusNotImplemented, "POST /api/v1/push"},
-		{"POST", "/api/v1/ack", http.StatusNotImplemented, "consumer side"},
-		{"POST", "/api/v1/ack/batch", http.StatusNotImplemented, "consumer side"},
-		{"POST", "/api/v1/transaction", http.StatusNotImplemented, "consumer side"},
+		{"POST", "/api/v1/ack", http.StatusBadRequest, "transactionId is required"},
+		{"POST", "/api/v1/ack/batch", http.StatusBadRequest, "acknowledgments must be an array"},
+		{"POST", "/api/v1/transaction", http.StatusNotImplemented, "transaction API"},
 		{"GET", "/api/v1/system/maintenance", http.StatusOK, `"bufferHealthy":true`},
 	} {
 		var status int

@@ -156,14 +156,15 @@ func (c *Client) Close() {
 	c.own.fetchWG.Wait()
 }
 
-// RequestError is a push the bridge refused as a whole, with its status.
+// RequestError is a request (a push, a pop, an acknowledgement) the bridge
+// refused as a whole, with its status.
 type RequestError struct {
 	Status  int
 	Message string
 }
 
 func (e *RequestError) Error() string {
-	return fmt.Sprintf("client: push refused (%d): %s", e.Status, e.Message)
+	return fmt.Sprintf("client: request refused (%d): %s", e.Status, e.Message)
 }
 
 // retryable reports whether a refusal may pass on a later attempt.

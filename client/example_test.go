@@ -54,3 +54,27 @@ func ExampleProducer() {
 	}
 	_ = p.Close(context.Background())
 }
+
+// Consume a queue as a consumer group: batches of up to 100, acknowledged
+// together when the handler returns nil (an error hands them back for a
+// retry), the lease renewed while the handler runs. (Compiled, not run.)
+func ExampleClient_Consume() {
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer nc.Close()
+	c, _ := client.New(client.Config{NATS: nc}) // or client.Config{HTTPURL: "http://127.0.0.1:6632"}
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	err = c.Consume(ctx, "orders.eu", "billing", func(ctx context.Context, msgs []client.Message) error {
+		for _, m := range msgs {
+			fmt.Println(m.Partition, m.TransactionID, string(m.Data))
+		}
+		return nil
+	}, client.ConsumeOptions{Batch: 100})
+	if err != nil {
+		fmt.Println(err)
+	}
+}

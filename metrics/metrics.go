@@ -25,6 +25,7 @@ type Metrics struct {
 	itemsPerBndl prometheus.Histogram
 	segsPerBndl  prometheus.Histogram
 	forwardRTT   prometheus.Histogram
+	consumers    consumers
 }
 
 // New registers the bridge's own collectors on reg.
@@ -54,7 +55,9 @@ func New(reg *prometheus.Registry) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 	}
+	m.consumers = newConsumers()
 	reg.MustRegister(m.requests, m.items, m.latency, m.itemsPerBndl, m.segsPerBndl, m.forwardRTT)
+	reg.MustRegister(m.consumers.collectors()...)
 	return m
 }
 
@@ -159,6 +162,10 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_ownership_bucket_moves_total", "Buckets whose owner changed, summed over membership changes.", func() uint64 { return owners().BucketMoves }),
 		gauge("queen_ownership_bridges", "Live bridges, this one included.", func() float64 { return float64(owners().Bridges) }),
 		gauge("queen_ownership_owned_buckets", "Buckets this bridge owns.", func() float64 { return float64(owners().OwnedBuckets) }),
+		counter("queen_consumer_lease_expiries_total", "Partition claims that took over an expired lease (its messages after the cursor delivered again).",
+			func() uint64 { return reads().LeaseExpiries }),
+		counter("queen_consumer_claims_total", "Partition claims tried by pops.", func() uint64 { return reads().Claims }),
+		newLagCollector(b.DB),
 		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.DB.Stats().StatementTimeouts }),
 		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",
 			func() uint64 { return b.DB.Stats().QuarantinedConnection }),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,11 @@ func (o *Options) UnmarshalJSON(b []byte) error {
 // ActedOn are the queue options this service acts on.
 var ActedOn = []string{"encryptionEnabled", "dedupWindowSeconds", "retentionSeconds"}
 
+// ConsumerOptions are the queue options in Queen's spelling that the
+// consumer API acts on at pop, ack and retention (SPEC section 11). They
+// are stored with the other options, where the database reads them.
+var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "windowBuffer", "retainUnconsumed"}
+
 // Configure creates or updates a queue (options left out keep their value),
 // caches the result and broadcasts it to peers.
 func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string, upd pgwire.QueueUpdate) (Changed, error) {
@@ -151,7 +157,9 @@ func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string,
 	ch := Changed{Configured: true, Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task,
 		Options: Options{QueueOptions: q.Options, Other: q.OtherOptions}, NotActedOn: []string{}}
 	for k := range q.OtherOptions {
-		ch.NotActedOn = append(ch.NotActedOn, k)
+		if !slices.Contains(ConsumerOptions, k) {
+			ch.NotActedOn = append(ch.NotActedOn, k)
+		}
 	}
 	sort.Strings(ch.NotActedOn)
 	out, _ := json.Marshal(ch)

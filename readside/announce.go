@@ -66,6 +66,7 @@ type availableItem struct {
 func (r *Reads) Announce(keys []Key) {
 	local := r.parked.n.Load() > 0
 	for _, k := range keys {
+		r.marks.bump(k)
 		if local {
 			r.notify(k)
 		}
@@ -110,13 +111,17 @@ func (r *Reads) notify(k Key) {
 }
 
 // onAvailable feeds a peer's announcement into this bridge (its own are
-// dropped by the subscription). With no read parked here it is counted and
-// not decoded, as Announce skips its local part: a read parks before its
+// dropped by the subscription). With no read parked here and no queue
+// consumed through this bridge it is counted and not decoded, as Announce
+// skips its local part: a read parks before its
 // last look, so one that parks after this check finds the peer's messages,
 // which were committed before they were announced. With several bridges
 // under load this spares each the decoding of all the others' writes.
 func (r *Reads) onAvailable(m *nats.Msg) {
-	if r.parked.n.Load() == 0 {
+	local := r.parked.n.Load() > 0
+	if !local && r.marks.n.Load() == 0 {
+		// Nothing here would use it: no parked read to wake, and no queue
+		// consumed through this bridge whose candidates it would mark.
 		r.peerAnnouncements.Add(1)
 		return
 	}
@@ -130,6 +135,10 @@ func (r *Reads) onAvailable(m *nats.Msg) {
 		if err != nil {
 			continue
 		}
-		r.notify(Key{Tenant: tenant, Queue: it.Queue, Partition: it.Partition})
+		k := Key{Tenant: tenant, Queue: it.Queue, Partition: it.Partition}
+		r.marks.bump(k)
+		if local {
+			r.notify(k)
+		}
 	}
 }

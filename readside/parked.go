@@ -50,11 +50,18 @@ func (p *parked) unpark(k Key, ch chan struct{}) {
 	p.n.Add(-1)
 }
 
-// wake wakes every read parked on k.
+// wake wakes every read parked on k, and every pop parked on k's queue
+// (the key with Partition "": partition names are never empty).
 func (p *parked) wake(k Key) {
 	p.wakes.Add(1)
 	p.mu.Lock()
 	for ch := range p.m[k] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	for ch := range p.m[Key{Tenant: k.Tenant, Queue: k.Queue}] {
 		select {
 		case ch <- struct{}{}:
 		default:

@@ -32,12 +32,21 @@ type Reads struct {
 	toPeers *keySet // partitions to announce to peers
 	sub     *nats.Subscription
 	quit    chan struct{} // closed by Stop: loops end, parked reads answer empty
+	leave   chan struct{} // closed by Unpark: parked reads and pops answer now
+	unpark  sync.Once
 	bg      sync.WaitGroup
 	stop    sync.Once
 
 	announced         atomic.Uint64
 	peerAnnouncements atomic.Uint64
 	queries           atomic.Uint64 // reads of the database by Fetch
+
+	marks         *marks        // partitions consumed through this bridge (consume.go)
+	rotate        atomic.Uint64 // where the next any-partition pop starts in its candidates
+	pops          atomic.Uint64 // rounds of claims made by pops
+	claims        atomic.Uint64 // partition claims tried
+	leaseExpiries atomic.Uint64 // claims that took over an expired lease
+	delivered     atomic.Uint64 // messages delivered by pops
 }
 
 // New validates cfg.
@@ -45,7 +54,7 @@ func New(cfg Config) (*Reads, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("readside: Config.DB is required")
 	}
-	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{})}, nil
+	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{}), leave: make(chan struct{}), marks: newMarks()}, nil
 }
 
 // Start runs the hot-list loop, and with peers the publisher and the
@@ -67,6 +76,12 @@ func (r *Reads) Start(context.Context) error {
 	go r.publishLoop()
 	return nil
 }
+
+// Unpark makes every parked read and pop answer with what it has (nothing)
+// at once, and every later one answer without parking: the bridge is
+// stopping, and its clients should ask another bridge rather than wait out
+// their timeouts here. Idempotent.
+func (r *Reads) Unpark() { r.unpark.Do(func() { close(r.leave) }) }
 
 // Stop ends the loops and the subscription and answers parked reads with
 // what they have (nothing). Idempotent.
@@ -119,7 +134,7 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 		if err != nil {
 			return nil, err
 		}
-		if len(msgs) > 0 || req.Wait == 0 || !time.Now().Before(deadline) {
+		if len(msgs) > 0 || req.Wait == 0 || !time.Now().Before(deadline) || r.leaving() {
 			return msgs, nil
 		}
 		if wake == nil {
@@ -139,6 +154,9 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 			case <-r.quit:
 				pause.Stop()
 				return nil, nil
+			case <-r.leave:
+				pause.Stop()
+				return nil, nil
 			case <-ctx.Done():
 				pause.Stop()
 				return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
@@ -151,9 +169,21 @@ func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([
 			return nil, nil
 		case <-r.quit:
 			return nil, nil
+		case <-r.leave:
+			return nil, nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
 		}
+	}
+}
+
+// leaving reports whether Unpark was called.
+func (r *Reads) leaving() bool {
+	select {
+	case <-r.leave:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -170,10 +200,15 @@ type Stats struct {
 	Announced         uint64 // MESSAGE_AVAILABLE sent to peers
 	PeerAnnouncements uint64 // MESSAGE_AVAILABLE received from peers
 	Queries           uint64 // database reads made by fetches
+	Pops              uint64 // rounds of claims made by pops (a parked pop makes one per wake)
+	Claims            uint64 // partition claims tried by pops
+	LeaseExpiries     uint64 // claims that took over an expired lease
+	Delivered         uint64 // messages delivered by pops
 }
 
 // Stats returns a snapshot.
 func (r *Reads) Stats() Stats {
 	return Stats{Wakes: r.parked.wakes.Load(), Parked: r.parked.n.Load(),
-		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(), Queries: r.queries.Load()}
+		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(), Queries: r.queries.Load(),
+		Pops: r.pops.Load(), Claims: r.claims.Load(), LeaseExpiries: r.leaseExpiries.Load(), Delivered: r.delivered.Load()}
 }

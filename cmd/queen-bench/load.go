@@ -94,7 +94,7 @@ type generator struct {
 func newGenerator(o options) *generator {
 	g := &generator{o: o, queues: make([]string, o.partitions), partitions: make([]string, o.partitions), payload: payloadOf(o.payload)}
 	for p := range g.partitions {
-		g.queues[p] = "bench.q" + strconv.Itoa(p%o.queues)
+		g.queues[p] = queueName(o, p%o.queues)
 		g.partitions[p] = "p" + strconv.Itoa(p)
 	}
 	return g
@@ -119,6 +119,15 @@ func (g *generator) items(c, i int) []item {
 		out[k] = item{queue: g.queues[p], partition: g.partitions[p], txid: string(txid), payload: g.payload}
 	}
 	return out
+}
+
+// queueName is the name of queue q: <-queue-prefix><q>, bench.q<q> by
+// default.
+func queueName(o options, q int) string {
+	if o.queuePrefix == "" {
+		o.queuePrefix = "bench.q"
+	}
+	return o.queuePrefix + strconv.Itoa(q)
 }
 
 // run loads one target for o.duration and reports.

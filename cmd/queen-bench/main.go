@@ -32,6 +32,13 @@ type options struct {
 	compare    bool
 	run        string
 	js         jsOptions
+
+	consumers         int    // consume mode: consumers of one group (0: off)
+	consumeBatch      int    // messages a pop may deliver
+	consumePartitions int    // partitions a pop may claim
+	consumeGroup      string // the consumer group
+	consumeOnly       bool   // consume what is there; push nothing
+	queuePrefix       string // queues are <queuePrefix><n>
 }
 
 func main() {
@@ -62,6 +69,12 @@ func main() {
 	serveDir := flag.String("serve-jetstream", "", "run a nats-server with JetStream file storage in this directory until interrupted (the jetstream target's real stream), instead of loading")
 	serveListen := flag.String("listen", "127.0.0.1:4333", "with -serve-jetstream: the client address")
 	syncAlways := flag.Bool("sync-always", false, "with -serve-jetstream: fsync every message before its ack (sync_interval: always)")
+	flag.IntVar(&o.consumers, "consumers", 0, "consume mode (bridge target): this many consumers of one group pop and acknowledge while the clients push (0: off)")
+	flag.IntVar(&o.consumeBatch, "consume-batch", 100, "consume mode: messages one pop may deliver")
+	flag.IntVar(&o.consumePartitions, "consume-partitions", 1, "consume mode: partitions one pop may claim")
+	flag.StringVar(&o.consumeGroup, "consume-group", "bench", "consume mode: the consumer group")
+	flag.BoolVar(&o.consumeOnly, "consume-only", false, "consume mode: push nothing, consume what earlier runs left (CPU per consumed item)")
+	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
 	if *serveDir != "" {
@@ -87,6 +100,9 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 	if o.target == "jetstream" {
 		_, err := runJetStream(ctx, o, out)
 		return err
+	}
+	if o.consumers > 0 {
+		return runConsume(ctx, o, out)
 	}
 	if !o.compare {
 		_, err := run(ctx, o, out)

@@ -1,0 +1,110 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queenbridge/queenbridge/client"
+)
+
+// Consume over NATS and over HTTP: each named group gets every message
+// once, in order per partition; a batch the handler fails comes again; a
+// lease is renewed while the handler runs, so the partition stays held
+// past the queue's leaseTime.
+func TestConsumeOverNATSAndHTTP(t *testing.T) {
+	b := newBridge(t, bridgeBinary(t))
+	ctx := context.Background()
+	overNATS, err := client.New(client.Config{NATS: natsConn(t), Prefix: b.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overHTTP, err := client.New(client.Config{HTTPURL: "http://" + b.http})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var its []client.Item
+	for k := 0; k < 50; k++ {
+		for p := 0; p < 3; p++ {
+			its = append(its, client.Item{Queue: "cons", Partition: fmt.Sprintf("p%d", p), TransactionID: fmt.Sprintf("p%d-%d", p, k), Payload: json.RawMessage(`{"k":1}`)})
+		}
+	}
+	if _, err := overHTTP.Push(ctx, its...); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*client.Client{"nats": overNATS, "http": overHTTP} {
+		cctx, cancel := context.WithCancel(ctx)
+		var mu sync.Mutex
+		next := map[string]int{}
+		seen := map[string]int{}
+		failedOnce := false
+		err := c.Consume(cctx, "cons", "g-"+name, func(_ context.Context, msgs []client.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !failedOnce {
+				failedOnce = true
+				return errors.New("first batch fails")
+			}
+			for _, m := range msgs {
+				var p, k int
+				fmt.Sscanf(m.TransactionID, "p%d-%d", &p, &k)
+				if k != next[m.Partition] || string(m.Data) != `{"k":1}` || m.ConsumerGroup != "g-"+name {
+					t.Errorf("%s: %+v after %d", name, m, next[m.Partition])
+				}
+				next[m.Partition] = k + 1
+				seen[m.TransactionID]++
+			}
+			if len(seen) == len(its) {
+				cancel()
+			}
+			return nil
+		}, client.ConsumeOptions{Batch: 20, Wait: time.Second})
+		if err != nil || len(seen) != len(its) {
+			t.Fatalf("%s: %d of %d consumed: %v", name, len(seen), len(its), err)
+		}
+	}
+
+	// Lease renewal.
+	if status, out := post(t, "http://"+b.http+"/api/v1/configure", `{"queue":"slow","options":{"leaseTime":1}}`); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	if _, err := overHTTP.Push(ctx, client.Item{Queue: "slow", Partition: "p", Payload: json.RawMessage(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err = overNATS.Consume(cctx, "slow", "", func(context.Context, []client.Message) error {
+		defer cancel()
+		time.Sleep(1500 * time.Millisecond) // past the queue's leaseTime
+		resp, err := http.Get("http://" + b.http + "/api/v1/pop/queue/slow/partition/p")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("a pop while the handler runs: %d (the lease was not renewed)", resp.StatusCode)
+		}
+		return nil
+	}, client.ConsumeOptions{RenewEvery: 100 * time.Millisecond, Wait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func post(t testing.TB, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	_, _ = fmt.Fprint(&sb, resp.Status)
+	return resp.StatusCode, sb.String()
+}

@@ -1,0 +1,344 @@
+package jsonapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// QueueModeGroup is the consumer group of Queen's queue mode.
+const QueueModeGroup = "__QUEUE_MODE__"
+
+// PopRequest is a pop: the query parameters of GET /api/v1/pop/queue/:queue
+// (and .../partition/:partition), or the JSON body of <prefix>.v1.pop,
+// where the path parameters are the fields queue and partition.
+type PopRequest struct {
+	Queue            string `json:"queue"`
+	Partition        string `json:"partition"`
+	Batch            int    `json:"batch"`
+	Wait             bool   `json:"wait"`
+	TimeoutMs        int    `json:"timeout"`
+	ConsumerGroup    string `json:"consumerGroup"`
+	AutoAck          bool   `json:"autoAck"`
+	SubscriptionMode string `json:"subscriptionMode"`
+	SubscriptionFrom string `json:"subscriptionFrom"`
+	Partitions       int    `json:"partitions"`
+
+	// From is SubscriptionFrom as a time (Validate): "now" is the time of
+	// validation; zero without one.
+	From time.Time `json:"-"`
+}
+
+// Bounds of a pop.
+const (
+	MaxPopBatch      = 10000
+	MaxPopPartitions = 100
+	DefaultPopWaitMs = 30000
+)
+
+// ParsePopQuery reads a pop's query parameters; bad numbers and booleans
+// are errors naming the parameter.
+func ParsePopQuery(get func(string) string) (PopRequest, error) {
+	r := PopRequest{ConsumerGroup: get("consumerGroup"), SubscriptionMode: get("subscriptionMode"), SubscriptionFrom: get("subscriptionFrom")}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"batch", &r.Batch}, {"timeout", &r.TimeoutMs}, {"partitions", &r.Partitions}} {
+		if v := get(p.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return r, Badf("%s must be an integer, got %q", p.name, v)
+			}
+			*p.dst = n
+		}
+	}
+	for _, p := range []struct {
+		name string
+		dst  *bool
+	}{{"wait", &r.Wait}, {"autoAck", &r.AutoAck}} {
+		if v := get(p.name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return r, Badf("%s must be true or false, got %q", p.name, v)
+			}
+			*p.dst = b
+		}
+	}
+	return r, nil
+}
+
+// Validate checks a pop and fills in its defaults: batch 1, timeout 30 s,
+// group __QUEUE_MODE__, subscription mode all, partitions 1.
+func (r *PopRequest) Validate(now time.Time) error {
+	if err := CheckName("queue", r.Queue, r.Queue != ""); err != nil {
+		return err
+	}
+	if r.Partition != "" {
+		if err := CheckName("partition", r.Partition, true); err != nil {
+			return err
+		}
+	}
+	if r.ConsumerGroup == "" {
+		r.ConsumerGroup = QueueModeGroup
+	}
+	if err := CheckName("consumerGroup", r.ConsumerGroup, true); err != nil {
+		return err
+	}
+	switch {
+	case r.Batch == 0:
+		r.Batch = 1
+	case r.Batch < 0 || r.Batch > MaxPopBatch:
+		return Badf("batch must be 1..%d, got %d", MaxPopBatch, r.Batch)
+	}
+	switch {
+	case r.Partitions == 0:
+		r.Partitions = 1
+	case r.Partitions < 0 || r.Partitions > MaxPopPartitions:
+		return Badf("partitions must be 1..%d, got %d", MaxPopPartitions, r.Partitions)
+	}
+	switch {
+	case r.TimeoutMs == 0:
+		r.TimeoutMs = DefaultPopWaitMs
+	case r.TimeoutMs < 0 || int64(r.TimeoutMs) > maxWait.Milliseconds():
+		return Badf("timeout must be 0..%d ms, got %d", maxWait.Milliseconds(), r.TimeoutMs)
+	}
+	switch r.SubscriptionMode {
+	case "":
+		r.SubscriptionMode = "all"
+	case "all", "new":
+	default:
+		return Badf("subscriptionMode must be all or new, got %q", r.SubscriptionMode)
+	}
+	switch r.SubscriptionFrom {
+	case "":
+	case "now":
+		r.From = now
+	default:
+		t, err := time.Parse(time.RFC3339Nano, r.SubscriptionFrom)
+		if err != nil {
+			return Badf("subscriptionFrom must be now or an RFC 3339 time, got %q", r.SubscriptionFrom)
+		}
+		r.From = t
+	}
+	return nil
+}
+
+// PoppedMessage is one message of a pop answer.
+type PoppedMessage struct {
+	ID            [16]byte
+	TransactionID string
+	TraceID       string
+	Payload       []byte // the JSON as stored (decrypted)
+	Encoded       bool   // the payload is the base64 string of a body that was not JSON
+	CreatedAt     time.Time
+	PartitionID   int64
+	Partition     string
+}
+
+// AppendPopped appends one message as Queen's clients read it: id,
+// transactionId, traceId (null when none), data (the payload exactly as
+// pushed), producerSub, createdAt, partitionId (a string, as in push
+// results), partition, leaseId ("" with auto-ack), consumerGroup, and
+// "encoding":"base64" for a payload stored from a body that was not JSON.
+func AppendPopped(out []byte, m *PoppedMessage, lease, group string) []byte {
+	out = append(out, `{"id":"`...)
+	out = AppendUUID(out, m.ID)
+	out = append(out, `","transactionId":`...)
+	out = AppendString(out, m.TransactionID)
+	out = append(out, `,"traceId":`...)
+	if m.TraceID == "" {
+		out = append(out, `null`...)
+	} else {
+		out = AppendString(out, m.TraceID)
+	}
+	out = append(out, `,"data":`...)
+	out = append(out, m.Payload...)
+	if m.Encoded {
+		out = append(out, `,"encoding":"base64"`...)
+	}
+	out = append(out, `,"producerSub":null,"createdAt":"`...)
+	out = m.CreatedAt.UTC().AppendFormat(out, time.RFC3339Nano)
+	out = append(out, `","partitionId":"`...)
+	out = strconv.AppendInt(out, m.PartitionID, 10)
+	out = append(out, `","partition":`...)
+	out = AppendString(out, m.Partition)
+	out = append(out, `,"leaseId":`...)
+	out = AppendString(out, lease)
+	out = append(out, `,"consumerGroup":`...)
+	out = AppendString(out, group)
+	return append(out, '}')
+}
+
+// Ack is one acknowledgement as Queen's clients send it.
+type Ack struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   int64  `json:"-"`
+	Status        string `json:"status"`
+	ConsumerGroup string `json:"consumerGroup"`
+	LeaseID       string `json:"leaseId"`
+	Error         string `json:"error"`
+	// Lease is LeaseID parsed; nil when none was named.
+	Lease *[16]byte `json:"-"`
+}
+
+type ackWire struct {
+	TransactionID *string         `json:"transactionId"`
+	PartitionID   json.RawMessage `json:"partitionId"`
+	Status        string          `json:"status"`
+	ConsumerGroup string          `json:"consumerGroup"`
+	LeaseID       *string         `json:"leaseId"`
+	Error         *string         `json:"error"`
+}
+
+// DecodeAck reads POST /api/v1/ack (batch false: one acknowledgement) or
+// /api/v1/ack/batch ({"acknowledgments": [...], "consumerGroup"}: a group
+// named on an item wins over the body's). Every item needs transactionId
+// and partitionId (a string of digits or a number); status defaults to
+// completed and must be one of completed, success, failed, dlq, retry.
+func DecodeAck(body []byte, batch bool) ([]Ack, error) {
+	var wires []ackWire
+	group := ""
+	if batch {
+		var b struct {
+			Acks          *[]ackWire `json:"acknowledgments"`
+			ConsumerGroup string     `json:"consumerGroup"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return nil, notJSON(err)
+		}
+		if b.Acks == nil {
+			return nil, Badf("acknowledgments must be an array")
+		}
+		wires, group = *b.Acks, b.ConsumerGroup
+	} else {
+		var w ackWire
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, notJSON(err)
+		}
+		wires = []ackWire{w}
+	}
+	out := make([]Ack, len(wires))
+	for i, w := range wires {
+		at := "acknowledgments[" + strconv.Itoa(i) + "]."
+		if !batch {
+			at = ""
+		}
+		if w.TransactionID == nil || *w.TransactionID == "" {
+			return nil, Badf("%stransactionId is required", at)
+		}
+		pid, err := partitionID(w.PartitionID)
+		if err != nil {
+			return nil, Badf("%spartitionId %s", at, err.Error())
+		}
+		a := Ack{TransactionID: *w.TransactionID, PartitionID: pid, Status: w.Status, ConsumerGroup: w.ConsumerGroup}
+		if a.ConsumerGroup == "" {
+			a.ConsumerGroup = group
+		}
+		if a.ConsumerGroup == "" {
+			a.ConsumerGroup = QueueModeGroup
+		}
+		if err := CheckName(at+"consumerGroup", a.ConsumerGroup, true); err != nil {
+			return nil, err
+		}
+		switch a.Status {
+		case "":
+			a.Status = "completed"
+		case "completed", "success", "failed", "dlq", "retry":
+		default:
+			return nil, Badf("%sstatus must be completed, success, failed, dlq or retry, got %q", at, a.Status)
+		}
+		if w.Error != nil {
+			a.Error = *w.Error
+		}
+		if w.LeaseID != nil && *w.LeaseID != "" {
+			id, err := ParseUUID(*w.LeaseID)
+			if err != nil {
+				return nil, Badf("%sleaseId must be a UUID, got %q", at, *w.LeaseID)
+			}
+			a.LeaseID, a.Lease = *w.LeaseID, &id
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+// partitionID reads a partition id sent as a string of digits or a number.
+func partitionID(raw json.RawMessage) (int64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, Badf("is required")
+	}
+	s := string(raw)
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, Badf("must be a string of digits")
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, Badf("must be a partition id (a positive integer), got %s", raw)
+	}
+	return n, nil
+}
+
+// ParseUUID reads a UUID in its text form (with or without dashes).
+func ParseUUID(s string) ([16]byte, error) {
+	var id [16]byte
+	h := strings.ReplaceAll(s, "-", "")
+	if len(h) != 32 {
+		return id, Badf("not a UUID: %q", s)
+	}
+	for i := 0; i < 16; i++ {
+		v, err := strconv.ParseUint(h[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return id, Badf("not a UUID: %q", s)
+		}
+		id[i] = byte(v)
+	}
+	return id, nil
+}
+
+// AckResult is the answer to one acknowledgement.
+type AckResult struct {
+	TransactionID string
+	Error         string // "" on success
+	Queue         string
+	Partition     string
+	LeaseReleased bool
+	DLQ           bool
+}
+
+// AppendAckResult appends {"index","transactionId","success","error",
+// "queueName","partitionName","leaseReleased","dlq"}.
+func AppendAckResult(out []byte, index int, r *AckResult) []byte {
+	out = append(out, `{"index":`...)
+	out = strconv.AppendInt(out, int64(index), 10)
+	out = append(out, `,"transactionId":`...)
+	out = AppendString(out, r.TransactionID)
+	out = append(out, `,"success":`...)
+	out = strconv.AppendBool(out, r.Error == "")
+	out = append(out, `,"error":`...)
+	if r.Error == "" {
+		out = append(out, `null`...)
+	} else {
+		out = AppendString(out, r.Error)
+	}
+	out = append(out, `,"queueName":`...)
+	out = appendStringOrNull(out, r.Queue)
+	out = append(out, `,"partitionName":`...)
+	out = appendStringOrNull(out, r.Partition)
+	out = append(out, `,"leaseReleased":`...)
+	out = strconv.AppendBool(out, r.LeaseReleased)
+	out = append(out, `,"dlq":`...)
+	out = strconv.AppendBool(out, r.DLQ)
+	return append(out, '}')
+}
+
+func appendStringOrNull(out []byte, s string) []byte {
+	if s == "" {
+		return append(out, `null`...)
+	}
+	return AppendString(out, s)
+}

@@ -1,0 +1,120 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// BenchmarkConsumeBackendCPU compares what consuming a batch costs the
+// PostgreSQL backend with what pushing it costs, at the same batch size
+// (100 frames of 200 bytes): push is one bundle call writing the batch as
+// one segment; consume is one pop of 100 (consumer_pop_v1) and one batch
+// acknowledgement of them (consumer_ack_v1), over a backlog stored in
+// segments of `frames` frames; pop-autoack is the pop alone. Metrics: backend-µs/call (a push, or a pop
+// and its ack) and backend-µs/item.
+// Run with: go test ./pgwire -run '^$' -bench ConsumeBackendCPU -benchtime 300x
+func BenchmarkConsumeBackendCPU(b *testing.B) {
+	dsn := testenv.NewDatabase(b)
+	ctx := context.Background()
+	db, err := Open(ctx, Config{DSN: dsn, MaxConns: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	payload := []byte(`{"data":"` + strings.Repeat("x", 189) + `"}`)
+	const batch = 100
+	frames := func(queue string, from, n int) segment.Write {
+		fr := make([]segment.Frame, n)
+		for i := range fr {
+			fr[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprint("t", from+i), Payload: payload}
+		}
+		return segment.Write{Queue: queue, Partition: "p", Count: int32(n), Hashes: segment.AppendHashes(nil, fr), Blob: segment.Pack(nil, fr), Verified: 1 << 62}
+	}
+	b.Run("push", func(b *testing.B) {
+		next := 1
+		cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+			w, err := newBundleArgs([]segment.Write{frames("bench.push", next, batch)}).call(ctx, conn)
+			next += batch
+			if err == nil {
+				_, err = w.results(1)
+			}
+			return err
+		})
+		b.ReportMetric(cpu/batch, "backend-µs/item")
+	})
+	for _, per := range []int{100, 10} {
+		b.Run(fmt.Sprintf("pop-autoack/segment-frames=%d", per), func(b *testing.B) {
+			queue := fmt.Sprintf("bench.auto%d.n%d", per, b.N)
+			for off := 1; off <= (b.N+4)*batch; off += per {
+				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+				var status string
+				var cursor, to int64
+				if err := conn.QueryRow(ctx, `SELECT o_status, o_cursor, o_to FROM queen.consumer_pop_v1($1, $2, 'p', 0, 'g', NULL, $3, true, 'all', NULL)`,
+					pgtype.UUID{Valid: true}, queue, batch).Scan(&status, &cursor, &to); err != nil {
+					return err
+				}
+				if status != PopDelivered || to-cursor != batch {
+					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor, to)
+				}
+				return nil
+			})
+			b.ReportMetric(cpu/batch, "backend-µs/item")
+		})
+		b.Run(fmt.Sprintf("pop-ack/segment-frames=%d", per), func(b *testing.B) {
+			queue := fmt.Sprintf("bench.consume%d.n%d", per, b.N) // each run of the sub-benchmark its own backlog
+			for off := 1; off <= (b.N+4)*batch; off += per {
+				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tenant := pgtype.UUID{Valid: true}
+			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+				var status string
+				var pid, cursor, to int64
+				lease := uuid.New()
+				if err := conn.QueryRow(ctx, `SELECT o_status, o_pid, o_cursor, o_to FROM queen.consumer_pop_v1($1, $2, 'p', 0, 'g', $3, $4, false, 'all', NULL)`,
+					tenant, queue, pgtype.UUID{Bytes: lease, Valid: true}, batch).Scan(&status, &pid, &cursor, &to); err != nil {
+					return err
+				}
+				if status != PopDelivered || to-cursor != batch {
+					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor, to)
+				}
+				var hashes []byte
+				txids := make([]string, 0, batch)
+				for off := cursor + 1; off <= to; off++ {
+					id := fmt.Sprint("t", off)
+					h := segment.Hash(id)
+					hashes = append(hashes, h[:]...)
+					txids = append(txids, id)
+				}
+				statuses, errs := make([]string, batch), make([]pgtype.Text, batch)
+				var released bool
+				var moved int64
+				if err := conn.QueryRow(ctx, `SELECT o_released, o_cursor FROM queen.consumer_ack_v1($1, $2, 'g', $3, $4, $5, $6, $7)`,
+					tenant, pid, pgtype.UUID{Bytes: lease, Valid: true}, hashes, statuses, errs, txids).Scan(&released, &moved); err != nil {
+					return err
+				}
+				if !released || moved != to {
+					return fmt.Errorf("ack: released %v, cursor %d, want %d", released, moved, to)
+				}
+				return nil
+			})
+			b.ReportMetric(cpu/batch, "backend-µs/item")
+		})
+	}
+}

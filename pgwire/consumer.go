@@ -1,0 +1,324 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// QueueMode is the consumer group of Queen's queue mode: consumers compete
+// for one cursor per partition.
+const QueueMode = "__QUEUE_MODE__"
+
+// Pop outcomes (PopResult.Status).
+const (
+	PopDelivered = "ok"      // messages after the cursor, under the lease
+	PopEmpty     = "empty"   // nothing after the cursor (the lease was released)
+	PopLeased    = "leased"  // another consumer holds a live lease
+	PopWindow    = "window"  // the newest message is inside the queue's windowBuffer
+	PopMissing   = "missing" // no such partition
+)
+
+// PopRequest is one pop of one partition for one group.
+type PopRequest struct {
+	Tenant [16]byte
+	// The partition: PartitionID when known (> 0), else Queue and Partition.
+	PartitionID      int64
+	Queue, Partition string
+	Group            string
+	// Lease is the pop's lease id (shared by the partitions one request
+	// claims); unused with AutoAck.
+	Lease   [16]byte
+	Batch   int
+	AutoAck bool
+	// SubscriptionMode ("all", "new") and SubscriptionFrom (zero: none)
+	// seed a named group's cursor the first time it pops the queue.
+	SubscriptionMode string
+	SubscriptionFrom time.Time
+}
+
+// PopResult is what a pop of one partition found.
+type PopResult struct {
+	Status      string
+	PartitionID int64
+	Partition   string
+	// Last is the partition's last offset when the pop looked; Cursor the
+	// group's cursor it delivered after; To the last offset delivered.
+	Last, Cursor, To int64
+	LeaseExpires     time.Time
+	// Expired: the claim took over an expired lease.
+	Expired  bool
+	Messages []Message
+}
+
+// Pop claims a partition for a group and delivers up to Batch messages
+// after its cursor (consumer_pop_v1): one call, one round trip.
+func (db *DB) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
+	var res PopResult
+	var bases []int64
+	var created []time.Time
+	var payloads [][]byte
+	var name pgtype.Text
+	var pid, last, cursor, to pgtype.Int8
+	var expires pgtype.Timestamptz
+	var expired pgtype.Bool
+	from := pgtype.Timestamptz{Time: req.SubscriptionFrom, Valid: !req.SubscriptionFrom.IsZero()}
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, `SELECT o_status, o_pid, o_name, o_last, o_cursor, o_to, o_expires, o_expired, o_bases, o_created, o_payloads
+			FROM queen.consumer_pop_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Queue, req.Partition, req.PartitionID, req.Group,
+			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck, req.SubscriptionMode, from).
+			Scan(&res.Status, &pid, &name, &last, &cursor, &to, &expires, &expired, &bases, &created, &payloads)
+	})
+	if err != nil {
+		return res, fmt.Errorf("pgwire: pop %s/%s (partition id %d) for %q: %w", req.Queue, req.Partition, req.PartitionID, req.Group, err)
+	}
+	res.PartitionID, res.Partition, res.Last, res.Cursor, res.To = pid.Int64, name.String, last.Int64, cursor.Int64, to.Int64
+	res.LeaseExpires, res.Expired = expires.Time, expired.Bool
+	if res.Status != PopDelivered {
+		return res, nil
+	}
+	if len(bases) != len(created) || len(bases) != len(payloads) {
+		return res, fmt.Errorf("pgwire: pop of partition %d: misaligned answer", res.PartitionID)
+	}
+	res.Messages = make([]Message, 0, res.To-res.Cursor)
+	for i, base := range bases {
+		frames, err := segment.UnpackAll(payloads[i])
+		if err != nil {
+			return res, fmt.Errorf("pgwire: pop of partition %d: segment at %d: %w", res.PartitionID, base, err)
+		}
+		for k, f := range frames {
+			if off := base + int64(k); off > res.Cursor && off <= res.To {
+				res.Messages = append(res.Messages, Message{Offset: off, Frame: f, CreatedAt: created[i]})
+			}
+		}
+	}
+	return res, nil
+}
+
+// AckItem is one acknowledgement: a message by its transactionId, a status
+// (completed, success, failed, dlq, retry; "" is completed) and an error.
+type AckItem struct {
+	TransactionID string
+	Status        string
+	Error         string
+}
+
+// AckResult answers the acknowledgements of one partition.
+type AckResult struct {
+	// Errs[i] is "" where item i succeeded, else why not.
+	Errs []string
+	// DLQ[i]: item i was written to the dead letters.
+	DLQ []bool
+	// Released: the lease was released (its acks reached what it
+	// delivered, or a failure hands the messages back).
+	Released         bool
+	Queue, Partition string
+	Cursor           int64
+}
+
+// Ack applies acknowledgements of one partition for one group
+// (consumer_ack_v1). lease nil: not checked against a lease.
+func (db *DB) Ack(ctx context.Context, tenant [16]byte, pid int64, group string, lease *[16]byte, items []AckItem) (AckResult, error) {
+	hashes := make([]byte, 0, len(items)*segment.HashSize)
+	statuses := make([]string, len(items))
+	errs := make([]pgtype.Text, len(items))
+	txids := make([]string, len(items))
+	for i, it := range items {
+		h := segment.Hash(it.TransactionID)
+		hashes = append(hashes, h[:]...)
+		statuses[i], txids[i] = it.Status, it.TransactionID
+		errs[i] = pgtype.Text{String: it.Error, Valid: it.Error != ""}
+	}
+	l := pgtype.UUID{}
+	if lease != nil {
+		l = pgtype.UUID{Bytes: *lease, Valid: true}
+	}
+	var res AckResult
+	var oerr []pgtype.Text
+	var queue, name pgtype.Text
+	var cursor pgtype.Int8
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, `SELECT o_err, o_dlq, o_released, o_queue, o_name, o_cursor FROM queen.consumer_ack_v1($1, $2, $3, $4, $5, $6, $7, $8)`,
+			pgtype.UUID{Bytes: tenant, Valid: true}, pid, group, l, hashes, statuses, errs, txids).
+			Scan(&oerr, &res.DLQ, &res.Released, &queue, &name, &cursor)
+	})
+	if err != nil {
+		return res, fmt.Errorf("pgwire: ack of partition %d for %q: %w", pid, group, err)
+	}
+	res.Queue, res.Partition, res.Cursor = queue.String, name.String, cursor.Int64
+	res.Errs = make([]string, len(items))
+	for i := range res.Errs {
+		if i < len(oerr) && oerr[i].Valid {
+			res.Errs[i] = oerr[i].String
+		}
+	}
+	if len(res.DLQ) != len(items) {
+		res.DLQ = make([]bool, len(items))
+	}
+	return res, nil
+}
+
+// ExtendLease sets a live lease's expiry to max(current, now + seconds) on
+// every partition it holds; ok is false when it is unknown or expired.
+func (db *DB) ExtendLease(ctx context.Context, tenant, lease [16]byte, seconds int) (expires time.Time, ok bool, err error) {
+	var at pgtype.Timestamptz
+	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, `SELECT queen.consumer_extend_v1($1, $2, $3)`,
+			pgtype.UUID{Bytes: tenant, Valid: true}, pgtype.UUID{Bytes: lease, Valid: true}, seconds).Scan(&at)
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("pgwire: extend lease: %w", err)
+	}
+	return at.Time, at.Valid, nil
+}
+
+// PartitionMark is what the database says about a partition a group may
+// have messages on.
+type PartitionMark struct {
+	ID     int64
+	Name   string
+	Last   int64
+	Cursor int64
+}
+
+// PendingPartitions lists the partitions of a queue with messages past the
+// group's cursor (or with no cursor yet). It reads every partition of the
+// queue: the read side calls it once per queue and group, then keeps the
+// list from announcements.
+func (db *DB) PendingPartitions(ctx context.Context, tenant [16]byte, queue, group string) ([]PartitionMark, error) {
+	var out []PartitionMark
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT p.id, p.name, p.last_offset, coalesce(c.cursor_offset, 0)
+			FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+			LEFT JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $3
+			WHERE q.tenant = $1 AND q.name = $2 AND p.last_offset > coalesce(c.cursor_offset, 0)
+			ORDER BY p.id`, pgtype.UUID{Bytes: tenant, Valid: true}, queue, group)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m PartitionMark
+			if err := rows.Scan(&m.ID, &m.Name, &m.Last, &m.Cursor); err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: partitions of %s pending for %q: %w", queue, group, err)
+	}
+	return out, nil
+}
+
+// DeadLetter is one message a group gave up on.
+type DeadLetter struct {
+	ID            int64
+	TransactionID string
+	PartitionID   int64
+	Queue         string
+	Partition     string
+	Group         string
+	Error         string
+	RetryCount    int
+	Offset        int64
+	FailedAt      time.Time
+	// Message is the stored message; Found is false when retention has
+	// removed it.
+	Message Message
+	Found   bool
+}
+
+// DeadLetters lists a queue's dead letters (group "": every group), oldest
+// first, with the total count.
+func (db *DB) DeadLetters(ctx context.Context, tenant [16]byte, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
+	var out []DeadLetter
+	var total int64
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		t := pgtype.UUID{Bytes: tenant, Valid: true}
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id
+			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3)`, t, queue, group).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := conn.Query(ctx, `SELECT d.id, d.transaction_id, d.partition_id, p.name, d.consumer_group, coalesce(d.error_message, ''),
+				d.retry_count, d.message_offset, d.failed_at, s.base_offset, s.created_at, s.payload
+			FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id
+			JOIN queen.log_partitions p ON p.id = d.partition_id
+			LEFT JOIN LATERAL (SELECT x.base_offset, x.created_at, x.payload FROM queen.log_segments x
+			                   WHERE x.partition_id = d.partition_id AND x.end_offset >= d.message_offset
+			                   ORDER BY x.end_offset LIMIT 1) s ON s.base_offset <= d.message_offset
+			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3)
+			ORDER BY d.queue_id, d.consumer_group, d.id LIMIT $4 OFFSET $5`, t, queue, group, limit, offset)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d := DeadLetter{Queue: queue}
+			var base pgtype.Int8
+			var at pgtype.Timestamptz
+			var blob []byte
+			if err := rows.Scan(&d.ID, &d.TransactionID, &d.PartitionID, &d.Partition, &d.Group, &d.Error, &d.RetryCount, &d.Offset, &d.FailedAt,
+				&base, &at, &blob); err != nil {
+				return err
+			}
+			if base.Valid {
+				f, err := segment.Unpack(blob, int(d.Offset-base.Int64))
+				if err != nil {
+					return fmt.Errorf("dead letter %d: segment at %d: %w", d.ID, base.Int64, err)
+				}
+				d.Message, d.Found = Message{Offset: d.Offset, Frame: f, CreatedAt: at.Time}, true
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("pgwire: dead letters of %s: %w", queue, err)
+	}
+	return out, total, nil
+}
+
+// GroupLag is a consumer group's lag on a queue: the partitions' last
+// offsets minus its cursors, summed.
+type GroupLag struct {
+	Tenant       [16]byte
+	Queue, Group string
+	Lag          int64
+}
+
+// ConsumerLag reads every group's lag (for the metrics, at scrape time).
+func (db *DB) ConsumerLag(ctx context.Context) ([]GroupLag, error) {
+	var out []GroupLag
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT q.tenant, q.name, c.consumer_group, sum(greatest(p.last_offset - c.cursor_offset, 0))::bigint
+			FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id JOIN queen.queues q ON q.id = p.queue_id
+			GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g GroupLag
+			var t pgtype.UUID
+			if err := rows.Scan(&t, &g.Queue, &g.Group, &g.Lag); err != nil {
+				return err
+			}
+			g.Tenant = t.Bytes
+			out = append(out, g)
+		}
+		return rows.Err()
+	})
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("pgwire: consumer lag: %w", err)
+	}
+	return out, nil
+}

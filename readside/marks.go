@@ -1,0 +1,237 @@
+package readside
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+// marks is what this bridge knows about the partitions of the queues that
+// are consumed through it: which partitions exist, a count of the
+// announcements each received (this bridge's pushes and peers'
+// MESSAGE_AVAILABLE), and per consumer group the count at which a pop last
+// found the partition empty, and until when a lease taken here holds it.
+// A partition is a candidate for a group's any-partition pop when it has
+// been announced since it was last found empty, and no lease taken here
+// holds it. The first pop of a queue and group reads the database once
+// (PendingPartitions); after that the list is kept from announcements.
+//
+// Pops and acks (one goroutine each) and announcers read and write it: a
+// mutex guards the maps, held for map operations only, never across a
+// database call.
+type marks struct {
+	mu     sync.Mutex
+	queues map[queueKey]*queueMarks
+	n      atomic.Int64 // queues tracked: announcements skip the lock while 0
+}
+
+type queueKey struct {
+	tenant [16]byte
+	queue  string
+}
+
+type partMark struct {
+	id   int64 // 0 until a pop learns it
+	name string
+	seq  uint64 // announcements received
+}
+
+type queueMarks struct {
+	parts  map[string]*partMark
+	list   []*partMark // the same partitions, in the order they became known
+	groups map[string]*groupMarks
+}
+
+type groupMarks struct {
+	loaded  bool
+	drained map[*partMark]uint64    // seq when a pop here found it empty
+	leased  map[*partMark]time.Time // a lease taken here holds it until then
+}
+
+// leaseHint bounds how long a lease taken here keeps its partition out of
+// this bridge's candidates.
+const leaseHint = time.Second
+
+func newMarks() *marks { return &marks{queues: map[queueKey]*queueMarks{}} }
+
+// candidate is a partition an any-partition pop may claim.
+type candidate struct {
+	p   *partMark
+	id  int64
+	seq uint64 // seq when it was chosen
+}
+
+// bump records an announcement of k (a push committed to it).
+func (m *marks) bump(k Key) {
+	if m.n.Load() == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[queueKey{k.Tenant, k.Queue}]
+	if q == nil {
+		return
+	}
+	q.part(k.Partition, 0).seq++
+}
+
+// part returns the mark of a partition, made when new. Under mu.
+func (q *queueMarks) part(name string, id int64) *partMark {
+	p := q.parts[name]
+	if p == nil {
+		p = &partMark{name: name, seq: 1}
+		q.parts[name] = p
+		q.list = append(q.list, p)
+	}
+	if id > 0 {
+		p.id = id
+	}
+	return p
+}
+
+func (q *queueMarks) group(g string) *groupMarks {
+	gm := q.groups[g]
+	if gm == nil {
+		gm = &groupMarks{drained: map[*partMark]uint64{}, leased: map[*partMark]time.Time{}}
+		q.groups[g] = gm
+	}
+	return gm
+}
+
+// candidates lists the partitions of a queue that may have messages past the
+// group's cursor, starting at a rotating position so that consumers spread
+// over them. The first call for a queue and group reads the database.
+func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant [16]byte, queue, group string, start uint64) ([]candidate, error) {
+	qk := queueKey{tenant, queue}
+	m.mu.Lock()
+	q := m.queues[qk]
+	loaded := q != nil && q.groups[group] != nil && q.groups[group].loaded
+	m.mu.Unlock()
+	if !loaded {
+		if err := m.load(ctx, db, qk, group); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q = m.queues[qk]
+	gm := q.group(group)
+	now := time.Now()
+	var out []candidate
+	n := len(q.list)
+	for i := 0; i < n; i++ {
+		p := q.list[(int(start%uint64(n))+i)%n]
+		if d, ok := gm.drained[p]; ok && d >= p.seq {
+			continue
+		}
+		if until, ok := gm.leased[p]; ok {
+			if now.Before(until) {
+				continue
+			}
+			delete(gm.leased, p)
+		}
+		out = append(out, candidate{p: p, id: p.id, seq: p.seq})
+	}
+	return out, nil
+}
+
+// load reads the partitions with messages past the group's cursors; the
+// queue's other known partitions count as drained for the group.
+func (m *marks) load(ctx context.Context, db *pgwire.DB, qk queueKey, group string) error {
+	m.mu.Lock()
+	q := m.queues[qk]
+	if q == nil {
+		q = &queueMarks{parts: map[string]*partMark{}, groups: map[string]*groupMarks{}}
+		m.queues[qk] = q
+		m.n.Add(1)
+	}
+	// Announcements from here on are counted: one that lands while the
+	// database is read leaves its partition a candidate.
+	before := map[*partMark]uint64{}
+	for _, p := range q.list {
+		before[p] = p.seq
+	}
+	m.mu.Unlock()
+	pending, err := db.PendingPartitions(ctx, qk.tenant, qk.queue, group)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gm := q.group(group)
+	if gm.loaded {
+		return nil
+	}
+	isPending := map[string]bool{}
+	for _, pm := range pending {
+		isPending[pm.Name] = true
+		q.part(pm.Name, pm.ID)
+	}
+	for p, seq := range before {
+		if !isPending[p.name] {
+			gm.drained[p] = seq
+		}
+	}
+	gm.loaded = true
+	return nil
+}
+
+// outcome records what a pop of candidate c found.
+func (m *marks) outcome(tenant [16]byte, queue, group string, c candidate, res pgwire.PopResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[queueKey{tenant, queue}]
+	if q == nil {
+		return
+	}
+	gm := q.group(group)
+	if res.PartitionID > 0 {
+		c.p.id = res.PartitionID
+	}
+	switch res.Status {
+	case pgwire.PopEmpty:
+		if gm.drained[c.p] < c.seq {
+			gm.drained[c.p] = c.seq
+		}
+	case pgwire.PopDelivered:
+		// A hint, not the lease: the ack may reach another bridge, whose
+		// release this one does not hear of. A claim of a leased partition
+		// is refused by the database anyway; the hint spares this bridge's
+		// other consumers that round trip for a while.
+		if !res.LeaseExpires.IsZero() {
+			until := time.Now().Add(leaseHint)
+			if res.LeaseExpires.Before(until) {
+				until = res.LeaseExpires
+			}
+			gm.leased[c.p] = until
+		}
+	case pgwire.PopMissing:
+		gm.drained[c.p] = c.seq
+	}
+}
+
+// released records that a lease on a partition ended; again: its messages
+// after the cursor are deliverable again (a failed or retried ack).
+func (m *marks) released(tenant [16]byte, queue, partition, group string, again bool) {
+	if m.n.Load() == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[queueKey{tenant, queue}]
+	if q == nil {
+		return
+	}
+	p := q.parts[partition]
+	if p == nil {
+		return
+	}
+	gm := q.group(group)
+	delete(gm.leased, p)
+	if again {
+		delete(gm.drained, p)
+	}
+}
