@@ -23,7 +23,7 @@ type Config struct {
 	// push creates. Default: 60.
 	DefaultDedupWindowSeconds int
 	// AcquireTimeout bounds the wait for a pooled connection (and so for a
-	// new connection to a database that does not answer). Default: 1s.
+	// push waiting on a database that does not answer). Default: 1s.
 	AcquireTimeout time.Duration
 	// StatementTimeout bounds one bundle call (QUEEN_PG_STATEMENT_TIMEOUT_MS).
 	// On expiry a cancel request goes to the server on a fresh connection and
@@ -73,6 +73,10 @@ type DB struct {
 	quarantined atomic.Uint64
 }
 
+// connectTimeout bounds making one connection when the DSN sets no
+// connect_timeout.
+const connectTimeout = 10 * time.Second
+
 // Open creates the pool. It does not connect until first use; call Ping or
 // Migrate to find out whether the database answers.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
@@ -84,8 +88,14 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("pgwire: parse DSN: %w", err)
 	}
 	pc.MaxConns = cfg.MaxConns
-	if pc.ConnConfig.ConnectTimeout == 0 || pc.ConnConfig.ConnectTimeout > cfg.AcquireTimeout {
-		pc.ConnConfig.ConnectTimeout = cfg.AcquireTimeout
+	// A new connection (TCP, SCRAM, the backend's start) may take longer than
+	// a push may wait for one: on a busy host SCRAM alone has taken over a
+	// second. The pool builds connections apart from the acquire that asked
+	// for them, so a push still gives up after AcquireTimeout while the
+	// connection goes on being made for the next one; only a DSN's own
+	// connect_timeout shortens this.
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	// A cancelled query context sends a cancel request to the server (on a
 	// fresh connection) right away, so the statement stops holding its locks;
