@@ -368,37 +368,7 @@ func (b *Bridge) httpDLQ(w http.ResponseWriter, r *http.Request, tenant [16]byte
 // body without error headers.
 
 func (b *Bridge) natsPop(req micro.Request) {
-	tenant, status, err := b.natsTenant(req, false)
-	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
-		return
-	}
-	var pr jsonapi.PopRequest
-	if err := json.Unmarshal(req.Data(), &pr); err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody("pop body: "+err.Error()))
-		return
-	}
-	b.gate.RLock()
-	defer b.gate.RUnlock()
-	if b.stopping.Load() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping))
-		return
-	}
-	select {
-	case b.fetchSlots <- struct{}{}:
-	default:
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
-		return
-	}
-	b.calls.Add(1)
-	go func() {
-		defer func() { <-b.fetchSlots; b.calls.Done() }()
-		status, out := b.pop(context.Background(), tenant, pr)
-		if status == http.StatusNoContent {
-			status = http.StatusOK
-		}
-		respondNATS(b.cfg.NATS, req, status, out)
-	}()
+	natsParkable(b, req, "pop", b.pop)
 }
 
 // natsAck takes a body with "acknowledgments" as a batch, anything else as

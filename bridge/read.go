@@ -96,14 +96,21 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16
 // worker; it runs on a goroutine of its own, at most Config.MaxParkedFetches
 // at once.
 func (b *Bridge) natsFetch(req micro.Request) {
+	natsParkable(b, req, "fetch", b.fetch)
+}
+
+// natsParkable serves a NATS request that may park (a fetch, a pop): the
+// body decoded as R, then run on a goroutine of its own holding one of the
+// Config.MaxParkedFetches slots. A 204 is answered as an empty body.
+func natsParkable[R any](b *Bridge, req micro.Request, what string, run func(context.Context, [16]byte, R) (int, []byte)) {
 	tenant, status, err := b.natsTenant(req, false)
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 		return
 	}
-	var fr jsonapi.FetchRequest
-	if err := json.Unmarshal(req.Data(), &fr); err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody("fetch body: "+err.Error()))
+	var r R
+	if err := json.Unmarshal(req.Data(), &r); err != nil {
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody(what+" body: "+err.Error()))
 		return
 	}
 	b.gate.RLock()
@@ -121,7 +128,10 @@ func (b *Bridge) natsFetch(req micro.Request) {
 	b.calls.Add(1)
 	go func() {
 		defer func() { <-b.fetchSlots; b.calls.Done() }()
-		status, out := b.fetch(context.Background(), tenant, fr)
+		status, out := run(context.Background(), tenant, r)
+		if status == http.StatusNoContent {
+			status = http.StatusOK
+		}
 		respondNATS(b.cfg.NATS, req, status, out)
 	}()
 }

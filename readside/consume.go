@@ -2,7 +2,6 @@ package readside
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,61 +48,13 @@ func (r *Reads) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Poppe
 		out.Lease = uuid.New()
 	}
 	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
-	deadline := time.Now().Add(req.Wait)
-	var wake chan struct{}
-	var timer *time.Timer
-	var settle time.Duration
-	defer func() {
-		if wake != nil {
-			r.parked.unpark(k, wake)
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
+	parts, err := lookParked(r, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {
 		r.pops.Add(1)
 		parts, err := r.popOnce(ctx, tenant, req, out.Lease)
-		if err != nil || len(parts) > 0 || req.Wait == 0 || !time.Now().Before(deadline) || r.leaving() {
-			out.Parts = parts
-			return out, err
-		}
-		if wake == nil {
-			wake = r.parked.park(k)
-			timer = time.NewTimer(time.Until(deadline))
-			continue
-		}
-		if settle > 0 {
-			pause := time.NewTimer(settle)
-			select {
-			case <-pause.C:
-			case <-timer.C:
-				pause.Stop()
-				return out, nil
-			case <-r.quit:
-				pause.Stop()
-				return out, nil
-			case <-r.leave:
-				pause.Stop()
-				return out, nil
-			case <-ctx.Done():
-				pause.Stop()
-				return out, fmt.Errorf("pop abandoned: %w", ctx.Err())
-			}
-		}
-		select {
-		case <-wake:
-			settle = min(max(2*settle, minSettle), maxSettle)
-		case <-timer.C:
-			return out, nil
-		case <-r.quit:
-			return out, nil
-		case <-r.leave:
-			return out, nil
-		case <-ctx.Done():
-			return out, fmt.Errorf("pop abandoned: %w", ctx.Err())
-		}
-	}
+		return parts, len(parts) > 0, err
+	})
+	out.Parts = parts
+	return out, err
 }
 
 // popOnce makes one round of claims.

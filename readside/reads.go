@@ -3,7 +3,6 @@ package readside
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,65 +115,14 @@ type FetchRequest struct {
 // whoever sends them, while a wake that finds messages answers at once.
 func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([]pgwire.Message, error) {
 	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}
-	deadline := time.Now().Add(req.Wait)
-	var wake chan struct{}
-	var timer *time.Timer
-	var settle time.Duration // wait before heeding the next wake; grows with empty wakes
-	defer func() {
-		if wake != nil {
-			r.parked.unpark(k, wake)
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
+	return lookParked(r, ctx, k, req.Wait, "read", func() ([]pgwire.Message, bool, error) {
 		r.queries.Add(1)
 		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit, req.MaxBytes)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if len(msgs) > 0 || req.Wait == 0 || !time.Now().Before(deadline) || r.leaving() {
-			return msgs, nil
-		}
-		if wake == nil {
-			// Park before looking again, so a push that lands between the
-			// read above and the wait below still wakes us.
-			wake = r.parked.park(k)
-			timer = time.NewTimer(time.Until(deadline))
-			continue
-		}
-		if settle > 0 {
-			pause := time.NewTimer(settle)
-			select {
-			case <-pause.C:
-			case <-timer.C:
-				pause.Stop()
-				return nil, nil
-			case <-r.quit:
-				pause.Stop()
-				return nil, nil
-			case <-r.leave:
-				pause.Stop()
-				return nil, nil
-			case <-ctx.Done():
-				pause.Stop()
-				return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
-			}
-		}
-		select {
-		case <-wake:
-			settle = min(max(2*settle, minSettle), maxSettle) // reset by returning: a wake that finds messages ends the read
-		case <-timer.C:
-			return nil, nil
-		case <-r.quit:
-			return nil, nil
-		case <-r.leave:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, fmt.Errorf("read abandoned: %w", ctx.Err())
-		}
-	}
+		return msgs, len(msgs) > 0, nil
+	})
 }
 
 // leaving reports whether Unpark was called.
