@@ -1,16 +1,13 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -318,22 +315,5 @@ func (c *Client) overNATS(ctx context.Context, subject string, data []byte) (int
 }
 
 func (c *Client) overHTTP(ctx context.Context, data []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.cfg.HTTPURL, "/")+"/api/v1/push", bytes.NewReader(data))
-	if err != nil {
-		return 0, nil, fmt.Errorf("client: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
-	}
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("client: http: %w", err)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("client: http answer: %w", err)
-	}
-	return resp.StatusCode, answer, nil
+	return c.httpCall(ctx, http.MethodPost, "/api/v1/push", data)
 }

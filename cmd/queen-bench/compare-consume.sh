@@ -14,45 +14,18 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 TRANSPORT=${TRANSPORT:-nats}
 OUT=${OUT:-$(mktemp -d /tmp/queen-consume-XXXXXX)}
-PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 mkdir -p "$OUT/bin" && chmod 755 "$OUT"
 go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge
 go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
 
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pids=()
-clusters=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	# Only the bridges: a bare wait would also wait for the tee below, which
-	# ends only when this script does.
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	for c in "${clusters[@]}"; do as_pg "$PGBIN/pg_ctl" -D "$c" -m fast -w stop >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
+. cmd/queen-bench/clusters.sh
 
 port=56500
 exec > >(tee "$OUT/summary.txt")
 for round in $(seq 1 "$ROUNDS"); do
 	dir=$OUT/round-$round
 	port=$((port + 1))
-	mkdir -p "$dir" && chmod 755 "$dir"
-	[ "$(id -u)" = 0 ] && chown postgres "$dir"
-	as_pg "$PGBIN/initdb" -D "$dir/pg" -U bench --auth=trust -E UTF8 --locale=C >/dev/null
-	cat >>"$dir/pg/postgresql.conf" <<-CONF
-		listen_addresses = '127.0.0.1'
-		unix_socket_directories = ''
-		max_connections = 300
-		shared_buffers = 256MB
-		max_wal_size = 4GB
-		min_wal_size = 256MB
-		checkpoint_timeout = 15min
-		jit = off
-		track_functions = pl
-	CONF
-	as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -o "-p $port" -w -t 60 start >/dev/null
-	clusters+=("$dir/pg")
-	"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$port" -U bench -d postgres -c "CREATE DATABASE bench"
+	cluster "$dir" "$port"
 	dsn="postgres://bench@127.0.0.1:$port/bench?sslmode=disable"
 	QUEEN_PG_DSN=$dsn QUEEN_DATA_DIR=$dir/bridge QUEEN_NATS_LISTEN=127.0.0.1:4396 QUEEN_HTTP_ADDR=127.0.0.1:6696 \
 		"$OUT/bin/queen-bridge" 2>"$dir/bridge.log" &

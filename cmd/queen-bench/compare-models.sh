@@ -24,45 +24,20 @@ ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
 LOAD=${LOAD:--clients 64 -items 1 -partitions 1000}
 OUT=${OUT:-$(mktemp -d /tmp/queen-models-XXXXXX)}
-PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 mkdir -p "$OUT/bin" && chmod 755 "$OUT" # the cluster runs as postgres when we are root
 go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge
 go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
 cc -O2 -shared -fPIC -o "$OUT/bin/slowsync.so" cmd/queen-bench/slowsync/slowsync.c -ldl
 chmod 755 "$OUT/bin" "$OUT/bin/slowsync.so"
 
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pids=()
-clusters=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	for c in "${clusters[@]}"; do as_pg "$PGBIN/pg_ctl" -D "$c" -m fast -w stop >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
+. cmd/queen-bench/clusters.sh
 
-# cluster DIR PORT MODEL: initdb with the embedded settings (embedded.DefaultSettings), start.
-cluster() {
-	local dir=$1 port=$2 model=$3 pre=() pin=()
-	mkdir -p "$dir" && chmod 755 "$dir"
-	[ "$(id -u)" = 0 ] && chown postgres "$dir"
-	as_pg "$PGBIN/initdb" -D "$dir/pg" -U bench --auth=trust -E UTF8 --locale=C >/dev/null
-	cat >>"$dir/pg/postgresql.conf" <<-CONF
-		listen_addresses = '127.0.0.1'
-		unix_socket_directories = ''
-		max_connections = 300
-		shared_buffers = 256MB
-		max_wal_size = 4GB
-		min_wal_size = 256MB
-		checkpoint_timeout = 15min
-		jit = off
-		track_functions = pl
-	CONF
-	case $model in slow | slowpinned) pre=(env LD_PRELOAD="$OUT/bin/slowsync.so" SLOWSYNC_US="${SLOWSYNC_US:-1000}") ;; esac
-	case $model in pinned | slowpinned) pin=(taskset -c 0) ;; esac
-	as_pg "${pin[@]}" "${pre[@]}" "$PGBIN/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -o "-p $port" -w -t 60 start >/dev/null
-	clusters+=("$dir/pg")
-	"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$port" -U bench -d postgres -c "CREATE DATABASE bench"
+# model_cluster DIR PORT MODEL: a cluster under the model's wrappers.
+model_cluster() {
+	local pre=() pin=()
+	case $3 in slow | slowpinned) pre=(env LD_PRELOAD="$OUT/bin/slowsync.so" SLOWSYNC_US="${SLOWSYNC_US:-1000}") ;; esac
+	case $3 in pinned | slowpinned) pin=(taskset -c 0) ;; esac
+	cluster "$1" "$2" "${pin[@]}" "${pre[@]}"
 }
 
 port=56400
@@ -73,7 +48,7 @@ for model in $MODELS; do
 	for round in $(seq 1 "$ROUNDS"); do
 		dir=$OUT/$model-$round
 		port=$((port + 1))
-		cluster "$dir" "$port" "$model"
+		model_cluster "$dir" "$port" "$model"
 		dsn="postgres://bench@127.0.0.1:$port/bench?sslmode=disable"
 		QUEEN_PG_DSN=$dsn QUEEN_DATA_DIR=$dir/bridge QUEEN_NATS_LISTEN=127.0.0.1:4395 QUEEN_HTTP_ADDR=127.0.0.1:6695 \
 			"${side[@]}" "$OUT/bin/queen-bridge" 2>"$dir/bridge.log" &

@@ -27,7 +27,6 @@ FIRST=${FIRST:-1}
 DURATION=${DURATION:-15s}
 LOAD=${LOAD:--clients 64 -items 1 -partitions 1000}
 OUT=${OUT:-$(mktemp -d /tmp/queen-owners-XXXXXX)}
-PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 NATS=${NATS:-embedded}
 NATSA=127.0.0.1:4396
 HTTPA=127.0.0.1:6696
@@ -36,36 +35,7 @@ mkdir -p "$OUT/bin" && chmod 755 "$OUT"
 [ -x "$OUT/bin/queen-bridge" ] || go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge
 [ -x "$OUT/bin/queen-bench" ] || go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
 
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pids=()
-clusters=()
-cleanup() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	for c in "${clusters[@]}"; do as_pg "$PGBIN/pg_ctl" -D "$c" -m fast -w stop >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
-
-cluster() {
-	local dir=$1 port=$2
-	mkdir -p "$dir" && chmod 755 "$dir"
-	[ "$(id -u)" = 0 ] && chown postgres "$dir"
-	as_pg "$PGBIN/initdb" -D "$dir/pg" -U bench --auth=trust -E UTF8 --locale=C >/dev/null
-	cat >>"$dir/pg/postgresql.conf" <<-CONF
-		listen_addresses = '127.0.0.1'
-		unix_socket_directories = ''
-		max_connections = 300
-		shared_buffers = 256MB
-		max_wal_size = 4GB
-		min_wal_size = 256MB
-		checkpoint_timeout = 15min
-		jit = off
-		track_functions = pl
-	CONF
-	as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -o "-p $port" -w -t 60 start >/dev/null
-	clusters+=("$dir/pg")
-	"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$port" -U bench -d postgres -c "CREATE DATABASE bench"
-}
+. cmd/queen-bench/clusters.sh
 
 ready() { for _ in $(seq 150); do grep -q "queen-bridge ready" "$1" && return 0; sleep 0.2; done; return 1; }
 bridges() { curl -s "http://$1/metrics/prometheus" | awk '$1 == "queen_ownership_bridges" {print $2}'; }
