@@ -298,13 +298,10 @@ func (b *Bridge) httpPop(w http.ResponseWriter, r *http.Request, tenant [16]byte
 	}
 	req.Queue, req.Partition = r.PathValue("queue"), r.PathValue("partition")
 	if req.Wait { // a pop that may park takes a slot, as a parked read does
-		select {
-		case b.fetchSlots <- struct{}{}:
-			defer func() { <-b.fetchSlots }()
-		default:
-			writeJSON(w, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
+		if !b.takeParkSlot(w) {
 			return
 		}
+		defer b.releaseParkSlot()
 	}
 	status, out := b.pop(r.Context(), tenant, req)
 	writeAnswer(w, status, out)

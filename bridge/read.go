@@ -80,13 +80,10 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16
 	}
 	req.From, req.Limit, req.WaitMs, req.MaxBytes = from, int(limit), int(wait), maxBytes
 	if req.WaitMs > 0 { // a read that may park takes a slot, as over NATS
-		select {
-		case b.fetchSlots <- struct{}{}:
-			defer func() { <-b.fetchSlots }()
-		default:
-			writeJSON(w, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
+		if !b.takeParkSlot(w) {
 			return
 		}
+		defer b.releaseParkSlot()
 	}
 	status, out := b.fetch(r.Context(), tenant, req)
 	writeJSON(w, status, out)
@@ -135,3 +132,18 @@ func natsParkable[R any](b *Bridge, req micro.Request, what string, run func(con
 		respondNATS(b.cfg.NATS, req, status, out)
 	}()
 }
+
+// takeParkSlot takes one of the Config.MaxParkedFetches slots for an HTTP
+// request that may park, or answers 503 and reports false.
+func (b *Bridge) takeParkSlot(w http.ResponseWriter) bool {
+	select {
+	case b.fetchSlots <- struct{}{}:
+		return true
+	default:
+		writeJSON(w, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
+		return false
+	}
+}
+
+// releaseParkSlot gives back a slot takeParkSlot took.
+func (b *Bridge) releaseParkSlot() { <-b.fetchSlots }
