@@ -23,6 +23,17 @@ import (
 
 // pop runs a validated pop; 204 (no body) when nothing was delivered.
 func (b *Bridge) pop(ctx context.Context, tenant [16]byte, req jsonapi.PopRequest) (int, []byte) {
+	return b.popWithin(ctx, tenant, req, 0)
+}
+
+// natsPopBound is the bound of a pop's answer over NATS: the connection's
+// largest message, less room for the headers.
+func (b *Bridge) natsPopBound() int64 {
+	return max(b.cfg.NATS.MaxPayload()-16<<10, 64<<10)
+}
+
+// popWithin is pop with the answer bounded to maxBytes (0: unbounded).
+func (b *Bridge) popWithin(ctx context.Context, tenant [16]byte, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
 	if err := req.Validate(time.Now()); err != nil {
 		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
@@ -35,7 +46,7 @@ func (b *Bridge) pop(ctx context.Context, tenant [16]byte, req jsonapi.PopReques
 	}
 	got, err := b.reads.Pop(ctx, tenant, readside.PopRequest{Queue: req.Queue, Partition: req.Partition, Group: req.ConsumerGroup,
 		Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck, SubscriptionMode: req.SubscriptionMode,
-		SubscriptionFrom: req.From, Wait: wait})
+		SubscriptionFrom: req.From, Wait: wait, MaxBytes: maxBytes})
 	if err != nil && len(got.Parts) == 0 {
 		return http.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 	}
@@ -365,7 +376,10 @@ func (b *Bridge) httpDLQ(w http.ResponseWriter, r *http.Request, tenant [16]byte
 // body without error headers.
 
 func (b *Bridge) natsPop(req micro.Request) {
-	natsParkable(b, req, "pop", b.pop)
+	bound := b.natsPopBound()
+	natsParkable(b, req, "pop", func(ctx context.Context, tenant [16]byte, pr jsonapi.PopRequest) (int, []byte) {
+		return b.popWithin(ctx, tenant, pr, bound)
+	})
 }
 
 // natsAck takes a body with "acknowledgments" as a batch, anything else as

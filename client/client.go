@@ -150,6 +150,9 @@ func (c *Client) Close() {
 		return
 	}
 	_ = c.own.sub.Unsubscribe()
+	c.own.mu.Lock()
+	c.own.closed = true // no fetch starts after this, so Wait has no Add to race with
+	c.own.mu.Unlock()
 	c.own.fetchWG.Wait()
 }
 

@@ -33,10 +33,15 @@ type ownerTable struct {
 	version  string
 	tenant   [16]byte
 	buckets  int
-	subjects []string      // per bridge: its push subject (with the tenant suffix in the single-account mode)
-	owner    []int32       // bucket -> index into subjects
-	down     []atomic.Bool // per bridge: it did not answer; use the shared subject
+	subjects []string       // per bridge: its push subject (with the tenant suffix in the single-account mode)
+	owner    []int32        // bucket -> index into subjects
+	down     []atomic.Int64 // per bridge: until when (unix ns) the shared subject takes its parts: it did not answer
 }
+
+// downFor is how long a bridge that did not answer is passed over while the
+// table stays the same: a refusal under a burst (503) or a reconnect is
+// brief, and the table of a stable cluster may not change for hours.
+const downFor = 5 * time.Second
 
 // owners is a client's view of the bridges' ownership.
 type owners struct {
@@ -47,11 +52,13 @@ type owners struct {
 	// once a fetch succeeded; announcements are ignored before).
 	tenant      atomic.Pointer[[16]byte]
 	configured  [16]byte
-	tenantInSub string // ".<tenant>" on owner subjects in the single-account mode, else ""
+	tenantInSub string      // ".<tenant>" on owner subjects in the single-account mode; set in New, then read only
+	accounts    atomic.Bool // the bridges named this client's tenant: the accounts mode, no suffix
 
-	// mu guards fetching and lastFetch: one fetch at a time, at most one
-	// per refetchEvery.
+	// mu guards fetching, lastFetch and closed: one fetch at a time, at
+	// most one per refetchEvery, none after Close.
 	mu        sync.Mutex
+	closed    bool
 	fetching  bool
 	lastFetch time.Time
 	fetchWG   sync.WaitGroup // the fetch goroutines; Close waits
@@ -140,7 +147,7 @@ func (c *Client) fetchOwners() {
 			return
 		}
 		tenant = id
-		o.tenantInSub = "" // the accounts mode: the account decides
+		o.accounts.Store(true) // the account decides the tenant
 	}
 	t, err := o.parse(msg.Data, tenant)
 	if err != nil {
@@ -155,7 +162,7 @@ func (c *Client) fetchOwners() {
 func (c *Client) refetch() {
 	o := c.own
 	o.mu.Lock()
-	if o.fetching || time.Since(o.lastFetch) < refetchEvery {
+	if o.closed || o.fetching || time.Since(o.lastFetch) < refetchEvery {
 		o.mu.Unlock()
 		return
 	}
@@ -197,12 +204,15 @@ func (o *owners) parse(data []byte, tenant [16]byte) (*ownerTable, error) {
 		return nil, errors.New("client: an owners' table without a version, buckets or bridges")
 	}
 	t := &ownerTable{version: w.Version, tenant: tenant, buckets: w.Buckets, owner: w.Owners,
-		subjects: make([]string, len(w.Bridges)), down: make([]atomic.Bool, len(w.Bridges))}
+		subjects: make([]string, len(w.Bridges)), down: make([]atomic.Int64, len(w.Bridges))}
 	for i, b := range w.Bridges {
 		if b.Subject == "" || strings.ContainsAny(b.Subject, "*> \t\r\n") {
 			return nil, fmt.Errorf("client: owners' table names subject %q", b.Subject)
 		}
-		t.subjects[i] = b.Subject + o.tenantInSub
+		t.subjects[i] = b.Subject
+		if !o.accounts.Load() {
+			t.subjects[i] += o.tenantInSub
+		}
 	}
 	for _, ix := range w.Owners {
 		if ix < 0 || int(ix) >= len(w.Bridges) {
@@ -220,7 +230,7 @@ func (t *ownerTable) ownerOf(it *Item) int {
 		p = "Default"
 	}
 	ix := int(t.owner[buckets.Of(t.tenant, it.Queue, p, t.buckets)])
-	if t.down[ix].Load() {
+	if until := t.down[ix].Load(); until != 0 && time.Now().UnixNano() < until {
 		return -1
 	}
 	return ix
@@ -298,7 +308,7 @@ func (c *Client) toOwner(ctx context.Context, t *ownerTable, ix int, items []Ite
 		return nil, err
 	case errors.Is(err, nats.ErrNoResponders), errors.As(err, &refused) && refused.Status == http.StatusServiceUnavailable:
 		// Gone or going: nothing more for it from this table.
-		t.down[ix].Store(true)
+		t.down[ix].Store(time.Now().Add(downFor).UnixNano())
 		c.refetch()
 	case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		// Slow, maybe gone: this part goes elsewhere; the table is read

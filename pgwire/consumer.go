@@ -37,6 +37,9 @@ type PopRequest struct {
 	Lease   [16]byte
 	Batch   int
 	AutoAck bool
+	// MaxBytes bounds the answer (PopCost of each message, summed); 0: no
+	// bound. At least one message is delivered.
+	MaxBytes int64
 	// SubscriptionMode ("all", "new") and SubscriptionFrom (zero: none)
 	// seed a named group's cursor the first time it pops the queue.
 	SubscriptionMode string
@@ -87,19 +90,63 @@ func (db *DB) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	if len(bases) != len(created) || len(bases) != len(payloads) {
 		return res, fmt.Errorf("pgwire: pop of partition %d: misaligned answer", res.PartitionID)
 	}
-	res.Messages = make([]Message, 0, res.To-res.Cursor)
+	// Retention may have left the cursor far below the first segment: the
+	// messages are at most the batch.
+	res.Messages = make([]Message, 0, min(res.To-res.Cursor, int64(max(req.Batch, 1))))
+	var cost int64
+	keep := -1 // the messages the bound keeps, when it cuts
 	for i, base := range bases {
 		frames, err := segment.UnpackAll(payloads[i])
 		if err != nil {
 			return res, fmt.Errorf("pgwire: pop of partition %d: segment at %d: %w", res.PartitionID, base, err)
 		}
 		for k, f := range frames {
-			if off := base + int64(k); off > res.Cursor && off <= res.To {
-				res.Messages = append(res.Messages, Message{Offset: off, Frame: f, CreatedAt: created[i]})
+			off := base + int64(k)
+			if off <= res.Cursor || off > res.To {
+				continue
 			}
+			if cost += PopCost(&f, res.Partition, req.Group); keep < 0 && req.MaxBytes > 0 && len(res.Messages) > 0 && cost > req.MaxBytes {
+				keep = len(res.Messages)
+			}
+			res.Messages = append(res.Messages, Message{Offset: off, Frame: f, CreatedAt: created[i]})
+		}
+	}
+	if keep >= 0 {
+		if err := db.shrinkPop(ctx, req, &res, keep); err != nil {
+			return res, err
 		}
 	}
 	return res, nil
+}
+
+// PopCost is what one popped message adds to an answer, at most: its
+// payload and ids, the names it repeats, and the fixed fields (offsets,
+// UUIDs, times, keys).
+func PopCost(f *segment.Frame, partition, group string) int64 {
+	return int64(len(f.Payload)+len(f.TransactionID)+len(f.TraceID)+len(partition)+len(group)) + popMessageOverhead
+}
+
+// popMessageOverhead bounds a popped message's fixed fields in the answer.
+const popMessageOverhead = 512
+
+// shrinkPop records that a pop delivers only the first keep messages, the
+// answer's bound having cut what consumer_pop_v1 took. If something moved the
+// cursor row since (another pop of an auto-ack group), the cut messages
+// stay delivered and go out with the rest.
+func (db *DB) shrinkPop(ctx context.Context, req PopRequest, res *PopResult, keep int) error {
+	to := res.Messages[keep-1].Offset
+	var applied bool
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, `SELECT queen.consumer_shrink_v1($1, $2, $3, $4, $5, $6)`,
+			res.PartitionID, req.Group, pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, res.To, to, keep).Scan(&applied)
+	})
+	if err != nil {
+		return fmt.Errorf("pgwire: pop of partition %d: recording a cut answer: %w", res.PartitionID, err)
+	}
+	if applied {
+		res.To, res.Messages = to, res.Messages[:keep]
+	}
+	return nil
 }
 
 // AckItem is one acknowledgement: a message by its transactionId, a status

@@ -460,3 +460,55 @@ func TestConsumersUnderConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// A pop bounded in bytes delivers what fits (at least one message) and
+// records only that as delivered: acknowledging it releases the lease, and
+// the next pop goes on after it. With auto-ack the cursor stops there too.
+func TestPopBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	push(t, db, write("b", "p", "a", "b", "c", "d", "e"))
+	f := segment.Frame{TransactionID: "a", Payload: []byte(`{"tx":"a"}`)}
+	two := 2*pgwire.PopCost(&f, "p", pgwire.QueueMode) + 1
+	l := lease()
+	r := pop(t, db, pgwire.PopRequest{Queue: "b", Partition: "p", Lease: l, MaxBytes: two})
+	if fmt.Sprint(txids(r.Messages)) != "[a b]" || r.To != 2 {
+		t.Fatalf("bounded pop: %+v", r)
+	}
+	if a := ack(t, db, r.PartitionID, pgwire.QueueMode, &l, completed("a", "b")...); !a.Released || a.Cursor != 2 {
+		t.Fatalf("acknowledging what the bounded pop delivered: %+v", a)
+	}
+	// The bound never delivers nothing.
+	r = pop(t, db, pgwire.PopRequest{Queue: "b", Partition: "p", MaxBytes: 1})
+	if fmt.Sprint(txids(r.Messages)) != "[c]" || r.To != 3 {
+		t.Fatalf("a bound below one message: %+v", r)
+	}
+	r = pop(t, db, pgwire.PopRequest{Queue: "b", Partition: "p", Group: "g", AutoAck: true, MaxBytes: two})
+	if fmt.Sprint(txids(r.Messages)) != "[a b]" {
+		t.Fatalf("bounded auto-ack pop: %+v", r)
+	}
+	r = pop(t, db, pgwire.PopRequest{Queue: "b", Partition: "p", Group: "g", AutoAck: true})
+	if fmt.Sprint(txids(r.Messages)) != "[c d e]" {
+		t.Fatalf("auto-ack after a bounded pop skipped or repeated: %+v", r)
+	}
+}
+
+// A cursor far below the first segment retention left (a group that never
+// popped a partition whose early segments are gone) delivers the batch
+// without sizing anything by the gap.
+func TestPopAfterAGapLeftByRetention(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	push(t, db, write("gap", "p", "a", "b", "c"))
+	ctx := context.Background()
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET base_offset = base_offset + 1000000, end_offset = end_offset + 1000000`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_partitions SET last_offset = last_offset + 1000000 WHERE name = 'p'`); err != nil {
+		t.Fatal(err)
+	}
+	r := pop(t, db, pgwire.PopRequest{Queue: "gap", Partition: "p", Batch: 2})
+	if fmt.Sprint(txids(r.Messages)) != "[a b]" || r.Messages[0].Offset != 1000001 || cap(r.Messages) > 2 {
+		t.Fatalf("pop after the gap: %+v (cap %d)", r, cap(r.Messages))
+	}
+}

@@ -17,6 +17,9 @@ type PopRequest struct {
 	// Batch caps the messages of the whole pop; Partitions the partitions
 	// an any-partition pop may claim.
 	Batch, Partitions int
+	// MaxBytes bounds the whole answer (pgwire.PopCost of each message); 0:
+	// no bound. At least one message is delivered.
+	MaxBytes int64
 	AutoAck           bool
 	SubscriptionMode  string
 	SubscriptionFrom  time.Time
@@ -63,7 +66,7 @@ func (r *Reads) popOnce(ctx context.Context, tenant [16]byte, req PopRequest, le
 		SubscriptionMode: req.SubscriptionMode, SubscriptionFrom: req.SubscriptionFrom}
 	if req.Partition != "" {
 		pr := base
-		pr.Partition, pr.Batch = req.Partition, req.Batch
+		pr.Partition, pr.Batch, pr.MaxBytes = req.Partition, req.Batch, req.MaxBytes
 		res, err := r.cfg.DB.Pop(ctx, pr)
 		if err != nil {
 			return nil, err
@@ -79,13 +82,15 @@ func (r *Reads) popOnce(ctx context.Context, tenant [16]byte, req PopRequest, le
 		return nil, err
 	}
 	var out []pgwire.PopResult
-	left := req.Batch
+	left, bytesLeft := req.Batch, req.MaxBytes
 	for i, c := range cands {
-		if i >= maxClaimTries || len(out) >= req.Partitions || left <= 0 {
+		// A further partition is claimed only while half the byte bound is
+		// left: each delivers at least one message.
+		if i >= maxClaimTries || len(out) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(out) > 0 && bytesLeft < req.MaxBytes/2) {
 			break
 		}
 		pr := base
-		pr.Batch = left
+		pr.Batch, pr.MaxBytes = left, bytesLeft
 		if c.id > 0 {
 			pr.PartitionID = c.id
 		} else {
@@ -100,6 +105,9 @@ func (r *Reads) popOnce(ctx context.Context, tenant [16]byte, req PopRequest, le
 		if res.Status == pgwire.PopDelivered {
 			out = append(out, res)
 			left -= len(res.Messages)
+			for i := range res.Messages {
+				bytesLeft -= pgwire.PopCost(&res.Messages[i].Frame, res.Partition, req.Group)
+			}
 		}
 	}
 	return out, nil
@@ -115,17 +123,18 @@ func (r *Reads) count(res pgwire.PopResult) {
 
 // Ack applies acknowledgements of one partition for one group and keeps
 // the marks: a released lease no longer keeps the partition out of this
-// bridge's candidates, and messages handed back (failed below the retry
-// limit, retry) are announced, here and to peers, so that parked pops
-// claim them.
+// bridge's candidates, and the release is announced, here and to peers, so
+// that parked pops claim what is left or handed back (failed below the
+// retry limit, retry).
 func (r *Reads) Ack(ctx context.Context, tenant [16]byte, pid int64, group string, lease *[16]byte, items []pgwire.AckItem, again bool) (pgwire.AckResult, error) {
 	res, err := r.cfg.DB.Ack(ctx, tenant, pid, group, lease, items)
 	if err != nil || !res.Released || res.Queue == "" {
 		return res, err
 	}
 	r.marks.released(tenant, res.Queue, res.Partition, group, again)
-	if again {
-		r.Announce([]Key{{Tenant: tenant, Queue: res.Queue, Partition: res.Partition}})
-	}
+	// A released partition may hold more than the lease delivered, or what
+	// it handed back: pops parked on it (here and at peers) claim it now
+	// instead of at their timeout.
+	r.Announce([]Key{{Tenant: tenant, Queue: res.Queue, Partition: res.Partition}})
 	return res, nil
 }

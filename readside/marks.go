@@ -193,7 +193,10 @@ func (m *marks) outcome(tenant [16]byte, queue, group string, c candidate, res p
 	}
 	switch res.Status {
 	case pgwire.PopEmpty:
-		if gm.drained[c.p] < c.seq {
+		// Messages past the cursor still too young to deliver
+		// (delayedProcessing) come due without an announcement: the
+		// partition stays a candidate.
+		if res.Last <= res.Cursor && gm.drained[c.p] < c.seq {
 			gm.drained[c.p] = c.seq
 		}
 	case pgwire.PopDelivered:
