@@ -475,3 +475,56 @@ func TestConsumeOverNATS(t *testing.T) {
 		t.Fatalf("bad pop: %v %+v", err, msg)
 	}
 }
+
+// A pop over NATS whose messages together pass what one NATS message
+// carries answers what fits, and the rest comes with the next pops: every
+// message is delivered once, in order.
+func TestConsumeOverNATSBoundedByMaxPayload(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	big := strings.Repeat("x", 20<<10)
+	for r := 0; r < 3; r++ {
+		var items []string
+		for i := 0; i < 20; i++ {
+			items = append(items, fmt.Sprintf(`{"queue":"bq","partition":"p","transactionId":"m%02d","payload":{"s":%q}}`, r*20+i, big))
+		}
+		msg, err := n.nc.Request(n.prefix+".v1.push", []byte(`{"items":[`+strings.Join(items, ",")+`]}`), 30*time.Second)
+		if err != nil || msg.Header.Get("Nats-Service-Error") != "" {
+			t.Fatalf("push: %v %+v", err, msg)
+		}
+	}
+	var got []string
+	pops := 0
+	for len(got) < 60 && pops < 10 {
+		pops++
+		msg, err := n.nc.Request(n.prefix+".v1.pop", []byte(`{"queue":"bq","partition":"p","batch":100}`), 30*time.Second)
+		if err != nil {
+			t.Fatalf("pop %d: %v", pops, err)
+		}
+		if len(msg.Data) > int(n.nc.MaxPayload()) || len(msg.Data) == 0 {
+			t.Fatalf("pop %d answered %d bytes (max payload %d)", pops, len(msg.Data), n.nc.MaxPayload())
+		}
+		var p popped
+		if err := json.Unmarshal(msg.Data, &p); err != nil {
+			t.Fatal(err)
+		}
+		var acks []map[string]string
+		for _, m := range p.Messages {
+			got = append(got, m.TransactionID)
+			acks = append(acks, map[string]string{"transactionId": m.TransactionID, "partitionId": p.PartitionID, "leaseId": p.LeaseID})
+		}
+		body, _ := json.Marshal(map[string]any{"acknowledgments": acks})
+		var res []ackAnswer
+		msg, err = n.nc.Request(n.prefix+".v1.ack", body, 30*time.Second)
+		if err != nil || json.Unmarshal(msg.Data, &res) != nil || !res[len(res)-1].LeaseReleased {
+			t.Fatalf("ack after pop %d: %v %s", pops, err, msg.Data)
+		}
+	}
+	if pops < 2 || len(got) != 60 {
+		t.Fatalf("%d pops delivered %d messages", pops, len(got))
+	}
+	for i, id := range got {
+		if id != fmt.Sprintf("m%02d", i) {
+			t.Fatalf("message %d is %s: %v", i, id, got)
+		}
+	}
+}
