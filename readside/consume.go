@@ -19,10 +19,10 @@ type PopRequest struct {
 	Batch, Partitions int
 	// MaxBytes bounds the whole answer (pgwire.PopCost of each message); 0:
 	// no bound. At least one message is delivered.
-	MaxBytes int64
-	AutoAck           bool
-	SubscriptionMode  string
-	SubscriptionFrom  time.Time
+	MaxBytes         int64
+	AutoAck          bool
+	SubscriptionMode string
+	SubscriptionFrom time.Time
 	// Wait > 0: with nothing to deliver, park until a push to the queue is
 	// announced (here or by a peer), or Wait passes.
 	Wait time.Duration
