@@ -34,7 +34,7 @@ func (b *Bridge) natsPopBound() int64 {
 
 // popWithin is pop with the answer bounded to maxBytes (0: unbounded).
 func (b *Bridge) popWithin(ctx context.Context, tenant [16]byte, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
-	if err := req.Validate(time.Now()); err != nil {
+	if err := req.Validate(); err != nil {
 		return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	if b.keeper.Maintenance() {

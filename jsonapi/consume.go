@@ -26,8 +26,8 @@ type PopRequest struct {
 	SubscriptionFrom string `json:"subscriptionFrom"`
 	Partitions       int    `json:"partitions"`
 
-	// From is SubscriptionFrom as a time (Validate): "now" is the time of
-	// validation; zero without one.
+	// From is SubscriptionFrom as a time (Validate); zero without one, and
+	// for "now", which Validate makes SubscriptionMode "new".
 	From time.Time `json:"-"`
 }
 
@@ -71,7 +71,7 @@ func ParsePopQuery(get func(string) string) (PopRequest, error) {
 
 // Validate checks a pop and fills in its defaults: batch 1, timeout 30 s,
 // group __QUEUE_MODE__, subscription mode all, partitions 1.
-func (r *PopRequest) Validate(now time.Time) error {
+func (r *PopRequest) Validate() error {
 	if err := CheckName("queue", r.Queue, r.Queue != ""); err != nil {
 		return err
 	}
@@ -114,7 +114,9 @@ func (r *PopRequest) Validate(now time.Time) error {
 	switch r.SubscriptionFrom {
 	case "":
 	case "now":
-		r.From = now
+		// The database's now, as mode new takes it: the bridge's clock may
+		// differ from the one that stamps the segments.
+		r.SubscriptionMode = "new"
 	default:
 		t, err := time.Parse(time.RFC3339Nano, r.SubscriptionFrom)
 		if err != nil {
