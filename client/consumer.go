@@ -147,6 +147,21 @@ func (c *Client) Consume(ctx context.Context, queue, group string, h Handler, op
 		if herr != nil {
 			status, text = "failed", herr.Error()
 		}
+		if ctx.Err() != nil {
+			// Handled while ctx ended: one bounded attempt still tells the
+			// bridge, so a stopping consumer does not leave the batch to be
+			// delivered again after its lease. A failure then is likely the
+			// stop itself: handed back as retry, which counts no attempt.
+			if herr != nil {
+				status = "retry"
+			}
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.AttemptTimeout)
+			if rs, err := c.Ack(actx, group, msgs, status, text); err == nil && o.OnAck != nil {
+				o.OnAck(msgs, rs)
+			}
+			cancel()
+			break
+		}
 		for ctx.Err() == nil {
 			if rs, err := c.Ack(ctx, group, msgs, status, text); err == nil {
 				if o.OnAck != nil {

@@ -108,3 +108,44 @@ func post(t testing.TB, url, body string) (int, string) {
 	_, _ = fmt.Fprint(&sb, resp.Status)
 	return resp.StatusCode, sb.String()
 }
+
+// A batch handled while the consumer stops is still acknowledged: the next
+// consumer of the group starts after it instead of waiting out its lease.
+func TestConsumeAcknowledgesTheBatchHandledWhileStopping(t *testing.T) {
+	b := newBridge(t, bridgeBinary(t))
+	ctx := context.Background()
+	c, err := client.New(client.Config{NATS: natsConn(t), Prefix: b.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var its []client.Item
+	for k := 0; k < 10; k++ {
+		its = append(its, client.Item{Queue: "stop", Partition: "p", TransactionID: fmt.Sprintf("s%d", k), Payload: json.RawMessage(`1`)})
+	}
+	if _, err := c.Push(ctx, its...); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	acked := 0
+	err = c.Consume(cctx, "stop", "g", func(context.Context, []client.Message) error {
+		cancel() // the stop arrives while the batch is handled
+		return nil
+	}, client.ConsumeOptions{Batch: 4, Wait: time.Second, OnAck: func(msgs []client.Message, _ []client.AckResult) { acked += len(msgs) }})
+	if err != nil || acked != 4 {
+		t.Fatalf("acknowledged %d of the batch handled while stopping: %v", acked, err)
+	}
+	var got []string
+	cctx, cancel = context.WithCancel(ctx)
+	err = c.Consume(cctx, "stop", "g", func(_ context.Context, msgs []client.Message) error {
+		for _, m := range msgs {
+			got = append(got, m.TransactionID)
+		}
+		if len(got) >= 6 {
+			cancel()
+		}
+		return nil
+	}, client.ConsumeOptions{Batch: 10, Wait: time.Second})
+	if err != nil || fmt.Sprint(got) != "[s4 s5 s6 s7 s8 s9]" {
+		t.Fatalf("the next consumer got %v: %v", got, err)
+	}
+}
