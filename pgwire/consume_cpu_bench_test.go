@@ -55,7 +55,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 	})
 	for _, per := range []int{100, 10} {
 		b.Run(fmt.Sprintf("pop-autoack/segment-frames=%d", per), func(b *testing.B) {
-			queue := fmt.Sprintf("bench.auto%d.n%d", per, b.N)
+			queue := fmt.Sprintf("bench.auto%d.n%d.%s", per, b.N, uuid.NewString()[:8]) // each run its own backlog, also under -count
 			for off := 1; off <= (b.N+4)*batch; off += per {
 				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
 					b.Fatal(err)
@@ -76,7 +76,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 			b.ReportMetric(cpu/batch, "backend-µs/item")
 		})
 		b.Run(fmt.Sprintf("pop-ack/segment-frames=%d", per), func(b *testing.B) {
-			queue := fmt.Sprintf("bench.consume%d.n%d", per, b.N) // each run of the sub-benchmark its own backlog
+			queue := fmt.Sprintf("bench.consume%d.n%d.%s", per, b.N, uuid.NewString()[:8]) // each run its own backlog, also under -count
 			for off := 1; off <= (b.N+4)*batch; off += per {
 				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
 					b.Fatal(err)
