@@ -20,11 +20,6 @@ ALTER TABLE queen.log_segments ADD COLUMN hashes bytea;
 -- Hash blobs do not compress; small ones stay inline with the payload.
 ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE EXTERNAL;
 
--- The row the bridge updates now and then to measure how long a commit's
--- flush takes (pgwire.FlushLatency), from which fusion sets how many bundles
--- may be in flight.
-INSERT INTO queen.system_state (key, value) VALUES ('flush_probe', '0') ON CONFLICT (key) DO NOTHING;
-
 -- A CHECK constraint is evaluated on every UPDATE of the row, whatever
 -- columns it changes: the name's length is checked where partitions are made
 -- instead (log_push_multi_v2's provisioning, below), and the allocation
@@ -351,8 +346,7 @@ $$;
 
 
 -- log_retention_step_v1, as migration 0003 defined it, for segments that
--- carry their own hash blob, and answering at once when no queue has a
--- retention. A segment older than the retention but not
+-- carry their own hash blob. A segment older than the retention but not
 -- older than greatest(retention, dedup window) leaves its hash blob in
 -- log_txns as it goes, so a repeat of one of its transactionIds is still a
 -- duplicate (answered with the zero id) rather than written again. txns_start
@@ -369,12 +363,6 @@ DECLARE
     removed bigint;
 BEGIN
     o_partitions := 0; o_segments := 0; o_txns := 0;
-    -- Without a queue that keeps its messages for a while, there is nothing
-    -- to look for; the query below would walk every partition (in id order,
-    -- for its LIMIT) to find that out, on every tick of every bridge.
-    IF NOT EXISTS (SELECT 1 FROM queen.queues WHERE retention_seconds > 0) THEN
-        RETURN;
-    END IF;
     FOR r IN
         SELECT p.id,
                clock_timestamp() - make_interval(secs => q.retention_seconds) AS segments_before,
