@@ -4,20 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
+	"github.com/queenbridge/queenbridge/internal/budget"
+	"github.com/queenbridge/queenbridge/internal/gate"
+	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/ownership"
+	"github.com/queenbridge/queenbridge/push"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )
@@ -30,29 +33,23 @@ type Bridge struct {
 	metrics  *metrics.Metrics
 	queues   *queues.Settings
 	reads    *readside.Reads
+	pusher   *push.Pusher      // the push call
+	consumer *consume.Consumer // Queen's consumer API
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
 	tokens   *auth.Tokens      // HTTP bearer tokens; none: HTTP is open
 	accounts *auth.Accounts    // NATS account -> tenant; none: single-account mode
 
-	// gate orders NATS handlers against Stop: a handler holds it shared
-	// while it checks `stopping` and enqueues into work; Stop takes it
-	// exclusively to set `stopping`, after which nothing enters work and it
-	// can be closed.
-	gate     sync.RWMutex
-	stopping atomic.Bool
-	work     chan func()
-	workWG   sync.WaitGroup
-	calls    sync.WaitGroup // NATS requests between receipt and answer
+	// gate admits requests until Stop and counts them until answered;
+	// its workers decode and submit NATS requests.
+	gate *gate.Gate
 
 	svc        micro.Service
-	httpSrv    *http.Server
-	httpLn     net.Listener
-	metricsSrv *http.Server // the metrics-only listener (Config.MetricsAddr)
-	metricsLn  net.Listener
-	fetchSlots chan struct{} // NATS reads parked at once
-	budget     *bodyBudget   // request bytes in memory
+	httpSrv    *httpserve.Server
+	metricsSrv *httpserve.Server // the metrics-only listener (Config.MetricsAddr)
+	parkSlots  chan struct{}     // requests parked at once: reads and pops, NATS and HTTP
+	budget     *budget.Bytes     // request bytes in memory
 
 	id         string // this bridge, in broadcasts
 	ownSubject string // this bridge's own push subject (ownership.PushSubject)
@@ -67,8 +64,8 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, id: uuid.NewString(), fetchSlots: make(chan struct{}, cfg.MaxParkedFetches),
-		budget: newBodyBudget(cfg.MaxInflightBytes)}
+	b := &Bridge{cfg: cfg, id: uuid.NewString(), gate: gate.New(), parkSlots: make(chan struct{}, cfg.MaxParkedFetches),
+		budget: budget.New(cfg.MaxInflightBytes)}
 	b.ownSubject = ownership.PushSubject(cfg.Prefix, b.id)
 	link := peers.Link{NATS: cfg.NATS, Prefix: cfg.Prefix, Origin: b.id}
 	var err error
@@ -104,10 +101,19 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	if b.pusher, err = push.New(push.Config{Fusion: cfg.Fusion, Router: b.router, Queues: b.queues, Keeper: b.keeper, Reads: b.reads,
+		Observer: m, MaxPartitionsPerRequest: cfg.MaxPartitionsPerRequest, Stopping: b.gate.Closed}); err != nil {
+		return nil, err
+	}
+	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
+		Maintenance: b.keeper.Maintenance, Observer: m}); err != nil {
+		return nil, err
+	}
 	m.RegisterJetStream(b.js)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
-	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Queues: b.queues, Router: b.router, InflightBodyBytes: b.budget.inUse})
+	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Consumer: b.consumer, Queues: b.queues, Router: b.router,
+		InflightBodyBytes: b.budget.InUse})
 	return b, nil
 }
 
@@ -127,16 +133,7 @@ func (b *Bridge) Start(ctx context.Context) error {
 		return err
 	}
 	if b.cfg.NATS != nil {
-		b.work = make(chan func(), 4*b.cfg.Workers)
-		for i := 0; i < b.cfg.Workers; i++ {
-			b.workWG.Add(1)
-			go func() {
-				defer b.workWG.Done()
-				for fn := range b.work {
-					fn()
-				}
-			}()
-		}
+		b.gate.StartWorkers(b.cfg.Workers)
 		if err := b.startNATS(); err != nil {
 			return err
 		}
@@ -157,53 +154,25 @@ func (b *Bridge) Start(ctx context.Context) error {
 	}
 	var err error
 	if b.cfg.HTTPAddr != "" {
-		if b.httpSrv, b.httpLn, err = b.serve(b.cfg.HTTPAddr, b.httpHandler()); err != nil {
-			return err
+		if b.httpSrv, err = httpserve.Listen(b.cfg.HTTPAddr, b.httpHandler(), b.cfg.Logger); err != nil {
+			return fmt.Errorf("bridge: %w", err)
 		}
 	}
 	if b.cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics/prometheus", b.metrics.Handler())
-		if b.metricsSrv, b.metricsLn, err = b.serve(b.cfg.MetricsAddr, mux); err != nil {
-			return err
+		if b.metricsSrv, err = httpserve.Listen(b.cfg.MetricsAddr, mux, b.cfg.Logger); err != nil {
+			return fmt.Errorf("bridge: %w", err)
 		}
 	}
 	return nil
 }
 
-// serve listens on addr and serves h on a goroutine of its own until Stop
-// shuts the server down. Reading a request (a body of up to MaxBodyBytes)
-// and idling are bounded; writing is not, because a parked read holds its
-// answer for up to its waitMs.
-func (b *Bridge) serve(addr string, h http.Handler) (*http.Server, net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("bridge: http listen %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			b.cfg.Logger.Error().Str("target", "bridge").Err(err).Str("addr", addr).Msg("http server stopped")
-		}
-	}()
-	return srv, ln, nil
-}
-
 // MetricsAddr is the address of the metrics-only listener ("" without one).
-func (b *Bridge) MetricsAddr() string {
-	if b.metricsLn == nil {
-		return ""
-	}
-	return b.metricsLn.Addr().String()
-}
+func (b *Bridge) MetricsAddr() string { return b.metricsSrv.Addr() }
 
 // HTTPAddr is the address the HTTP shim listens on ("" without one).
-func (b *Bridge) HTTPAddr() string {
-	if b.httpLn == nil {
-		return ""
-	}
-	return b.httpLn.Addr().String()
-}
+func (b *Bridge) HTTPAddr() string { return b.httpSrv.Addr() }
 
 // Stop closes intake (new requests are answered 503), then waits, within
 // ctx, until every accepted request has been answered, then stops the rooms.
@@ -217,9 +186,7 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		if err := b.js.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		b.gate.Lock()
-		b.stopping.Store(true)
-		b.gate.Unlock()
+		b.gate.Close()
 		// Parked reads and pops answer now (empty): their clients ask
 		// again, and the other bridges answer them.
 		b.reads.Unpark()
@@ -233,24 +200,14 @@ func (b *Bridge) Stop(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if b.work != nil {
-			close(b.work)
-			b.workWG.Wait()
-		}
-		for _, srv := range []*http.Server{b.httpSrv, b.metricsSrv} {
-			if srv == nil {
-				continue
-			}
+		b.gate.StopWorkers()
+		for _, srv := range []*httpserve.Server{b.httpSrv, b.metricsSrv} {
 			if err := srv.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("bridge: http shutdown: %w", err))
+				errs = append(errs, fmt.Errorf("bridge: %w", err))
 			}
 		}
-		answered := make(chan struct{})
-		go func() { b.calls.Wait(); close(answered) }()
-		select {
-		case <-answered:
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", ctx.Err()))
+		if err := b.gate.Wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", err))
 		}
 		// Parked reads answer empty; a drain in progress finishes its
 		// chunk: fusion is still running.

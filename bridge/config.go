@@ -132,12 +132,6 @@ func (c *Config) applyDefaults() error {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 16 << 20
 	}
-	if c.MaxPartitionsPerRequest == 0 {
-		c.MaxPartitionsPerRequest = 1000
-	}
-	if c.MaxPartitionsPerRequest < 0 {
-		return fmt.Errorf("bridge: MaxPartitionsPerRequest must be positive, got %d", c.MaxPartitionsPerRequest)
-	}
 	if c.MaxInflightBytes == 0 {
 		c.MaxInflightBytes = 256 << 20
 	}

@@ -16,7 +16,9 @@ import (
 func (b *Bridge) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/push", b.guard(auth.ActionPush, b.httpPush))
-	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.httpConfigure))
+	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.withBody(func(ctx context.Context, tenant [16]byte, _ *http.Request, body []byte) (int, []byte) {
+		return b.configure(ctx, tenant, body)
+	})))
 	mux.Handle("GET /api/v1/system/maintenance", b.guard(auth.ActionReadMaintenance, b.httpMaintenance))
 	mux.Handle("POST /api/v1/system/maintenance", b.guard(auth.ActionSetMaintenance, b.httpMaintenance))
 	mux.Handle("GET /api/v1/messages", b.guard(auth.ActionRead, b.httpMessages))
@@ -26,7 +28,7 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("GET /api/v1/pop/queue/{queue}/partition/{partition}", b.guard(auth.ActionRead, b.httpPop))
 	mux.Handle("POST /api/v1/ack", b.guard(auth.ActionRead, b.httpAck(false)))
 	mux.Handle("POST /api/v1/ack/batch", b.guard(auth.ActionRead, b.httpAck(true)))
-	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend))
+	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend()))
 	mux.Handle("GET /api/v1/dlq", b.guard(auth.ActionRead, b.httpDLQ))
 	// Queen's transactions (ack and push in one call) are not served: say
 	// so, in JSON.
@@ -79,7 +81,7 @@ func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 			if r.ContentLength > 0 {
 				grow = min(grow, max(r.ContentLength-int64(len(body)), 1)) // one byte more finds EOF
 			}
-			if !b.budget.take(r.Context(), grow, b.cfg.BudgetWait) {
+			if !b.budget.Take(r.Context(), grow, b.cfg.BudgetWait) {
 				return nil, taken, http.StatusServiceUnavailable, errBusy
 			}
 			taken += grow
@@ -108,7 +110,7 @@ func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 // request is answered.
 func (b *Bridge) body(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
 	body, taken, status, err := b.readBody(w, r)
-	done = func() { b.budget.give(taken) }
+	done = func() { b.budget.Give(taken) }
 	if err != nil {
 		done()
 		writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
@@ -129,19 +131,24 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant [16]byt
 		body   []byte
 	}
 	ch := make(chan answer, 1)
-	b.push(r.Context(), "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
+	b.pusher.Push(r.Context(), "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
 	a := <-ch
 	writeJSON(w, a.status, a.body)
 }
 
-func (b *Bridge) httpConfigure(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
-	body, done, ok := b.body(w, r)
-	if !ok {
-		return
+// withBody serves a request whose body is read whole first (bounded, from
+// the in-flight budget, given back once answered) and whose answer is
+// JSON.
+func (b *Bridge) withBody(fn func(ctx context.Context, tenant [16]byte, r *http.Request, body []byte) (int, []byte)) tenantHandler {
+	return func(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+		body, done, ok := b.body(w, r)
+		if !ok {
+			return
+		}
+		defer done()
+		status, out := fn(r.Context(), tenant, r, body)
+		writeJSON(w, status, out)
 	}
-	defer done()
-	status, out := b.configure(r.Context(), tenant, body)
-	writeJSON(w, status, out)
 }
 
 func (b *Bridge) httpHealth(w http.ResponseWriter, r *http.Request) {
@@ -156,9 +163,6 @@ func (b *Bridge) httpHealth(w http.ResponseWriter, r *http.Request) {
 	} else if !b.cfg.NATS.IsConnected() {
 		nc = "down"
 	}
-	status, word := http.StatusOK, "healthy"
-	if pg == "down" || nc == "down" {
-		status, word = http.StatusServiceUnavailable, "unhealthy"
-	}
-	writeJSON(w, status, []byte(`{"status":"`+word+`","postgres":"`+pg+`","nats":"`+nc+`"}`))
+	status, out := jsonapi.Health(pg, nc)
+	writeJSON(w, status, out)
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/queenbridge/queenbridge/jsonapi"
+	"github.com/queenbridge/queenbridge/push"
 )
 
 // PushItem pushes one item that another intake decoded (the JetStream
@@ -29,37 +30,39 @@ func (b *Bridge) PushItem(transport string, tenant [16]byte, it jsonapi.Item, do
 	size := int64(len(it.Payload))
 	answer := func(status int, r jsonapi.Result) {
 		done(status, r)
-		b.budget.give(size)
-		b.calls.Done()
+		b.budget.Give(size)
+		b.gate.Done()
 	}
 	items := []jsonapi.Item{it}
-	if !b.budget.tryTake(size) {
+	if !b.budget.TryTake(size) {
 		// The caller's goroutine (a subscription's) does not wait: a worker
 		// waits briefly for room, then answers 503.
-		ok := b.toWorkers(func() {
-			if !b.budget.take(context.Background(), size, b.cfg.BudgetWait) {
+		ok := b.gate.Go(func() {
+			if !b.budget.Take(context.Background(), size, b.cfg.BudgetWait) {
 				done(http.StatusServiceUnavailable, jsonapi.Result{Error: errBusy.Error()})
-				b.calls.Done()
+				b.gate.Done()
 				return
 			}
-			b.pushDecoded(context.Background(), transport, tenant, items, nil, answerer{item: answer})
+			b.pusher.PushDecoded(context.Background(), transport, tenant, items, nil, push.Answer{Item: answer})
 		})
 		if !ok {
-			done(http.StatusServiceUnavailable, jsonapi.Result{Error: errStopping})
+			done(http.StatusServiceUnavailable, jsonapi.Result{Error: push.ErrStopping})
 		}
 		return
 	}
-	run := func() { b.pushDecoded(context.Background(), transport, tenant, items, nil, answerer{item: answer}) }
+	run := func() {
+		b.pusher.PushDecoded(context.Background(), transport, tenant, items, nil, push.Answer{Item: answer})
+	}
 	var ok bool
 	if b.queues.AllFresh(tenant, 1, func(int) string { return it.Queue }) {
-		if ok = b.admit(); ok {
+		if ok = b.gate.Admit(); ok {
 			run()
 		}
 	} else {
-		ok = b.toWorkers(run)
+		ok = b.gate.Go(run)
 	}
 	if !ok {
-		b.budget.give(size)
-		done(http.StatusServiceUnavailable, jsonapi.Result{Error: errStopping})
+		b.budget.Give(size)
+		done(http.StatusServiceUnavailable, jsonapi.Result{Error: push.ErrStopping})
 	}
 }

@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
@@ -10,42 +9,8 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
-// maintenanceAnswer is what both transports answer, with Queen's fields:
-// bufferHealthy says whether pushes PostgreSQL cannot take have somewhere
-// to go (a spool that is not full).
-func (b *Bridge) maintenanceAnswer() []byte {
-	st := b.keeper.Stats()
-	on, healthy := st.Maintenance, st.SpoolHealthy
-	msg := "maintenance mode is off: pushes go to PostgreSQL"
-	if on {
-		msg = "maintenance mode is on: pushes are buffered in the spool and drained when it ends"
-	}
-	if !healthy {
-		msg += "; the spool cannot take more (none configured, or full)"
-	}
-	out, _ := json.Marshal(map[string]any{"maintenanceMode": on, "bufferedMessages": st.SpoolRecords,
-		"bufferHealthy": healthy, "message": msg})
-	return out
-}
-
-// maintenanceRequest handles a read ({} or empty) or a set ({"enabled":
-// bool}); durability stores, applies and broadcasts a set.
-func (b *Bridge) maintenanceRequest(ctx context.Context, body []byte) (int, []byte) {
-	var req struct {
-		Enabled *bool `json:"enabled"`
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &req); err != nil {
-			return http.StatusBadRequest, jsonapi.ErrorBody("maintenance body: " + err.Error())
-		}
-	}
-	if req.Enabled != nil {
-		if err := b.keeper.SetMaintenance(ctx, *req.Enabled); err != nil {
-			return http.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
-		}
-	}
-	return http.StatusOK, b.maintenanceAnswer()
-}
+// Maintenance mode is read and switched by durability (ServeMaintenance);
+// here are its transports.
 
 func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ [16]byte) {
 	var body []byte
@@ -57,7 +22,8 @@ func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ [16]b
 		}
 		defer done()
 	}
-	status, out := b.maintenanceRequest(r.Context(), body)
+	enabled, err := jsonapi.DecodeMaintenance(body)
+	status, out := b.keeper.ServeMaintenance(r.Context(), enabled, err)
 	writeJSON(w, status, out)
 }
 
@@ -70,8 +36,9 @@ func (b *Bridge) natsMaintenance(req micro.Request) {
 		return
 	}
 	b.enqueue(req, func() {
-		defer b.calls.Done()
-		status, out := b.maintenanceRequest(context.Background(), req.Data())
+		defer b.gate.Done()
+		enabled, err := jsonapi.DecodeMaintenance(req.Data())
+		status, out := b.keeper.ServeMaintenance(context.Background(), enabled, err)
 		respondNATS(b.cfg.NATS, req, status, out)
 	})
 }

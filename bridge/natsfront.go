@@ -2,17 +2,16 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
+	"github.com/queenbridge/queenbridge/push"
 )
 
 // Version is reported by the micro service.
@@ -81,24 +80,24 @@ func (b *Bridge) natsPush(req micro.Request) {
 	size := int64(len(req.Data()))
 	answer := func(status int, body []byte) {
 		respondNATS(b.cfg.NATS, req, status, body)
-		b.budget.give(size)
-		b.calls.Done()
+		b.budget.Give(size)
+		b.gate.Done()
 	}
-	if !b.budget.tryTake(size) {
+	if !b.budget.TryTake(size) {
 		// The delivery goroutine does not wait: a worker waits briefly for
 		// room, then answers 503.
 		b.enqueue(req, func() {
-			if !b.budget.take(context.Background(), size, b.cfg.BudgetWait) {
+			if !b.budget.Take(context.Background(), size, b.cfg.BudgetWait) {
 				respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errBusy.Error()))
-				b.calls.Done()
+				b.gate.Done()
 				return
 			}
-			b.push(context.Background(), "nats", tenant, req.Data(), answer)
+			b.pusher.Push(context.Background(), "nats", tenant, req.Data(), answer)
 		})
 		return
 	}
 	if !b.natsPushTaken(req, tenant, answer) {
-		b.budget.give(size) // refused while stopping: answer never runs
+		b.budget.Give(size) // refused while stopping: answer never runs
 	}
 }
 
@@ -106,13 +105,17 @@ func (b *Bridge) natsPush(req micro.Request) {
 // bridge is stopping and refused it.
 func (b *Bridge) natsPushTaken(req micro.Request, tenant [16]byte, answer func(int, []byte)) bool {
 	if len(req.Data()) > inlinePushBytes {
-		return b.enqueue(req, func() { b.push(context.Background(), "nats", tenant, req.Data(), answer) })
+		return b.enqueue(req, func() { b.pusher.Push(context.Background(), "nats", tenant, req.Data(), answer) })
 	}
 	items, err := jsonapi.DecodePush(req.Data())
 	if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
-		return b.inline(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, nil, answerer{body: answer}) })
+		return b.inline(req, func() {
+			b.pusher.PushDecoded(context.Background(), "nats", tenant, items, nil, push.Answer{Body: answer})
+		})
 	}
-	return b.enqueue(req, func() { b.pushDecoded(context.Background(), "nats", tenant, items, err, answerer{body: answer}) })
+	return b.enqueue(req, func() {
+		b.pusher.PushDecoded(context.Background(), "nats", tenant, items, err, push.Answer{Body: answer})
+	})
 }
 
 // natsOwners answers the owners' table (ownership.ClientTable); in the
@@ -125,51 +128,19 @@ func (b *Bridge) natsOwners(req micro.Request) {
 			respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 			return
 		}
-		// {"version":... -> {"tenant":"<uuid>","version":...
-		withTenant := make([]byte, 0, len(tab)+50)
-		withTenant = append(withTenant, `{"tenant":"`...)
-		withTenant = append(withTenant, uuid.UUID(tenant).String()...)
-		withTenant = append(withTenant, `",`...)
-		tab = append(withTenant, tab[1:]...)
+		tab = jsonapi.WithTenant(tab, tenant)
 	}
 	respondNATS(b.cfg.NATS, req, http.StatusOK, tab)
-}
-
-func (b *Bridge) natsConfigure(req micro.Request) {
-	tenant, status, err := b.natsTenant(req, false)
-	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
-		return
-	}
-	b.enqueue(req, func() {
-		defer b.calls.Done()
-		status, body := b.configure(context.Background(), tenant, req.Data())
-		respondNATS(b.cfg.NATS, req, status, body)
-	})
 }
 
 // enqueue hands fn to the worker pool unless the bridge is stopping (then
 // it answers 503 itself and reports false). The call is counted from here,
 // so Stop waits for its answer.
 func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
-	if !b.toWorkers(fn) {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping))
+	if !b.gate.Go(fn) {
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))
 		return false
 	}
-	return true
-}
-
-// toWorkers hands fn to the worker pool unless the bridge is stopping
-// (then it reports false). The call is counted from here, so Stop waits
-// for its answer.
-func (b *Bridge) toWorkers(fn func()) bool {
-	b.gate.RLock()
-	defer b.gate.RUnlock()
-	if b.stopping.Load() {
-		return false
-	}
-	b.calls.Add(1)
-	b.work <- fn
 	return true
 }
 
@@ -177,23 +148,11 @@ func (b *Bridge) toWorkers(fn func()) bool {
 // itself and reports false), counted like enqueue's calls so that Stop
 // waits for its answer.
 func (b *Bridge) inline(req micro.Request, fn func()) bool {
-	if !b.admit() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errStopping))
+	if !b.gate.Admit() {
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))
 		return false
 	}
 	fn()
-	return true
-}
-
-// admit counts a call that runs on the caller's goroutine, unless the
-// bridge is stopping (then it reports false).
-func (b *Bridge) admit() bool {
-	b.gate.RLock()
-	defer b.gate.RUnlock()
-	if b.stopping.Load() {
-		return false
-	}
-	b.calls.Add(1)
 	return true
 }
 
@@ -221,22 +180,14 @@ func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) ([16]byte, int,
 	return t, 0, nil
 }
 
-// tenantFromSubject: <prefix>.v1.push (or this bridge's own push subject)
-// is the default tenant, <prefix>.v1.push.<uuid> (or the own subject's
-// .<uuid>) that tenant.
+// tenantFromSubject is the tenant a push subject names (auth.SubjectTenant
+// of <prefix>.v1.push, or of this bridge's own push subject).
 func (b *Bridge) tenantFromSubject(subject string) ([16]byte, error) {
 	base := b.cfg.Prefix + ".v1.push"
 	if strings.HasPrefix(subject, b.ownSubject) {
 		base = b.ownSubject
 	}
-	if subject == base {
-		return [16]byte{}, nil
-	}
-	id, err := uuid.Parse(strings.TrimPrefix(subject, base+"."))
-	if err != nil {
-		return [16]byte{}, jsonapi.Badf("subject %q: the tenant must be a UUID", subject)
-	}
-	return id, nil
+	return auth.SubjectTenant(subject, base)
 }
 
 // respondNATS answers with the body; request-level errors (4xx, 503) carry
@@ -251,21 +202,10 @@ func respondNATS(nc *nats.Conn, req micro.Request, status int, body []byte) {
 	msg := &nats.Msg{Subject: req.Reply(), Data: body}
 	if status != http.StatusCreated && status != http.StatusOK && status != http.StatusInternalServerError {
 		desc := string(body)
-		if m := errorMessage(body); m != "" {
+		if m := jsonapi.ErrorMessage(body); m != "" {
 			desc = m
 		}
 		msg.Header = nats.Header{micro.ErrorCodeHeader: []string{strconv.Itoa(status)}, micro.ErrorHeader: []string{desc}}
 	}
 	_ = nc.PublishMsg(msg)
-}
-
-// errorMessage extracts msg from {"error": msg}, or "".
-func errorMessage(body []byte) string {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil {
-		return ""
-	}
-	return e.Error
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/client"
 	"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
 )
 
@@ -41,13 +42,13 @@ func threeOwners(t *testing.T, beat time.Duration) ([]*node, []*writeLog, []stri
 }
 
 // ownersTable reads the owners' table as a client does.
-func ownersTable(t *testing.T, nc *nats.Conn) ownership.ClientTable {
+func ownersTable(t *testing.T, nc *nats.Conn) jsonapi.OwnersTable {
 	t.Helper()
 	msg, err := nc.Request(ownership.TableSubject("queen"), nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tab ownership.ClientTable
+	var tab jsonapi.OwnersTable
 	if err := json.Unmarshal(msg.Data, &tab); err != nil {
 		t.Fatalf("owners' table %s: %v", msg.Data, err)
 	}

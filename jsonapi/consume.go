@@ -42,17 +42,11 @@ const (
 // are errors naming the parameter.
 func ParsePopQuery(get func(string) string) (PopRequest, error) {
 	r := PopRequest{ConsumerGroup: get("consumerGroup"), SubscriptionMode: get("subscriptionMode"), SubscriptionFrom: get("subscriptionFrom")}
-	for _, p := range []struct {
-		name string
-		dst  *int
-	}{{"batch", &r.Batch}, {"timeout", &r.TimeoutMs}, {"partitions", &r.Partitions}} {
-		if v := get(p.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return r, Badf("%s must be an integer, got %q", p.name, v)
-			}
-			*p.dst = n
-		}
+	if err := queryInts(get,
+		intParam{"batch", 32, func(n int64) { r.Batch = int(n) }},
+		intParam{"timeout", 32, func(n int64) { r.TimeoutMs = int(n) }},
+		intParam{"partitions", 32, func(n int64) { r.Partitions = int(n) }}); err != nil {
+		return r, err
 	}
 	for _, p := range []struct {
 		name string
@@ -221,6 +215,36 @@ func DecodeAck(body []byte, batch bool) ([]Ack, error) {
 		}
 		wires = []ackWire{w}
 	}
+	return acksFrom(wires, group, batch)
+}
+
+// DecodeAnyAck reads the body of <prefix>.v1.ack in one pass: with an
+// "acknowledgments" member a batch (as POST /api/v1/ack/batch), anything
+// else one acknowledgement (as POST /api/v1/ack).
+func DecodeAnyAck(body []byte) ([]Ack, error) {
+	var w struct {
+		ackWire
+		Acks json.RawMessage `json:"acknowledgments"` // decoded below, once present
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, notJSON(err)
+	}
+	if w.Acks != nil {
+		var acks *[]ackWire
+		if err := json.Unmarshal(w.Acks, &acks); err != nil {
+			return nil, notJSON(err)
+		}
+		if acks == nil {
+			return nil, Badf("acknowledgments must be an array")
+		}
+		return acksFrom(*acks, w.ConsumerGroup, true)
+	}
+	return acksFrom([]ackWire{w.ackWire}, "", false)
+}
+
+// acksFrom checks the acknowledgements as sent and fills in their
+// defaults; group is a batch's consumerGroup.
+func acksFrom(wires []ackWire, group string, batch bool) ([]Ack, error) {
 	out := make([]Ack, len(wires))
 	for i, w := range wires {
 		at := "acknowledgments[" + strconv.Itoa(i) + "]."

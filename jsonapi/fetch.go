@@ -85,3 +85,15 @@ func AppendMessage(out []byte, offset int64, id [16]byte, txid, traceID string, 
 	out = append(out, `"}`...)
 	return out
 }
+
+// OpenMessages opens a read answer: {"messages":[ — AppendMessage then
+// appends each message, comma-separated, and CloseMessages closes it with
+// the offset to read from next.
+func OpenMessages(out []byte) []byte { return append(out, `{"messages":[`...) }
+
+// CloseMessages closes what OpenMessages opened: ],"next":n}.
+func CloseMessages(out []byte, next int64) []byte {
+	out = append(out, `],"next":`...)
+	out = strconv.AppendInt(out, next, 10)
+	return append(out, '}')
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/jetstream"
@@ -115,6 +116,7 @@ type Rooms struct {
 	DB                *pgwire.DB
 	Keeper            *durability.Keeper
 	Reads             *readside.Reads
+	Consumer          *consume.Consumer
 	Queues            *queues.Settings
 	Router            *ownership.Router
 }
@@ -131,6 +133,7 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 	keeper := func() durability.Stats { return b.Keeper.Stats() }
 	owners := func() ownership.Stats { return b.Router.Stats() }
 	reads := func() readside.Stats { return b.Reads.Stats() }
+	consumer := func() consume.Stats { return b.Consumer.Stats() }
 	m.reg.MustRegister(
 		gauge("queen_maintenance_mode_enabled", "1 while maintenance mode is on.", func() float64 {
 			if keeper().Maintenance {
@@ -163,8 +166,8 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		gauge("queen_ownership_bridges", "Live bridges, this one included.", func() float64 { return float64(owners().Bridges) }),
 		gauge("queen_ownership_owned_buckets", "Buckets this bridge owns.", func() float64 { return float64(owners().OwnedBuckets) }),
 		counter("queen_consumer_lease_expiries_total", "Partition claims that took over an expired lease (its messages after the cursor delivered again).",
-			func() uint64 { return reads().LeaseExpiries }),
-		counter("queen_consumer_claims_total", "Partition claims tried by pops.", func() uint64 { return reads().Claims }),
+			func() uint64 { return consumer().LeaseExpiries }),
+		counter("queen_consumer_claims_total", "Partition claims tried by pops.", func() uint64 { return consumer().Claims }),
 		newLagCollector(b.DB),
 		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.DB.Stats().StatementTimeouts }),
 		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",

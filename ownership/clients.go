@@ -1,8 +1,9 @@
 package ownership
 
 import (
-	"encoding/json"
 	"strconv"
+
+	"github.com/queenbridge/queenbridge/jsonapi"
 
 	"github.com/zeebo/xxh3"
 )
@@ -26,38 +27,16 @@ func TableChangedSubject(prefix string) string { return prefix + ".v1.owners.cha
 // pushes for that tenant.
 func PushSubject(prefix, id string) string { return prefix + ".v1.owner." + id }
 
-// ClientTable is the JSON of the owners' table.
-type ClientTable struct {
-	// Version names the member list the table was computed from: equal
-	// versions are equal tables.
-	Version string `json:"version"`
-	// Tenant is the requester's tenant, which the bucket hash takes; set
-	// in the answer to a request in the accounts mode only (the account
-	// decides it). Never in announcements.
-	Tenant  string        `json:"tenant,omitempty"`
-	Buckets int           `json:"buckets"`
-	Bridges []ClientOwner `json:"bridges"`
-	// Owners is, per bucket, the index into Bridges of its owner.
-	Owners []int32 `json:"owners"`
-}
-
-// ClientOwner is one bridge of the table.
-type ClientOwner struct {
-	ID      string `json:"id"`
-	Subject string `json:"subject"` // its own push subject
-}
-
 // clientJSON renders t for clients.
 func clientJSON(prefix string, t *table) []byte {
-	ct := ClientTable{Buckets: len(t.owner), Owners: t.owner, Bridges: make([]ClientOwner, len(t.members))}
+	ct := jsonapi.OwnersTable{Buckets: len(t.owner), Owners: t.owner, Bridges: make([]jsonapi.OwnerEntry, len(t.members))}
 	var h uint64
 	for i, id := range t.members {
-		ct.Bridges[i] = ClientOwner{ID: id, Subject: PushSubject(prefix, id)}
+		ct.Bridges[i] = jsonapi.OwnerEntry{ID: id, Subject: PushSubject(prefix, id)}
 		h = xxh3.HashStringSeed(id, h)
 	}
 	ct.Version = strconv.FormatUint(h, 16) + "-" + strconv.Itoa(len(t.members)) + "-" + strconv.Itoa(len(t.owner))
-	b, _ := json.Marshal(ct) // nothing in it fails to encode
-	return b
+	return jsonapi.EncodeOwners(&ct)
 }
 
 // TableJSON is this bridge's owners' table as clients read it (without a

@@ -2,7 +2,6 @@ package queues
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/segment"
 	"github.com/rs/zerolog"
 )
 
@@ -90,54 +91,6 @@ func (s *Settings) AllFresh(tenant [16]byte, n int, name func(i int) string) boo
 	return s.cache.allFresh(tenant, n, name)
 }
 
-// Changed is a queue's settings after a change: the configure answer, and
-// the queue.changed broadcast.
-type Changed struct {
-	Configured bool    `json:"configured"` // always true: Queen's clients check it
-	Queue      string  `json:"queue"`
-	Tenant     string  `json:"tenant"`
-	Namespace  string  `json:"namespace"`
-	Task       string  `json:"task"`
-	Options    Options `json:"options"`
-	// NotActedOn names the options set on the queue that this service keeps
-	// but does not act on.
-	NotActedOn []string `json:"notActedOn"`
-}
-
-// Options are a queue's options as one JSON object: the ones this service
-// acts on, and the others as they were sent.
-type Options struct {
-	pgwire.QueueOptions
-	Other map[string]json.RawMessage
-}
-
-// MarshalJSON writes the others first, so the acted-on ones win a clash.
-func (o Options) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(o.Other)+3)
-	for k, v := range o.Other {
-		m[k] = v
-	}
-	m["encryptionEnabled"], m["dedupWindowSeconds"], m["retentionSeconds"] = o.EncryptionEnabled, o.DedupWindowSeconds, o.RetentionSeconds
-	return json.Marshal(m)
-}
-
-// UnmarshalJSON reads both kinds back.
-func (o *Options) UnmarshalJSON(b []byte) error {
-	if err := json.Unmarshal(b, &o.QueueOptions); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, &o.Other); err != nil {
-		return err
-	}
-	for _, k := range ActedOn {
-		delete(o.Other, k)
-	}
-	return nil
-}
-
-// ActedOn are the queue options this service acts on.
-var ActedOn = []string{"encryptionEnabled", "dedupWindowSeconds", "retentionSeconds"}
-
 // ConsumerOptions are the queue options in Queen's spelling that the
 // consumer API acts on at pop, ack and retention (SPEC section 11). They
 // are stored with the other options, where the database reads them.
@@ -145,24 +98,28 @@ var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "
 
 // Configure creates or updates a queue (options left out keep their value),
 // caches the result and broadcasts it to peers.
-func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string, upd pgwire.QueueUpdate) (Changed, error) {
+func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string, upd pgwire.QueueUpdate) (jsonapi.QueueConfigured, error) {
 	if upd.EncryptionEnabled != nil && *upd.EncryptionEnabled && s.sealer == nil {
-		return Changed{}, ErrNoKey
+		return jsonapi.QueueConfigured{}, ErrNoKey
 	}
 	q, err := s.cfg.DB.ConfigureQueue(ctx, tenant, queue, upd)
 	if err != nil {
-		return Changed{}, err
+		return jsonapi.QueueConfigured{}, err
 	}
 	s.cache.put(key{tenant, q.Name}, q.Options)
-	ch := Changed{Configured: true, Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task,
-		Options: Options{QueueOptions: q.Options, Other: q.OtherOptions}, NotActedOn: []string{}}
+	ch := jsonapi.QueueConfigured{Configured: true, Queue: q.Name, Tenant: uuid.UUID(q.Tenant).String(), Namespace: q.Namespace, Task: q.Task,
+		Options: jsonapi.QueueOptions{EncryptionEnabled: q.Options.EncryptionEnabled, DedupWindowSeconds: q.Options.DedupWindowSeconds,
+			RetentionSeconds: q.Options.RetentionSeconds, Other: q.OtherOptions}, NotActedOn: []string{}}
 	for k := range q.OtherOptions {
 		if !slices.Contains(ConsumerOptions, k) {
 			ch.NotActedOn = append(ch.NotActedOn, k)
 		}
 	}
 	sort.Strings(ch.NotActedOn)
-	out, _ := json.Marshal(ch)
+	out, err := jsonapi.EncodeQueueConfigured(&ch)
+	if err != nil {
+		return ch, err
+	}
 	if err := s.cfg.Peers.Publish(peers.QueueChanged, out); err != nil {
 		s.cfg.Logger.Warn().Str("target", "bridge").Err(err).Msg("queue settings broadcast failed; peers keep their copy for up to the cache TTL")
 	}
@@ -171,15 +128,16 @@ func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string,
 
 // onChanged takes a peer's new queue settings into the cache.
 func (s *Settings) onChanged(m *nats.Msg) {
-	var c Changed
-	if json.Unmarshal(m.Data, &c) != nil {
+	c, err := jsonapi.DecodeQueueConfigured(m.Data)
+	if err != nil {
 		return
 	}
 	tenant, err := uuid.Parse(c.Tenant)
 	if err != nil {
 		return
 	}
-	s.cache.put(key{tenant, c.Queue}, c.Options.QueueOptions)
+	s.cache.put(key{tenant, c.Queue}, pgwire.QueueOptions{EncryptionEnabled: c.Options.EncryptionEnabled,
+		DedupWindowSeconds: c.Options.DedupWindowSeconds, RetentionSeconds: c.Options.RetentionSeconds})
 	s.received.Add(1)
 }
 
@@ -209,10 +167,18 @@ func (s *Settings) Seal(tenant [16]byte, queue, partition string, plain []byte) 
 // HasKey reports whether this bridge can encrypt and decrypt.
 func (s *Settings) HasKey() bool { return s.sealer != nil }
 
-// Open decrypts a stored payload of (tenant, queue, partition) written with
-// flags; only when HasKey.
-func (s *Settings) Open(tenant [16]byte, queue, partition string, flags uint8, sealed []byte) ([]byte, error) {
-	return s.sealer.open(tenant, queue, partition, flags, sealed)
+// Plain is a stored payload of (tenant, queue, partition) as its producer
+// sent it: decrypted when flags say it was sealed, as stored otherwise. A
+// sealed payload on a bridge without keys, or one that does not open, is
+// an error that says which.
+func (s *Settings) Plain(tenant [16]byte, queue, partition string, flags uint8, stored []byte) ([]byte, error) {
+	if flags&segment.FlagEncrypted == 0 {
+		return stored, nil
+	}
+	if s.sealer == nil {
+		return nil, fmt.Errorf("queue %q holds encrypted messages and no QUEEN_ENCRYPTION_KEY is configured", queue)
+	}
+	return s.sealer.open(tenant, queue, partition, flags, stored)
 }
 
 // Stats are counters for the metrics.

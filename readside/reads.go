@@ -40,12 +40,8 @@ type Reads struct {
 	peerAnnouncements atomic.Uint64
 	queries           atomic.Uint64 // reads of the database by Fetch
 
-	marks         *marks        // partitions consumed through this bridge (consume.go)
-	rotate        atomic.Uint64 // where the next any-partition pop starts in its candidates
-	pops          atomic.Uint64 // rounds of claims made by pops
-	claims        atomic.Uint64 // partition claims tried
-	leaseExpiries atomic.Uint64 // claims that took over an expired lease
-	delivered     atomic.Uint64 // messages delivered by pops
+	marks  *marks        // partitions consumed through this bridge (claims.go)
+	rotate atomic.Uint64 // where the next any-partition pop starts in its candidates
 }
 
 // New validates cfg.
@@ -148,15 +144,10 @@ type Stats struct {
 	Announced         uint64 // MESSAGE_AVAILABLE sent to peers
 	PeerAnnouncements uint64 // MESSAGE_AVAILABLE received from peers
 	Queries           uint64 // database reads made by fetches
-	Pops              uint64 // rounds of claims made by pops (a parked pop makes one per wake)
-	Claims            uint64 // partition claims tried by pops
-	LeaseExpiries     uint64 // claims that took over an expired lease
-	Delivered         uint64 // messages delivered by pops
 }
 
 // Stats returns a snapshot.
 func (r *Reads) Stats() Stats {
 	return Stats{Wakes: r.parked.wakes.Load(), Parked: r.parked.n.Load(),
-		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(), Queries: r.queries.Load(),
-		Pops: r.pops.Load(), Claims: r.claims.Load(), LeaseExpiries: r.leaseExpiries.Load(), Delivered: r.delivered.Load()}
+		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(), Queries: r.queries.Load()}
 }

@@ -1,4 +1,4 @@
-package readside
+package consume
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
 )
 
 // PopRequest is a validated pop of Queen's consumer API.
@@ -29,10 +30,20 @@ type PopRequest struct {
 }
 
 // Popped is what one pop delivered: every partition it claimed and found
-// messages on, under one lease (zero with auto-ack).
+// messages on, under one lease (zero with auto-ack). Payloads are as
+// stored (Plain turns them into what was sent).
 type Popped struct {
 	Lease [16]byte
 	Parts []pgwire.PopResult
+}
+
+// Count is the number of messages delivered.
+func (p Popped) Count() int {
+	n := 0
+	for _, part := range p.Parts {
+		n += len(part.Messages)
+	}
+	return n
 }
 
 // maxClaimTries bounds the claims one any-partition pop makes when its
@@ -41,49 +52,58 @@ const maxClaimTries = 16
 
 // Pop claims partitions for a group and delivers messages after its
 // cursors. The any-partition pop takes its candidates from what this bridge
-// knows (marks), starting at a rotating position so that consumers spread
-// over the partitions. With a wait and nothing delivered it parks, costing
-// no query, like a parked read: woken by announcements of the queue (or
-// the partition), with the same pause after an empty wake.
-func (r *Reads) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Popped, error) {
+// knows (the read side's marks), starting at a rotating position so that
+// consumers spread over the partitions. With a wait and nothing delivered
+// it parks, costing no query, like a parked read: woken by announcements of
+// the queue (or the partition), with the same pause after an empty wake.
+// In maintenance mode it delivers nothing.
+func (c *Consumer) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Popped, error) {
 	out := Popped{}
+	if c.cfg.Maintenance() {
+		return out, nil
+	}
 	if !req.AutoAck {
 		out.Lease = uuid.New()
 	}
-	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
-	parts, err := lookParked(r, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {
-		r.pops.Add(1)
-		parts, err := r.popOnce(ctx, tenant, req, out.Lease)
+	k := readside.Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
+	parts, err := readside.Park(c.cfg.Reads, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {
+		c.pops.Add(1)
+		parts, err := c.claimRound(ctx, tenant, req, out.Lease)
 		return parts, len(parts) > 0, err
 	})
 	out.Parts = parts
+	if err == nil || len(parts) > 0 {
+		c.cfg.Observer.Popped(out.Count())
+	}
 	return out, err
 }
 
-// popOnce makes one round of claims.
-func (r *Reads) popOnce(ctx context.Context, tenant [16]byte, req PopRequest, lease [16]byte) ([]pgwire.PopResult, error) {
+// claimRound makes one round of claims: the named partition, or up to
+// req.Partitions of the queue's candidates (at most maxClaimTries claims),
+// until req.Batch messages or the byte bound are reached.
+func (c *Consumer) claimRound(ctx context.Context, tenant [16]byte, req PopRequest, lease [16]byte) ([]pgwire.PopResult, error) {
 	base := pgwire.PopRequest{Tenant: tenant, Queue: req.Queue, Group: req.Group, Lease: lease, AutoAck: req.AutoAck,
 		SubscriptionMode: req.SubscriptionMode, SubscriptionFrom: req.SubscriptionFrom}
 	if req.Partition != "" {
 		pr := base
 		pr.Partition, pr.Batch, pr.MaxBytes = req.Partition, req.Batch, req.MaxBytes
-		res, err := r.cfg.DB.Pop(ctx, pr)
+		res, err := c.cfg.DB.Pop(ctx, pr)
 		if err != nil {
 			return nil, err
 		}
-		r.count(res)
+		c.count(res)
 		if res.Status == pgwire.PopDelivered {
 			return []pgwire.PopResult{res}, nil
 		}
 		return nil, nil
 	}
-	cands, err := r.marks.candidates(ctx, r.cfg.DB, tenant, req.Queue, req.Group, r.rotate.Add(1)*7919)
+	cands, err := c.cfg.Marks.Candidates(ctx, tenant, req.Queue, req.Group)
 	if err != nil {
 		return nil, err
 	}
 	var out []pgwire.PopResult
 	left, bytesLeft := req.Batch, req.MaxBytes
-	for i, c := range cands {
+	for i, cand := range cands {
 		// A further partition is claimed only while half the byte bound is
 		// left: each delivers at least one message.
 		if i >= maxClaimTries || len(out) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(out) > 0 && bytesLeft < req.MaxBytes/2) {
@@ -91,17 +111,17 @@ func (r *Reads) popOnce(ctx context.Context, tenant [16]byte, req PopRequest, le
 		}
 		pr := base
 		pr.Batch, pr.MaxBytes = left, bytesLeft
-		if c.id > 0 {
-			pr.PartitionID = c.id
+		if cand.ID > 0 {
+			pr.PartitionID = cand.ID
 		} else {
-			pr.Partition = c.p.name
+			pr.Partition = cand.Name
 		}
-		res, err := r.cfg.DB.Pop(ctx, pr)
+		res, err := c.cfg.DB.Pop(ctx, pr)
 		if err != nil {
 			return out, err
 		}
-		r.count(res)
-		r.marks.outcome(tenant, req.Queue, req.Group, c, res)
+		c.count(res)
+		c.cfg.Marks.Outcome(tenant, req.Queue, req.Group, cand, res)
 		if res.Status == pgwire.PopDelivered {
 			out = append(out, res)
 			left -= len(res.Messages)
@@ -113,28 +133,10 @@ func (r *Reads) popOnce(ctx context.Context, tenant [16]byte, req PopRequest, le
 	return out, nil
 }
 
-func (r *Reads) count(res pgwire.PopResult) {
-	r.claims.Add(1)
+func (c *Consumer) count(res pgwire.PopResult) {
+	c.claims.Add(1)
 	if res.Expired {
-		r.leaseExpiries.Add(1)
+		c.leaseExpiries.Add(1)
 	}
-	r.delivered.Add(uint64(len(res.Messages)))
-}
-
-// Ack applies acknowledgements of one partition for one group and keeps
-// the marks: a released lease no longer keeps the partition out of this
-// bridge's candidates, and the release is announced, here and to peers, so
-// that parked pops claim what is left or handed back (failed below the
-// retry limit, retry).
-func (r *Reads) Ack(ctx context.Context, tenant [16]byte, pid int64, group string, lease *[16]byte, items []pgwire.AckItem, again bool) (pgwire.AckResult, error) {
-	res, err := r.cfg.DB.Ack(ctx, tenant, pid, group, lease, items)
-	if err != nil || !res.Released || res.Queue == "" {
-		return res, err
-	}
-	r.marks.released(tenant, res.Queue, res.Partition, group, again)
-	// A released partition may hold more than the lease delivered, or what
-	// it handed back: pops parked on it (here and at peers) claim it now
-	// instead of at their timeout.
-	r.Announce([]Key{{Tenant: tenant, Queue: res.Queue, Partition: res.Partition}})
-	return res, nil
+	c.delivered.Add(uint64(len(res.Messages)))
 }

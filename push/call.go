@@ -1,10 +1,9 @@
-package bridge
+package push
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -27,32 +26,32 @@ const statusError = "error"
 // fusion goroutines; the countdown publishes their writes to whichever
 // goroutine settles last, which renders and answers.
 type pushCall struct {
-	b         *Bridge
+	p         *Pusher
 	tenant    [16]byte
 	items     []jsonapi.Item
 	st        []itemState // per item, one allocation for the request
 	pending   atomic.Int32
 	start     time.Time
 	transport string
-	out       answerer
+	out       Answer
 }
 
-// answerer is who hears a push call's answer: the push API's caller gets
-// the rendered result array (body); a caller of PushItem gets its one
-// item's result (item), which nobody renders here. Exactly one is set.
-type answerer struct {
-	body func(status int, body []byte)
-	item func(status int, r jsonapi.Result)
+// Answer is who hears a push call's answer: the push API's caller gets
+// the rendered result array (Body); a one-item intake (JetStream) gets its
+// one item's result (Item), which nobody renders here. Exactly one is set.
+type Answer struct {
+	Body func(status int, body []byte)
+	Item func(status int, r jsonapi.Result)
 }
 
 // refuse answers a push refused as a whole: the push API gets
 // {"error": msg}; PushItem's caller a result that carries only the message.
-func (a answerer) refuse(status int, msg string) {
-	if a.item != nil {
-		a.item(status, jsonapi.Result{Error: msg})
+func (a Answer) refuse(status int, msg string) {
+	if a.Item != nil {
+		a.Item(status, jsonapi.Result{Error: msg})
 		return
 	}
-	a.body(status, jsonapi.ErrorBody(msg))
+	a.Body(status, jsonapi.ErrorBody(msg))
 }
 
 // itemState is what the push call knows of one item.
@@ -72,42 +71,42 @@ type group struct {
 	items            []int32 // request index of each frame
 }
 
-// push handles one push body for tenant and calls answer exactly once, maybe
+// Push handles one push body for tenant and calls answer exactly once, maybe
 // from another goroutine, when every item has its verdict. It never blocks
 // waiting for verdicts.
-func (b *Bridge) push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
+func (p *Pusher) Push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
 	items, err := jsonapi.DecodePush(body)
-	b.pushDecoded(ctx, transport, tenant, items, err, answerer{body: answer})
+	p.PushDecoded(ctx, transport, tenant, items, err, Answer{Body: answer})
 }
 
-// errStopping answers what arrives while the bridge shuts down.
-const errStopping = "the bridge is shutting down"
+// ErrStopping answers what arrives while the bridge shuts down.
+const ErrStopping = "the bridge is shutting down"
 
-// pushDecoded is push after decoding: err is the decoding's.
-func (b *Bridge) pushDecoded(ctx context.Context, transport string, tenant [16]byte, items []jsonapi.Item, err error, out answerer) {
-	b.metrics.Request(transport)
-	if b.stopping.Load() {
-		out.refuse(http.StatusServiceUnavailable, errStopping)
+// PushDecoded is Push after decoding: err is the decoding's.
+func (p *Pusher) PushDecoded(ctx context.Context, transport string, tenant [16]byte, items []jsonapi.Item, err error, out Answer) {
+	p.cfg.Observer.Request(transport)
+	if p.cfg.Stopping() {
+		out.refuse(jsonapi.StatusServiceUnavailable, ErrStopping)
 		return
 	}
 	if err != nil {
-		out.refuse(http.StatusBadRequest, err.Error())
+		out.refuse(jsonapi.StatusBadRequest, err.Error())
 		return
 	}
-	if len(items) == 0 { // never through PushItem, which brings one
-		out.body(http.StatusCreated, []byte("[]"))
+	if len(items) == 0 { // never from a one-item intake
+		out.Body(jsonapi.StatusCreated, []byte("[]"))
 		return
 	}
-	if n := distinctPartitions(items, b.cfg.MaxPartitionsPerRequest); n > b.cfg.MaxPartitionsPerRequest {
-		out.refuse(http.StatusBadRequest, fmt.Sprintf("the request names %d partitions; at most %d per request", n, b.cfg.MaxPartitionsPerRequest))
+	if n := distinctPartitions(items, p.cfg.MaxPartitionsPerRequest); n > p.cfg.MaxPartitionsPerRequest {
+		out.refuse(jsonapi.StatusBadRequest, fmt.Sprintf("the request names %d partitions; at most %d per request", n, p.cfg.MaxPartitionsPerRequest))
 		return
 	}
 	c := &pushCall{
-		b: b, tenant: tenant, items: items, start: time.Now(), transport: transport, out: out,
+		p: p, tenant: tenant, items: items, start: time.Now(), transport: transport, out: out,
 		st: make([]itemState, len(items)),
 	}
 	groups := c.prepare(ctx)
-	if b.keeper.Maintenance() {
+	if p.cfg.Keeper.Maintenance() {
 		// Maintenance: nothing reaches PostgreSQL; every leader is spooled.
 		for _, g := range groups {
 			for _, idx := range g.items {
@@ -150,7 +149,7 @@ func (c *pushCall) forwardOthers(ctx context.Context, groups []*group) []*group 
 	var byOwner smallmap.Map[string, []*group]
 	var local []*group // nil until a group goes elsewhere
 	for i, g := range groups {
-		owner := c.b.router.Owner(c.tenant, g.queue, g.partition)
+		owner := c.p.cfg.Router.Owner(c.tenant, g.queue, g.partition)
 		if owner == "" {
 			if local != nil {
 				local = append(local, g)
@@ -182,7 +181,7 @@ func (c *pushCall) forward(ctx context.Context, owner string, gs []*group) {
 	for i, g := range gs {
 		wire[i] = ownership.Group{Queue: g.queue, Partition: g.partition, Frames: g.frames}
 	}
-	c.b.router.ForwardAsync(owner, c.tenant, wire, func(answers []ownership.Answer, err error) {
+	c.p.cfg.Router.ForwardAsync(owner, c.tenant, wire, func(answers []ownership.Answer, err error) {
 		var unanswered []*group
 		for i, g := range gs {
 			if err == nil && !answers[i].Refused {
@@ -253,7 +252,7 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 
 		enc, ok := encrypted.Get(it.Queue)
 		if !ok {
-			enc = c.b.queues.EncryptionFor(ctx, c.tenant, it.Queue)
+			enc = c.p.cfg.Queues.EncryptionFor(ctx, c.tenant, it.Queue)
 			encrypted.Put(it.Queue, enc)
 		}
 		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
@@ -263,7 +262,7 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 		}
 		switch {
 		case enc == nil:
-			f.Payload, f.Flags = c.b.queues.Seal(c.tenant, it.Queue, it.Partition, it.Payload)
+			f.Payload, f.Flags = c.p.cfg.Queues.Seal(c.tenant, it.Queue, it.Partition, it.Payload)
 		case !errors.Is(enc, queues.ErrPlain):
 			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: enc.Error()}
 			continue
@@ -299,7 +298,7 @@ func (c *pushCall) submit(ctx context.Context, g *group, release func()) {
 	if release == nil {
 		release = func() {}
 	}
-	err := c.b.cfg.Fusion.Submit(ctx, fusion.Submission{
+	err := c.p.cfg.Fusion.Submit(ctx, fusion.Submission{
 		Tenant: c.tenant, Queue: g.queue, Partition: g.partition, Frames: g.frames, Minted: g.minted,
 		Done: func(v []fusion.Verdict) { release(); c.settle(g, v) },
 	})
@@ -355,7 +354,7 @@ func (c *pushCall) finish() {
 // answerNow copies each leader's final verdict to its followers, renders,
 // and answers.
 func (c *pushCall) answerNow() {
-	status := http.StatusCreated
+	status := jsonapi.StatusCreated
 	// Counted per status, then added once each: a label look-up per item
 	// costs more than the count.
 	var counts smallmap.Map[string, int]
@@ -370,17 +369,17 @@ func (c *pushCall) answerNow() {
 			counts.Put(st, 1)
 		}
 		if st == jsonapi.StatusFailed {
-			status = http.StatusInternalServerError
+			status = jsonapi.StatusInternalServerError
 		}
 	}
-	counts.Each(c.b.metrics.Items)
-	c.b.metrics.Latency(c.transport, time.Since(c.start))
-	if c.out.item != nil {
-		c.out.item(status, c.st[0].result)
+	counts.Each(c.p.cfg.Observer.Items)
+	c.p.cfg.Observer.Latency(c.transport, time.Since(c.start))
+	if c.out.Item != nil {
+		c.out.Item(status, c.st[0].result)
 	} else {
-		c.out.body(status, c.render())
+		c.out.Body(status, c.render())
 	}
-	c.b.reads.Announce(c.written())
+	c.p.cfg.Reads.Announce(c.written())
 }
 
 // written lists the partitions this request added messages to.

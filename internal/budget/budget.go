@@ -1,4 +1,4 @@
-package bridge
+package budget
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// bodyBudget bounds the bytes of request bodies held in memory at once
-// (Config.MaxInflightBytes), over HTTP and NATS alike. A request takes its
-// bytes as its body arrives (HTTP) or as it is accepted (NATS) and gives
-// them back when it is answered. Request goroutines take and give: a mutex
-// guards the count, and waiters wait on a channel that a release closes.
-type bodyBudget struct {
+// Bytes bounds the bytes held at once by many goroutines, such as the
+// request bodies a bridge holds in memory. A taker takes bytes before it
+// holds them and gives them back when done. Takers and givers run on any
+// goroutine: a mutex guards the count, and waiters wait on a channel that
+// a release closes.
+type Bytes struct {
 	mu      sync.Mutex
 	limit   int64
 	free    int64
@@ -19,12 +19,13 @@ type bodyBudget struct {
 	freed   chan struct{} // closed (and replaced) when bytes come back while someone waits
 }
 
-func newBodyBudget(limit int64) *bodyBudget {
-	return &bodyBudget{limit: limit, free: limit, freed: make(chan struct{})}
+// New is a budget of limit bytes.
+func New(limit int64) *Bytes {
+	return &Bytes{limit: limit, free: limit, freed: make(chan struct{})}
 }
 
-// tryTake takes n bytes if they are free now.
-func (b *bodyBudget) tryTake(n int64) bool {
+// TryTake takes n bytes if they are free now.
+func (b *Bytes) TryTake(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.takeLocked(n)
@@ -32,7 +33,7 @@ func (b *bodyBudget) tryTake(n int64) bool {
 
 // takeLocked takes n bytes if they are free; b.mu is held. A request
 // larger than the whole budget takes all of it.
-func (b *bodyBudget) takeLocked(n int64) bool {
+func (b *Bytes) takeLocked(n int64) bool {
 	n = min(n, b.limit)
 	if b.free < n {
 		return false
@@ -41,8 +42,8 @@ func (b *bodyBudget) takeLocked(n int64) bool {
 	return true
 }
 
-// take takes n bytes, waiting up to wait (or ctx) for them to come free.
-func (b *bodyBudget) take(ctx context.Context, n int64, wait time.Duration) bool {
+// Take takes n bytes, waiting up to wait (or ctx) for them to come free.
+func (b *Bytes) Take(ctx context.Context, n int64, wait time.Duration) bool {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
@@ -70,15 +71,15 @@ func (b *bodyBudget) take(ctx context.Context, n int64, wait time.Duration) bool
 	}
 }
 
-// inUse is the bytes taken now.
-func (b *bodyBudget) inUse() int64 {
+// InUse is the bytes taken now.
+func (b *Bytes) InUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.limit - b.free
 }
 
-// give returns n bytes taken earlier.
-func (b *bodyBudget) give(n int64) {
+// Give returns n bytes taken earlier.
+func (b *Bytes) Give(n int64) {
 	if n <= 0 {
 		return
 	}

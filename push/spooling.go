@@ -1,4 +1,4 @@
-package bridge
+package push
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func (c *pushCall) spoolErrors(ctx context.Context) {
 	if len(idx) == 0 {
 		return
 	}
-	if !c.b.keeper.CanSpool() {
+	if !c.p.cfg.Keeper.CanSpool() {
 		for _, i := range idx {
 			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: c.st[i].result.Error}
 		}
@@ -31,7 +31,7 @@ func (c *pushCall) spoolErrors(ctx context.Context) {
 	for k, i := range idx {
 		failed[k] = durability.Failed{Queue: c.items[i].Queue, Partition: c.items[i].Partition, Frame: c.st[i].frame}
 	}
-	err := c.b.keeper.Spool(ctx, c.tenant, failed)
+	err := c.p.cfg.Keeper.Spool(ctx, c.tenant, failed)
 	for _, i := range idx {
 		if err != nil {
 			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: fmt.Sprintf("spool write failed: %v (after: %s)", err, c.st[i].result.Error)}

@@ -1,0 +1,23 @@
+package auth
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// SubjectTenant is the tenant a push subject names in the single-account
+// mode, which trusts every NATS client: base itself (<prefix>.v1.push, or
+// a bridge's own push subject) is the default tenant, base.<uuid> that
+// tenant. A subject that is neither is an error that names it.
+func SubjectTenant(subject, base string) ([16]byte, error) {
+	if subject == base {
+		return [16]byte{}, nil
+	}
+	id, err := uuid.Parse(strings.TrimPrefix(subject, base+"."))
+	if err != nil || !strings.HasPrefix(subject, base+".") {
+		return [16]byte{}, fmt.Errorf("subject %q: the tenant must be a UUID", subject)
+	}
+	return id, nil
+}

@@ -1,0 +1,111 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
+)
+
+// Store is what the consumer API asks of the database; *pgwire.DB
+// satisfies it. Tests of grouping and claim rounds put a small fake here.
+type Store interface {
+	Pop(ctx context.Context, req pgwire.PopRequest) (pgwire.PopResult, error)
+	Ack(ctx context.Context, tenant [16]byte, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
+	ExtendLease(ctx context.Context, tenant, lease [16]byte, seconds int) (time.Time, bool, error)
+	DeadLetters(ctx context.Context, tenant [16]byte, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
+}
+
+// Marks is what an any-partition pop asks of the read side: its candidate
+// partitions, what a claim of one found, and a lease's release;
+// *readside.Reads satisfies it.
+type Marks interface {
+	Candidates(ctx context.Context, tenant [16]byte, queue, group string) ([]readside.Candidate, error)
+	Outcome(tenant [16]byte, queue, group string, c readside.Candidate, res pgwire.PopResult)
+	Released(tenant [16]byte, queue, partition, group string, again bool)
+}
+
+// Payloads turns a stored payload into what its producer sent (decrypting
+// those of encrypted queues); *queues.Settings satisfies it.
+type Payloads interface {
+	Plain(tenant [16]byte, queue, partition string, flags uint8, stored []byte) ([]byte, error)
+}
+
+// Observer hears of pops and acks for the metrics; *metrics.Metrics
+// satisfies it.
+type Observer interface {
+	Popped(n int)
+	Acked(status string, ok, dead bool)
+}
+
+// Config wires the consumer API.
+type Config struct {
+	// DB runs the claims, acks and lease calls. Required.
+	DB Store
+	// Reads parks pops that found nothing. Required.
+	Reads *readside.Reads
+	// Marks steers any-partition pops and hears of releases. Default: Reads.
+	Marks Marks
+	// Payloads decrypts payloads of encrypted queues. Required.
+	Payloads Payloads
+	// Maintenance reports maintenance mode, in which pops deliver nothing.
+	// Default: never on.
+	Maintenance func() bool
+	// Observer counts pops and acks. Default: none.
+	Observer Observer
+}
+
+// Consumer owns the consumer API's calls and counters.
+type Consumer struct {
+	cfg Config
+
+	pops          atomic.Uint64 // rounds of claims made by pops
+	claims        atomic.Uint64 // partition claims tried
+	leaseExpiries atomic.Uint64 // claims that took over an expired lease
+	delivered     atomic.Uint64 // messages delivered by pops
+}
+
+// New validates cfg and applies its defaults.
+func New(cfg Config) (*Consumer, error) {
+	if cfg.DB == nil || cfg.Reads == nil || cfg.Payloads == nil {
+		return nil, errors.New("consume: Config.DB, Config.Reads and Config.Payloads are required")
+	}
+	if cfg.Marks == nil {
+		cfg.Marks = cfg.Reads
+	}
+	if cfg.Maintenance == nil {
+		cfg.Maintenance = func() bool { return false }
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
+	}
+	return &Consumer{cfg: cfg}, nil
+}
+
+// Start and Stop are the room's lifecycle; it runs no goroutine of its
+// own (a parked pop is woken by the read side's Unpark and Stop).
+func (c *Consumer) Start(context.Context) error { return nil }
+
+// Stop is idempotent.
+func (c *Consumer) Stop(context.Context) error { return nil }
+
+// Stats are counters for the metrics.
+type Stats struct {
+	Pops          uint64 // rounds of claims made by pops (a parked pop makes one per wake)
+	Claims        uint64 // partition claims tried by pops
+	LeaseExpiries uint64 // claims that took over an expired lease
+	Delivered     uint64 // messages delivered by pops
+}
+
+// Stats returns a snapshot.
+func (c *Consumer) Stats() Stats {
+	return Stats{Pops: c.pops.Load(), Claims: c.claims.Load(), LeaseExpiries: c.leaseExpiries.Load(), Delivered: c.delivered.Load()}
+}
+
+type noObserver struct{}
+
+func (noObserver) Popped(int)               {}
+func (noObserver) Acked(string, bool, bool) {}

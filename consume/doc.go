@@ -1,0 +1,26 @@
+// Package consume is Queen's consumer API behind the front door: pops
+// (claiming partitions for a consumer group under a lease, reading after
+// the group's cursor), acknowledgements (grouped per partition, group and
+// lease, applied in the one lock order), lease extension and the dead
+// letters. It answers with its own result types (Popped, AckOutcome,
+// DeadLetters), and renders them for the wire through jsonapi (answers.go).
+//
+// What it asks of others: pgwire runs each claim, ack, extension and
+// dead-letter read (through the Store interface, which *pgwire.DB
+// satisfies); readside says which partitions an any-partition pop may
+// claim (its marks), parks a pop that found nothing until a push is
+// announced, and hears of released leases; queues decrypts payloads of
+// encrypted queues.
+//
+// It must not import bridge, push, durability or ownership, nor net/http,
+// NATS or Prometheus; it writes no SQL and no JSON by hand.
+//
+// Goroutines: none of its own. Each call runs on its caller's goroutine
+// (a parked pop waits there); the counters are atomics.
+//
+// Failure model: a pop delivers under a lease that expires unless it is
+// acknowledged or extended; an expired lease's messages are delivered
+// again to the next claim. An ack applies in PostgreSQL or fails whole
+// for its partition; nothing is acknowledged that PostgreSQL did not
+// commit.
+package consume

@@ -1,0 +1,155 @@
+package jsonapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ConfigureRequest is POST /api/v1/configure's body, or <prefix>.v1.configure's:
+// {"queue", "namespace"?, "task"?, "options"?}. Options left out keep
+// their value.
+type ConfigureRequest struct {
+	Queue string
+	// The options this service acts on; nil: not sent.
+	EncryptionEnabled  *bool
+	DedupWindowSeconds *int32
+	RetentionSeconds   *int32
+	// Other options, kept as sent (Queen's consumer options among them).
+	Other map[string]json.RawMessage
+}
+
+// DecodeConfigure reads and checks a configure body. The namespace and task
+// are the queue name's first two dot-separated parts; a body that names
+// others is refused rather than quietly overruled.
+func DecodeConfigure(body []byte) (ConfigureRequest, error) {
+	var w struct {
+		Queue     *string                    `json:"queue"`
+		Namespace *string                    `json:"namespace"`
+		Task      *string                    `json:"task"`
+		Options   map[string]json.RawMessage `json:"options"`
+	}
+	var r ConfigureRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return r, Badf("configure body: %s", err.Error())
+	}
+	if w.Queue == nil {
+		return r, Badf("queue is required")
+	}
+	r.Queue = *w.Queue
+	if err := CheckName("queue", r.Queue, true); err != nil {
+		return r, err
+	}
+	parts := strings.SplitN(r.Queue, ".", 3)
+	derived := map[string]string{"namespace": parts[0], "task": ""}
+	if len(parts) > 1 {
+		derived["task"] = parts[1]
+	}
+	for _, f := range []struct {
+		name  string
+		given *string
+	}{{"namespace", w.Namespace}, {"task", w.Task}} {
+		if f.given != nil && *f.given != "" && *f.given != derived[f.name] {
+			return r, Badf("%s %q does not match queue %q: this service takes the %s from the queue name (%q)",
+				f.name, *f.given, r.Queue, f.name, derived[f.name])
+		}
+	}
+	for k, v := range w.Options {
+		var err error
+		switch k {
+		case "encryptionEnabled":
+			err = json.Unmarshal(v, &r.EncryptionEnabled)
+		case "dedupWindowSeconds":
+			err = json.Unmarshal(v, &r.DedupWindowSeconds)
+		case "retentionSeconds":
+			err = json.Unmarshal(v, &r.RetentionSeconds)
+		default:
+			if r.Other == nil {
+				r.Other = map[string]json.RawMessage{}
+			}
+			r.Other[k] = v
+		}
+		if err != nil {
+			return r, Badf("options.%s: %v", k, err)
+		}
+	}
+	if r.DedupWindowSeconds != nil && *r.DedupWindowSeconds < 0 {
+		return r, Badf("options.dedupWindowSeconds must be >= 0")
+	}
+	if r.RetentionSeconds != nil && *r.RetentionSeconds < 0 {
+		return r, Badf("options.retentionSeconds must be >= 0")
+	}
+	return r, nil
+}
+
+// QueueConfigured is a queue's settings after a change: the configure
+// answer, and the queue.changed broadcast between bridges.
+type QueueConfigured struct {
+	Configured bool         `json:"configured"` // always true: Queen's clients check it
+	Queue      string       `json:"queue"`
+	Tenant     string       `json:"tenant"`
+	Namespace  string       `json:"namespace"`
+	Task       string       `json:"task"`
+	Options    QueueOptions `json:"options"`
+	// NotActedOn names the options set on the queue that this service
+	// keeps but does not act on.
+	NotActedOn []string `json:"notActedOn"`
+}
+
+// QueueOptions are a queue's options as one JSON object: the ones this
+// service acts on, and the others as they were sent.
+type QueueOptions struct {
+	EncryptionEnabled  bool
+	DedupWindowSeconds int32
+	RetentionSeconds   int32
+	Other              map[string]json.RawMessage
+}
+
+// ActedOn are the queue options this service acts on.
+var ActedOn = []string{"encryptionEnabled", "dedupWindowSeconds", "retentionSeconds"}
+
+// MarshalJSON writes the others first, so the acted-on ones win a clash.
+func (o QueueOptions) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(o.Other)+3)
+	for k, v := range o.Other {
+		m[k] = v
+	}
+	m["encryptionEnabled"], m["dedupWindowSeconds"], m["retentionSeconds"] = o.EncryptionEnabled, o.DedupWindowSeconds, o.RetentionSeconds
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads both kinds back.
+func (o *QueueOptions) UnmarshalJSON(b []byte) error {
+	var acted struct {
+		EncryptionEnabled  bool  `json:"encryptionEnabled"`
+		DedupWindowSeconds int32 `json:"dedupWindowSeconds"`
+		RetentionSeconds   int32 `json:"retentionSeconds"`
+	}
+	if err := json.Unmarshal(b, &acted); err != nil {
+		return err
+	}
+	o.EncryptionEnabled, o.DedupWindowSeconds, o.RetentionSeconds = acted.EncryptionEnabled, acted.DedupWindowSeconds, acted.RetentionSeconds
+	if err := json.Unmarshal(b, &o.Other); err != nil {
+		return err
+	}
+	for _, k := range ActedOn {
+		delete(o.Other, k)
+	}
+	return nil
+}
+
+// EncodeQueueConfigured is the JSON of c; it fails only when an option
+// kept as sent is not JSON.
+func EncodeQueueConfigured(c *QueueConfigured) ([]byte, error) {
+	out, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: its settings do not encode: %w", c.Queue, err)
+	}
+	return out, nil
+}
+
+// DecodeQueueConfigured reads a queue.changed broadcast.
+func DecodeQueueConfigured(b []byte) (QueueConfigured, error) {
+	var c QueueConfigured
+	return c, json.Unmarshal(b, &c)
+}

@@ -1,0 +1,75 @@
+package jsonapi
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// intParam is one integer query parameter and where it goes.
+type intParam struct {
+	name string
+	bits int // 32 or 64: the range it must fit
+	set  func(int64)
+}
+
+// queryInts reads integer query parameters; a value that is not an integer
+// of the parameter's size is an error naming the parameter.
+func queryInts(get func(string) string, params ...intParam) error {
+	for _, p := range params {
+		v := get(p.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, p.bits)
+		if err != nil {
+			return Badf("%s must be an integer, got %q", p.name, v)
+		}
+		p.set(n)
+	}
+	return nil
+}
+
+// decodeBody decodes a request body of a NATS subject (what names the
+// subject's request in the error).
+func decodeBody(body []byte, what string, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return Badf("%s body: %s", what, err.Error())
+	}
+	return nil
+}
+
+// ParseFetchQuery reads GET /api/v1/messages' query parameters.
+func ParseFetchQuery(get func(string) string) (FetchRequest, error) {
+	r := FetchRequest{Queue: get("queue"), Partition: get("partition")}
+	err := queryInts(get,
+		intParam{"from", 64, func(n int64) { r.From = n }},
+		intParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
+		intParam{"waitMs", 32, func(n int64) { r.WaitMs = int(n) }},
+		intParam{"maxBytes", 64, func(n int64) { r.MaxBytes = n }})
+	return r, err
+}
+
+// DecodeFetch reads the body of <prefix>.v1.fetch.
+func DecodeFetch(body []byte) (FetchRequest, error) {
+	var r FetchRequest
+	return r, decodeBody(body, "fetch", &r)
+}
+
+// DecodePop reads the body of <prefix>.v1.pop: the pop's query parameters
+// as fields, queue and partition among them.
+func DecodePop(body []byte) (PopRequest, error) {
+	var r PopRequest
+	return r, decodeBody(body, "pop", &r)
+}
+
+// ErrorMessage is msg of an error body {"error": msg}, or "" when body is
+// not one.
+func ErrorMessage(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	return e.Error
+}

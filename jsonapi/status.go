@@ -1,0 +1,13 @@
+package jsonapi
+
+// The statuses of answers: HTTP's numbers, which NATS answers carry too
+// (an error answer's Nats-Service-Error-Code). The rooms answer with these;
+// only the front door speaks HTTP.
+const (
+	StatusOK                  = 200
+	StatusCreated             = 201
+	StatusNoContent           = 204
+	StatusBadRequest          = 400
+	StatusInternalServerError = 500
+	StatusServiceUnavailable  = 503
+)

@@ -1,0 +1,31 @@
+package queues
+
+import (
+	"context"
+	"errors"
+
+	"github.com/queenbridge/queenbridge/jsonapi"
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+// ServeConfigure runs a configure request as the transports serve it
+// (jsonapi.DecodeConfigure; err is the decoding's): the queue's settings
+// stored, cached and broadcast, answered with what they are now.
+func (s *Settings) ServeConfigure(ctx context.Context, tenant [16]byte, req jsonapi.ConfigureRequest, err error) (int, []byte) {
+	if err != nil {
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	}
+	ch, err := s.Configure(ctx, tenant, req.Queue, pgwire.QueueUpdate{EncryptionEnabled: req.EncryptionEnabled,
+		DedupWindowSeconds: req.DedupWindowSeconds, RetentionSeconds: req.RetentionSeconds, Other: req.Other})
+	switch {
+	case errors.Is(err, ErrNoKey):
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	case err != nil:
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+	}
+	out, err := jsonapi.EncodeQueueConfigured(&ch)
+	if err != nil {
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+	}
+	return jsonapi.StatusOK, out
+}
