@@ -25,8 +25,9 @@ type Config struct {
 	// AcquireTimeout bounds the wait for a pooled connection (and so for a
 	// push waiting on a database that does not answer). Default: 1s.
 	AcquireTimeout time.Duration
-	// StatementTimeout bounds one bundle call (QUEEN_PG_STATEMENT_TIMEOUT_MS).
-	// On expiry a cancel request goes to the server on a fresh connection and
+	// StatementTimeout bounds each statement the bridge sends: a bundle
+	// call, a pop, a read (QUEEN_PG_STATEMENT_TIMEOUT_MS; conn.go). On
+	// expiry a cancel request goes to the server on a fresh connection and
 	// the pooled connection is destroyed. Default: 5s.
 	StatementTimeout time.Duration
 }
@@ -130,7 +131,8 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
 // Ping checks that a connection can be had and answers.
 func (db *DB) Ping(ctx context.Context) error {
-	if err := db.pool.Ping(ctx); err != nil {
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error { return conn.Ping(ctx) })
+	if err != nil {
 		return fmt.Errorf("pgwire: ping: %w", err)
 	}
 	return nil
@@ -138,7 +140,7 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Stats are counters of the failure paths.
 type Stats struct {
-	StatementTimeouts     uint64 // bundle calls cancelled at StatementTimeout
+	StatementTimeouts     uint64 // statements cancelled at StatementTimeout
 	QuarantinedConnection uint64 // pooled connections destroyed instead of reused
 }
 

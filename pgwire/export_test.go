@@ -2,6 +2,8 @@ package pgwire
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -27,3 +29,39 @@ func (db *DB) PushGeneralOnly(ctx context.Context, writes []segment.Write) ([]se
 // KnownSQL is the known-partition statement of a bundle of several
 // segments, for the test that reads its plan.
 const KnownSQL = knownSQL
+
+// MigrateTo applies the numbered migrations up to version upTo and no
+// function file: the schema as a bridge of that step left it.
+func (db *DB) MigrateTo(ctx context.Context, upTo int) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	var keep []migration
+	for _, m := range ms {
+		if m.version <= upTo {
+			keep = append(keep, m)
+		}
+	}
+	return db.migrate(ctx, keep, nil)
+}
+
+// MigrateEdited migrates as Migrate does, with the function files' texts as
+// edit returns them: a bridge whose function files differ.
+func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) string) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	fns, err := functions()
+	if err != nil {
+		return err
+	}
+	for i := range fns {
+		if sql := edit(fns[i].name, fns[i].sql); sql != fns[i].sql {
+			sum := sha256.Sum256([]byte(sql))
+			fns[i].sql, fns[i].sha = sql, hex.EncodeToString(sum[:])
+		}
+	}
+	return db.migrate(ctx, ms, fns)
+}

@@ -52,14 +52,30 @@ func migrations() ([]migration, error) {
 	return out, nil
 }
 
-// Migrate brings the queen schema up to date. It runs in one transaction
-// under a transaction-scoped advisory lock: a second bridge migrating at the
-// same moment waits, then finds everything applied. Idempotent.
+// Migrate brings the queen schema up to date: the numbered migrations not
+// applied yet, in order, then the function files whose text changed
+// (functions.go). It runs in one transaction under a transaction-scoped
+// advisory lock: a second bridge migrating at the same moment waits, then
+// finds everything applied. Idempotent.
 func (db *DB) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
+	fns, err := functions()
+	if err != nil {
+		return err
+	}
+	return db.migrate(ctx, ms, fns)
+}
+
+// migrate applies ms, then fns, as Migrate describes.
+//
+// It runs on the pool without the statement timeout (StatementTimeout bounds
+// the bridge's own statements, withConn): a migration may rewrite every row
+// of a table, and a bridge that starts while another migrates waits for the
+// lock. ctx bounds it.
+func (db *DB) migrate(ctx context.Context, ms []migration, fns []function) error {
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLockKey)); err != nil {
 			return fmt.Errorf("pgwire: migration lock: %w", err)
@@ -70,6 +86,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 			return fmt.Errorf("pgwire: create schema_migrations: %w", err)
 		}
 		applied := map[int]bool{}
+		newest := 0 // the highest version applied, by this bridge or another
 		rows, err := tx.Query(ctx, "SELECT version FROM queen.schema_migrations")
 		if err != nil {
 			return fmt.Errorf("pgwire: read schema_migrations: %w", err)
@@ -80,11 +97,14 @@ func (db *DB) Migrate(ctx context.Context) error {
 				return err
 			}
 			applied[v] = true
+			newest = max(newest, v)
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		known := 0 // the highest version this bridge knows
 		for _, m := range ms {
+			known = max(known, m.version)
 			if applied[m.version] {
 				continue
 			}
@@ -97,6 +117,13 @@ func (db *DB) Migrate(ctx context.Context) error {
 				return fmt.Errorf("pgwire: record migration %s: %w", m.name, err)
 			}
 		}
-		return nil
+		// A bridge that does not know every applied migration is older than
+		// the one that migrated last (a rollback, or an old bridge restarting
+		// during a rolling upgrade): the function texts are the newer
+		// bridge's, and stay.
+		if len(fns) == 0 || newest > known {
+			return nil
+		}
+		return applyFunctions(ctx, tx, fns)
 	})
 }

@@ -2,7 +2,6 @@ package pgwire
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -245,74 +244,4 @@ func (w *wireResults) results(n int) ([]segment.Result, error) {
 		}
 	}
 	return out, nil
-}
-
-// withConn runs fn on a pooled connection with the acquire and statement
-// timeouts applied. A statement that times out has already had its cancel
-// request sent (the context watcher does that when the context ends); its
-// connection is then closed, so the pool destroys it instead of handing out
-// a connection whose last statement may still be unwinding.
-func (db *DB) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) error {
-	conn, err := db.acquire(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	qctx, cancel := context.WithTimeout(ctx, db.cfg.StatementTimeout)
-	err = fn(qctx, conn)
-	timedOut := err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded)
-	cancel()
-	if timedOut || (err != nil && ctx.Err() != nil) {
-		if timedOut {
-			db.timeouts.Add(1)
-			err = fmt.Errorf("%w after %s: %v", ErrStatementTimeout, db.cfg.StatementTimeout, err)
-		}
-		db.quarantined.Add(1)
-		closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Second)
-		_ = conn.Conn().Close(closeCtx)
-		cancelClose()
-	}
-	conn.Release()
-	return err
-}
-
-// acquire takes a pooled connection within AcquireTimeout. With one idle
-// (the usual case) it is handed over at once, and no timeout context is
-// made for the wait that will not happen: on a lone push, making and
-// cancelling that context was 2 % of the bridge's CPU. (Should another
-// caller take that connection first, this one waits within ctx's own
-// deadline; the timeout is for a database that cannot be reached, where
-// no connection is idle.)
-func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	if db.pool.Stat().IdleConns() > 0 {
-		if conn, err := db.pool.Acquire(ctx); err == nil || ctx.Err() != nil {
-			return conn, err
-		}
-	}
-	actx, cancel := context.WithTimeout(ctx, db.cfg.AcquireTimeout)
-	defer cancel()
-	return db.pool.Acquire(actx)
-}
-
-// SegmentAt returns the stored segment of partition pid that covers offset
-// off, or ErrSegmentGone. A rare path (duplicate resolution): plain query.
-func (db *DB) SegmentAt(ctx context.Context, pid, off int64) (segment.Stored, error) {
-	s := segment.Stored{PartitionID: pid}
-	rows, err := db.pool.Query(ctx, `SELECT base_offset, msg_count, created_at, payload FROM queen.log_segment_at_v1($1, $2)`, pid, off)
-	if err != nil {
-		return s, fmt.Errorf("pgwire: log_segment_at_v1(%d, %d): %w", pid, off, err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return s, fmt.Errorf("pgwire: log_segment_at_v1(%d, %d): %w", pid, off, err)
-		}
-		return s, ErrSegmentGone
-	}
-	if err := rows.Scan(&s.BaseOffset, &s.Count, &s.CreatedAt, &s.Blob); err != nil {
-		return s, fmt.Errorf("pgwire: log_segment_at_v1(%d, %d): %w", pid, off, err)
-	}
-	return s, rows.Err()
 }

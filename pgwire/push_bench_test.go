@@ -11,7 +11,7 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// BenchmarkPushBundle: one log_push_multi_v1 call per op, with S segments of
+// BenchmarkPushBundle: one PushBundle call per op, with S segments of
 // 10 frames (200-byte payloads) over S partitions, from one caller and from
 // 16. Reports items/s and the fixed and per-segment costs show in ns/op.
 func BenchmarkPushBundle(b *testing.B) {

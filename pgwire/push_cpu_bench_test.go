@@ -17,18 +17,20 @@ import (
 
 // pushV0SQL calls the bundle function as migration 0002 defined it (one
 // log_push_one_v1 call per segment, JSON results), loaded under other names
-// into the benchmark's own database: migration 0004 made log_push_multi_v1 a
-// wrapper over log_push_multi_v2, so that name no longer measures it.
+// into the benchmark's own database: migration 0009 dropped those functions.
 const pushV0SQL = `SELECT queen.bench_push_multi_v0($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[])`
 
-// loadV0 defines bench_push_multi_v0 and bench_push_one_v0 from 0002's text.
+// loadV0 defines bench_push_multi_v0, bench_push_one_v0 and bench_probe_v0
+// from 0002's text. Every function of that file is renamed, so that loading
+// it replaces none of the schema's own.
 func loadV0(ctx context.Context, db *DB) error {
 	body, err := migrationFiles.ReadFile("migrations/0002_push_functions.sql")
 	if err != nil {
 		return err
 	}
 	sql := strings.NewReplacer("queen.log_push_multi_v1", "queen.bench_push_multi_v0",
-		"queen.log_push_one_v1", "queen.bench_push_one_v0").Replace(string(body))
+		"queen.log_push_one_v1", "queen.bench_push_one_v0", "queen.log_probe_v1", "queen.bench_probe_v0",
+		"queen.log_segment_at_v1", "queen.bench_segment_at_v0").Replace(string(body))
 	_, err = db.Pool().Exec(ctx, sql)
 	return err
 }

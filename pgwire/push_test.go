@@ -66,13 +66,11 @@ func TestMisalignedArraysRaiseAndWriteNothing(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	w := write("q", "p", "a")
-	for _, fn := range []string{"log_push_multi_v1", "log_push_multi_v2"} {
-		_, err := db.Pool().Exec(context.Background(),
-			`SELECT queen.`+fn+`($1, $2, $3, $4, $5, $6)`,
-			[]string{"q", "q"}, []string{"p"}, []int32{1, 1}, [][]byte{w.Hashes, w.Hashes}, []int64{0, 0}, [][]byte{w.Blob, w.Blob})
-		if err == nil || !strings.Contains(err.Error(), "misaligned arrays") {
-			t.Fatalf("%s: want a misaligned-arrays error, got %v", fn, err)
-		}
+	_, err := db.Pool().Exec(context.Background(),
+		`SELECT queen.log_push_multi_v2($1, $2, $3, $4, $5, $6)`,
+		[]string{"q", "q"}, []string{"p"}, []int32{1, 1}, [][]byte{w.Hashes, w.Hashes}, []int64{0, 0}, [][]byte{w.Blob, w.Blob})
+	if err == nil || !strings.Contains(err.Error(), "misaligned arrays") {
+		t.Fatalf("want a misaligned-arrays error, got %v", err)
 	}
 	if n := rowsWritten(t, db); n != 0 {
 		t.Fatalf("%d rows written by a rejected bundle", n)
@@ -262,39 +260,6 @@ func TestWrongPartitionIDFailsTheBundle(t *testing.T) {
 	}
 }
 
-// log_push_multi_v1 stays for bridges that still call it: same arguments,
-// same JSON answer, written through log_push_multi_v2.
-func TestV1StillAnswersItsJSON(t *testing.T) {
-	t.Parallel()
-	db := newDB(t)
-	call := func(ws ...segment.Write) string {
-		t.Helper()
-		qs, ps, hs, bs := []string{}, []string{}, [][]byte{}, [][]byte{}
-		cs, vs := []int32{}, []int64{}
-		for _, w := range ws {
-			qs, ps, cs = append(qs, w.Queue), append(ps, w.Partition), append(cs, w.Count)
-			hs, bs, vs = append(hs, w.Hashes), append(bs, w.Blob), append(vs, 0)
-		}
-		var out string
-		if err := db.Pool().QueryRow(context.Background(), `SELECT queen.log_push_multi_v1($1, $2, $3, $4, $5, $6)::text`,
-			qs, ps, cs, hs, vs, bs).Scan(&out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	first := call(write("q", "p", "t1", "t2"), write("q", "r", "t1"))
-	if !strings.Contains(first, `"base": 1`) || strings.Contains(first, "dups") {
-		t.Fatalf("first call: %s", first)
-	}
-	again := call(write("q", "p", "t3", "t2"))
-	if !strings.Contains(again, `"dups": [{"i": 1, "off": 2}]`) || strings.Contains(again, "base") {
-		t.Fatalf("repeat: %s", again)
-	}
-	if lastOffset(t, db, "q", "p") != 2 {
-		t.Fatal("the duplicate segment was written")
-	}
-}
-
 // The forgotten range is probed, and only it: a repeat inside it is a
 // duplicate; a repeat below it (and below p_verified) is not looked for.
 func TestForgottenRangeIsProbedAlone(t *testing.T) {
@@ -312,33 +277,6 @@ func TestForgottenRangeIsProbedAlone(t *testing.T) {
 	w.Verified, w.ForgottenLo, w.ForgottenHi = 6, 2, 5
 	if r := push(t, db, w)[0]; r.Status != segment.Queued || r.BaseOffset != 7 {
 		t.Fatalf("a frame below both ranges was looked for: %+v", r)
-	}
-}
-
-// log_push_one_v1 remains for callers of the earlier version: it writes one
-// segment to a known partition through log_push_multi_v2, and answers a
-// repeat with the duplicates, writing nothing.
-func TestPushOneV1StillWritesThroughV2(t *testing.T) {
-	t.Parallel()
-	db := newDB(t)
-	ctx := context.Background()
-	pid := push(t, db, write("q", "p", "t1"))[0].PartitionID
-	call := func(w segment.Write) (base *int64, dups *string) {
-		t.Helper()
-		if err := db.Pool().QueryRow(ctx, `SELECT o_base, o_dups::text FROM queen.log_push_one_v1($1, 60, '00000000-0000-0000-0000-000000000000', $2, $3, 0, $4, now())`,
-			pid, w.Count, w.Hashes, w.Blob).Scan(&base, &dups); err != nil {
-			t.Fatal(err)
-		}
-		return base, dups
-	}
-	if base, dups := call(write("q", "p", "t2", "t3")); base == nil || *base != 2 || dups != nil {
-		t.Fatalf("new frames: base %v, dups %v", base, dups)
-	}
-	if base, dups := call(write("q", "p", "t4", "t2")); base != nil || dups == nil || !strings.Contains(*dups, `"off": 2`) {
-		t.Fatalf("repeat of t2: base %v, dups %v", base, dups)
-	}
-	if last := lastOffset(t, db, "q", "p"); last != 3 {
-		t.Fatalf("last_offset %d, want 3", last)
 	}
 }
 

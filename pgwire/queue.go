@@ -63,8 +63,10 @@ func scanQueue(row pgx.Row) (Queue, error) {
 // LookupQueue reads a queue's settings; a queue that does not exist yet
 // answers Exists=false with the defaults.
 func (db *DB) LookupQueue(ctx context.Context, tenant [16]byte, name string) (Queue, error) {
-	q, err := scanQueue(db.pool.QueryRow(ctx, `SELECT `+queueColumns+` FROM queen.queues WHERE tenant = $1 AND name = $2`,
-		pgtype.UUID{Bytes: tenant, Valid: true}, name))
+	var q Queue
+	err := db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err },
+		`SELECT `+queueColumns+` FROM queen.queues WHERE tenant = $1 AND name = $2`,
+		pgtype.UUID{Bytes: tenant, Valid: true}, name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Queue{Tenant: tenant, Name: name, Options: QueueOptions{DedupWindowSeconds: int32(db.cfg.DefaultDedupWindowSeconds)}}, nil
 	}
@@ -84,7 +86,8 @@ func (db *DB) ConfigureQueue(ctx context.Context, tenant [16]byte, name string, 
 			return Queue{}, fmt.Errorf("pgwire: configure queue %q: options: %w", name, err)
 		}
 	}
-	q, err := scanQueue(db.pool.QueryRow(ctx, `
+	var q Queue
+	err := db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err }, `
 		INSERT INTO queen.queues (tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options)
 		VALUES ($1, $2, split_part($2, '.', 1), split_part($2, '.', 2),
 		        coalesce($3::boolean, false), coalesce($4::integer, `+defaultWindowSQL+`), coalesce($5::integer, 0), $6::jsonb)
@@ -95,7 +98,7 @@ func (db *DB) ConfigureQueue(ctx context.Context, tenant [16]byte, name string, 
 			other_options        = queues.other_options || $6::jsonb,
 			updated_at           = now()
 		RETURNING `+queueColumns,
-		pgtype.UUID{Bytes: tenant, Valid: true}, name, upd.EncryptionEnabled, upd.DedupWindowSeconds, upd.RetentionSeconds, string(other)))
+		pgtype.UUID{Bytes: tenant, Valid: true}, name, upd.EncryptionEnabled, upd.DedupWindowSeconds, upd.RetentionSeconds, string(other))
 	if err != nil {
 		return q, fmt.Errorf("pgwire: configure queue %q: %w", name, err)
 	}

@@ -2,9 +2,11 @@ package pgwire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/segment"
@@ -65,6 +67,21 @@ func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partitio
 		return nil, fmt.Errorf("pgwire: read %s/%s from %d: %w", queue, partition, from, err)
 	}
 	return out, nil
+}
+
+// SegmentAt returns the stored segment of partition pid that covers offset
+// off, or ErrSegmentGone. A rare path (duplicate resolution).
+func (db *DB) SegmentAt(ctx context.Context, pid, off int64) (segment.Stored, error) {
+	s := segment.Stored{PartitionID: pid}
+	err := db.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&s.BaseOffset, &s.Count, &s.CreatedAt, &s.Blob) },
+		`SELECT base_offset, msg_count, created_at, payload FROM queen.log_segment_at_v1($1, $2)`, pid, off)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, ErrSegmentGone
+	}
+	if err != nil {
+		return s, fmt.Errorf("pgwire: log_segment_at_v1(%d, %d): %w", pid, off, err)
+	}
+	return s, nil
 }
 
 // RetentionResult is what one retention step removed.
