@@ -105,6 +105,28 @@ func TestShareDividesTheCeiling(t *testing.T) {
 	}
 }
 
+// The deprecated Vegas names of the bounds still set them, the new names win
+// over them, and Stats reports the limit under both names.
+func TestOldNamesOfTheBoundsStillWork(t *testing.T) {
+	for _, c := range []struct {
+		cfg         Config
+		limit, ceil int
+	}{
+		{Config{VegasMax: 3, VegasInitial: 3}, 3, 3},
+		{Config{VegasMax: 3, VegasInitial: 3, InFlightMax: 5, InFlightInitial: 4}, 4, 5},
+	} {
+		c.cfg.Sink = newMemSink(t)
+		f, err := New(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := f.Stats()
+		if st.InFlightLimit != c.limit || st.InFlightCeiling != c.ceil || st.VegasLimit != c.limit || st.VegasCeiling != c.ceil {
+			t.Fatalf("config %+v: stats %+v, want limit %d ceiling %d", c.cfg, st, c.limit, c.ceil)
+		}
+	}
+}
+
 // With a yield, a bundle's permit stays taken after its verdicts are out
 // (the other bridges' turn); without one it is back before them.
 func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
