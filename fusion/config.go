@@ -12,12 +12,19 @@ import (
 type Config struct {
 	// Sink commits bundles. Required.
 	Sink Sink
-	// Shards partitions the partition space (QUEEN_V2_FUSION_SHARDS). Default 8.
+	// Shards partitions the partition space (QUEEN_FUSION_SHARDS). Default 8.
 	Shards int
-	// BundleMax caps the segments of one bundle (QUEEN_V2_BUNDLE_MAX). Default 64.
+	// BundleMax caps the segments of one bundle (QUEEN_BUNDLE_MAX). Default 64.
 	BundleMax int
+	// BundleMaxBytes caps the bytes of one bundle (QUEEN_BUNDLE_MAX_BYTES),
+	// counted before compression: each frame's payload, transactionId and
+	// traceId plus FrameOverhead, and SegmentOverhead per segment. A
+	// partition whose pending frames exceed it is written over several
+	// flushes, in order, one at a time; a single frame larger than it is
+	// written alone, in a bundle of its own. Default 8 MiB.
+	BundleMaxBytes int64
 	// HoldTick is the backstop tick that retries held partitions
-	// (QUEEN_V2_FUSION_HOLD_MS). Default 15ms.
+	// (QUEEN_FUSION_HOLD_MS). Default 15ms.
 	HoldTick time.Duration
 	// ShardQueue is the capacity of each shard's submission queue; Submit
 	// blocks (until its context ends) when it is full. Default 4096.
@@ -25,11 +32,15 @@ type Config struct {
 	// MaxPendingBytes caps payload bytes accepted but not yet answered; past
 	// it Submit fails with ErrOverloaded. Default 512 MiB.
 	MaxPendingBytes int64
-	// VegasMin, VegasMax and VegasInitial bound how many bundles may be in
-	// flight at once; with a FlushMeter the number follows the database's
-	// flush time within [VegasMin, VegasMax] (vegas.go), without one it
-	// stays at VegasInitial. VegasMax should be at most the database pool
-	// size. Defaults 1, 16, 1.
+	// InFlightMin, InFlightMax and InFlightInitial bound how many bundles
+	// may be in flight at once (QUEEN_BUNDLES_IN_FLIGHT_MIN, _MAX). With a
+	// FlushMeter the number is 1 + floor(F / W) within [InFlightMin,
+	// InFlightMax], F the database's commit flush and W the working part of
+	// a bundle call (inflight.go); without one it stays at InFlightInitial.
+	// InFlightMax should be at most the database pool size. Defaults 1, 16, 1.
+	InFlightMin, InFlightMax, InFlightInitial int
+	// Deprecated: the old names of InFlightMin, InFlightMax and
+	// InFlightInitial, read only when those are zero; to be removed.
 	VegasMin, VegasMax, VegasInitial int
 	// RecentHashBytes is the memory all partitions' recent-hash sets share:
 	// the hashes this bridge wrote inside each queue's window, which spare
@@ -74,11 +85,17 @@ func (c *Config) applyDefaults() error {
 	def(&c.Shards, 8)
 	def(&c.BundleMax, 64)
 	def(&c.ShardQueue, 4096)
-	def(&c.VegasMin, 1)
-	def(&c.VegasMax, 16)
-	def(&c.VegasInitial, 1)
+	def(&c.InFlightMin, c.VegasMin)
+	def(&c.InFlightMax, c.VegasMax)
+	def(&c.InFlightInitial, c.VegasInitial)
+	def(&c.InFlightMin, 1)
+	def(&c.InFlightMax, 16)
+	def(&c.InFlightInitial, 1)
 	if c.HoldTick == 0 {
 		c.HoldTick = 15 * time.Millisecond
+	}
+	if c.BundleMaxBytes == 0 {
+		c.BundleMaxBytes = 8 << 20
 	}
 	if c.RecentHashBytes == 0 {
 		c.RecentHashBytes = 512 << 20
@@ -96,21 +113,21 @@ func (c *Config) applyDefaults() error {
 		c.SummaryEvery = 10 * time.Second
 	}
 	for name, v := range map[string]int{"Shards": c.Shards, "BundleMax": c.BundleMax,
-		"ShardQueue": c.ShardQueue, "VegasMin": c.VegasMin} {
+		"ShardQueue": c.ShardQueue, "InFlightMin": c.InFlightMin} {
 		if v < 1 {
 			return fmt.Errorf("fusion: Config.%s must be at least 1, got %d", name, v)
 		}
 	}
-	if c.VegasMax < c.VegasMin {
-		return fmt.Errorf("fusion: VegasMax %d is below VegasMin %d", c.VegasMax, c.VegasMin)
+	if c.InFlightMax < c.InFlightMin {
+		return fmt.Errorf("fusion: InFlightMax %d is below InFlightMin %d", c.InFlightMax, c.InFlightMin)
 	}
-	if c.VegasInitial < c.VegasMin {
-		c.VegasInitial = c.VegasMin
+	if c.InFlightInitial < c.InFlightMin {
+		c.InFlightInitial = c.InFlightMin
 	}
-	if c.VegasInitial > c.VegasMax {
-		c.VegasInitial = c.VegasMax
+	if c.InFlightInitial > c.InFlightMax {
+		c.InFlightInitial = c.InFlightMax
 	}
-	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.FlushProbeEvery < 0 || c.MaxPendingBytes < 0 || c.RecentHashBytes < 0 {
+	if c.HoldTick < 0 || c.FlushTimeout < 0 || c.FlushProbeEvery < 0 || c.MaxPendingBytes < 0 || c.RecentHashBytes < 0 || c.BundleMaxBytes < 0 {
 		return errors.New("fusion: durations and byte caps must not be negative")
 	}
 	return nil

@@ -36,7 +36,7 @@ func TestNeverTwoFlushesOfOnePartition(t *testing.T) {
 	sink.delay = func(call int) time.Duration {
 		return time.Duration(rand.Intn(3)) * time.Millisecond * time.Duration(call%2)
 	}
-	f := startFusion(t, sink, func(c *Config) { c.Shards = 2; c.VegasMax = 8; c.VegasInitial = 8 })
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 2; c.InFlightMax = 8; c.InFlightInitial = 8 })
 	const submitters, perSubmitter, partitions = 16, 40, 5
 	var mu sync.Mutex
 	offsets := map[string]map[int64]bool{}
@@ -83,7 +83,13 @@ func TestNeverTwoFlushesOfOnePartition(t *testing.T) {
 func TestBundlesNeverExceedBundleMax(t *testing.T) {
 	sink := newMemSink(t)
 	sink.delay = func(int) time.Duration { return 2 * time.Millisecond }
-	f := startFusion(t, sink, func(c *Config) { c.BundleMax = 5; c.Shards = 1; c.VegasMax = 2; c.VegasMin = 1; c.VegasInitial = 1 })
+	f := startFusion(t, sink, func(c *Config) {
+		c.BundleMax = 5
+		c.Shards = 1
+		c.InFlightMax = 2
+		c.InFlightMin = 1
+		c.InFlightInitial = 1
+	})
 	var chans []<-chan []Verdict
 	for i := 0; i < 100; i++ {
 		chans = append(chans, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
@@ -121,7 +127,7 @@ func behindGatedBundle(t *testing.T, f *Fusion, sink *memSink, n int) (first <-c
 func TestBundleGrowsWhileSinkIsSlow(t *testing.T) {
 	sink := newMemSink(t)
 	sink.gate = make(chan struct{})
-	f := startFusion(t, sink, func(c *Config) { c.Shards = 1; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 1; c.InFlightMin = 1; c.InFlightMax = 1; c.InFlightInitial = 1 })
 	first, rest := behindGatedBundle(t, f, sink, 50)
 	waitFor(t, "shard to take every submission", func() bool { return len(f.shards[0].in) == 0 })
 	close(sink.gate)
@@ -141,7 +147,7 @@ func TestBundleGrowsWhileSinkIsSlow(t *testing.T) {
 func TestBundlesSpanShards(t *testing.T) {
 	sink := newMemSink(t)
 	sink.gate = make(chan struct{})
-	f := startFusion(t, sink, func(c *Config) { c.Shards = 8; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 8; c.InFlightMin = 1; c.InFlightMax = 1; c.InFlightInitial = 1 })
 	first, rest := behindGatedBundle(t, f, sink, 50)
 	shards := map[int]bool{}
 	for i := 1; i < 50; i++ {
@@ -168,7 +174,7 @@ func TestBundlesSpanShards(t *testing.T) {
 func TestAbortAnswersTheOutbox(t *testing.T) {
 	sink := newMemSink(t)
 	sink.gate = make(chan struct{}) // the first call waits until its context ends
-	f, err := New(Config{Sink: sink, Shards: 4, VegasMin: 1, VegasMax: 1, VegasInitial: 1})
+	f, err := New(Config{Sink: sink, Shards: 4, InFlightMin: 1, InFlightMax: 1, InFlightInitial: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,20 +199,25 @@ func TestAbortAnswersTheOutbox(t *testing.T) {
 // lost) is dispatched by the backstop tick.
 func TestHeldPartitionDispatchesOnBackstopTick(t *testing.T) {
 	sink := newMemSink(t)
-	f := startFusion(t, sink, func(c *Config) { c.HoldTick = 5 * time.Millisecond; c.VegasMin = 1; c.VegasMax = 1; c.VegasInitial = 1 })
-	f.vegas.mu.Lock()
-	f.vegas.inflight = 1 // every permit taken
-	f.vegas.mu.Unlock()
+	f := startFusion(t, sink, func(c *Config) {
+		c.HoldTick = 5 * time.Millisecond
+		c.InFlightMin = 1
+		c.InFlightMax = 1
+		c.InFlightInitial = 1
+	})
+	f.limit.mu.Lock()
+	f.limit.inUse = 1 // every permit taken
+	f.limit.mu.Unlock()
 	ch := submitAsync(t, f, "q", "p", frames("a"))
 	waitFor(t, "the shard to hold the partition", func() bool {
-		f.vegas.mu.Lock()
-		defer f.vegas.mu.Unlock()
-		return len(f.vegas.waiters) == 1
+		f.limit.mu.Lock()
+		defer f.limit.mu.Unlock()
+		return len(f.limit.waiters) == 1
 	})
-	f.vegas.mu.Lock()
-	f.vegas.inflight = 0 // freed without kicking anyone
-	f.vegas.waiters, f.vegas.waiterSeen = nil, map[chan struct{}]bool{}
-	f.vegas.mu.Unlock()
+	f.limit.mu.Lock()
+	f.limit.inUse = 0 // freed without kicking anyone
+	f.limit.waiters, f.limit.waiterSeen = nil, map[chan struct{}]bool{}
+	f.limit.mu.Unlock()
 	if v := wait(t, ch); v[0].Status != Queued {
 		t.Fatalf("verdict %s", statuses(v))
 	}
@@ -215,7 +226,7 @@ func TestHeldPartitionDispatchesOnBackstopTick(t *testing.T) {
 func TestStopFlushesEverything(t *testing.T) {
 	sink := newMemSink(t)
 	sink.delay = func(int) time.Duration { return time.Millisecond }
-	f, err := New(Config{Sink: sink, VegasMin: 1, VegasMax: 1, VegasInitial: 1})
+	f, err := New(Config{Sink: sink, InFlightMin: 1, InFlightMax: 1, InFlightInitial: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +264,7 @@ func TestStopFlushesEverything(t *testing.T) {
 func TestStopWithExpiredContextAnswersEverything(t *testing.T) {
 	sink := newMemSink(t)
 	sink.gate = make(chan struct{}) // the first bundle never finishes by itself
-	f, err := New(Config{Sink: sink, VegasMin: 1, VegasMax: 1, VegasInitial: 1, Shards: 1})
+	f, err := New(Config{Sink: sink, InFlightMin: 1, InFlightMax: 1, InFlightInitial: 1, Shards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,22 +12,32 @@
 //     tenant, queue and partition). One goroutine owns each shard's state:
 //     submissions, flush completions and permit wake-ups reach it through
 //     channels, and no mutex guards shard state.
-//   - Fire-on-idle. When the shared Vegas limiter grants a permit at once,
-//     ready partitions dispatch now, with no hold timer.
+//   - Fire-on-idle. When the shared limit of bundles in flight grants a
+//     permit at once, ready partitions dispatch now, with no hold timer.
 //   - One flush in flight per partition. A partition whose flush is in flight
 //     accumulates its next segment and becomes ready again only when the
 //     completion reaches the shard, which the flush sends after the commit.
 //     Two flushes therefore never race on the partition's allocator, and
 //     offset order equals commit order.
 //   - Bundling, across shards. One dispatch takes up to Config.BundleMax
-//     segments: those shards left in the outbox (outbox.go) when they found
-//     no permit, oldest first, then the shard's own ready partitions. The
-//     in-flight gate keeps bundles disjoint; each segment's completion goes
-//     back to the shard that owns its partition. The outbox list is the one piece of
-//     shared state besides the limiter, under its own mutex.
-//   - Vegas (vegas.go). The limiter grows only while bundles leave full; a
-//     bundle with room left carried everything waiting, so it shrinks the
-//     limit towards its floor.
+//     segments and Config.BundleMaxBytes (take.go): those shards left in the
+//     outbox (outbox.go) when they found no permit, oldest first, then the
+//     shard's own ready partitions. The in-flight gate keeps bundles
+//     disjoint; each segment's completion goes back to the shard that owns
+//     its partition. The outbox list is the one piece of shared state
+//     besides the limit, under its own mutex.
+//   - Bytes. A segment takes a partition's pending frames, in order, while
+//     they fit in what is left of the bundle's bytes; the rest waits for the
+//     partition's next flush (after this one commits). A single frame larger
+//     than the bound is written alone. A repeat of a leader follows it even
+//     from behind the cut, so a split changes no verdict.
+//   - Bundles in flight (inflight.go): 1 + floor(F / W) within
+//     [Config.InFlightMin, Config.InFlightMax], where F is the database's
+//     commit flush (measured by the Sink's FlushMeter) and W the working
+//     part of a bundle call (its moving average less F, at least F/8):
+//     one bundle, plus as many as can do their work while one waits for
+//     its flush. It rises by one per flush reading and falls at once.
+//     Without a FlushMeter it stays at Config.InFlightInitial.
 //   - Config.HoldTick is a backstop only: arrivals, completions and freed
 //     permits are what wake a shard.
 //

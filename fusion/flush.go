@@ -11,7 +11,13 @@ import (
 // bundle is the segments of one dispatch: one Sink call. They may come from
 // several shards (the outbox).
 type bundle struct {
-	segs []*segFlight
+	segs  []*segFlight
+	bytes int64 // the segments' bytes as Config.BundleMaxBytes counts them
+}
+
+func (b *bundle) add(seg *segFlight) {
+	b.segs = append(b.segs, seg)
+	b.bytes += seg.bytes
 }
 
 // segFlight is one partition's segment from dispatch to verdict. leaders,
@@ -21,6 +27,7 @@ type segFlight struct {
 	shard     *shard // the owner of part
 	part      *partState
 	pid       int64 // as known at dispatch (0 for a partition not seen yet)
+	bytes     int64 // SegmentOverhead plus the leaders' frameBytes
 	write     segment.Write
 	leaders   []item
 	followers map[int32][]item // leader position -> same-hash frames after it
@@ -99,7 +106,7 @@ func (f *Fusion) flush(b *bundle) {
 	}
 	hold := f.holdAfter(took)
 	if hold == 0 {
-		f.vegas.release(took, true, failed != nil)
+		f.limit.release(took, true, failed != nil)
 	} else {
 		defer f.releaseAfter(hold, took, failed != nil)
 	}
@@ -265,5 +272,5 @@ func (f *Fusion) releaseAfter(hold, took time.Duration, failed bool) {
 	case <-f.stopping:
 		t.Stop()
 	}
-	f.vegas.release(took, true, failed)
+	f.limit.release(took, true, failed)
 }

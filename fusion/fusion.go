@@ -17,7 +17,7 @@ import (
 type Fusion struct {
 	cfg    Config
 	shards []*shard
-	vegas  *vegas
+	limit  *inflightLimit // bundles in flight, shared by every shard (inflight.go)
 	// extraFields adds fields to the summary line (SetSummaryFields); an
 	// atomic pointer because the bridge sets it after fusion has started.
 	extraFields atomic.Pointer[func(*zerolog.Event)]
@@ -62,7 +62,7 @@ func New(cfg Config) (*Fusion, error) {
 	}
 	f := &Fusion{
 		cfg:      cfg,
-		vegas:    newVegas(cfg.VegasMin, cfg.VegasMax, cfg.VegasInitial),
+		limit:    newInflightLimit(cfg.InFlightMin, cfg.InFlightMax, cfg.InFlightInitial),
 		stopping: make(chan struct{}),
 		abort:    make(chan struct{}),
 	}
@@ -142,15 +142,15 @@ func (f *Fusion) Submit(ctx context.Context, s Submission) error {
 	}
 }
 
-// SetShare divides the database budget (VegasMax bundles in flight) among
+// SetShare divides the database budget (InFlightMax bundles in flight) among
 // n writers of the same database: this fusion may keep at most
-// ceil(VegasMax / n), and at least VegasMin, in flight, so that n bridges
+// ceil(InFlightMax / n), and at least InFlightMin, in flight, so that n bridges
 // together use about what one would.
 func (f *Fusion) SetShare(n int) {
 	if n < 1 {
 		n = 1
 	}
-	f.vegas.setMax((f.cfg.VegasMax + n - 1) / n)
+	f.limit.setMax((f.cfg.InFlightMax + n - 1) / n)
 }
 
 // SetYield makes each bundle's permit stay taken for y times the bundle's

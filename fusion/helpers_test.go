@@ -2,6 +2,8 @@ package fusion
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"testing"
 	"time"
@@ -77,4 +79,22 @@ func statuses(vs []Verdict) string {
 		s += fmt.Sprintf("%s@%d", v.Status, v.Offset)
 	}
 	return s
+}
+
+// bigFrames returns frames with the given transactionIds and a payload of
+// size bytes each: a JSON string of random base64, which zstd barely
+// shrinks.
+func bigFrames(size int, txids ...string) []segment.Frame {
+	out := frames(txids...)
+	for i := range out {
+		out[i].Payload = randomJSON(size)
+	}
+	return out
+}
+
+func randomJSON(size int) []byte {
+	raw := make([]byte, size*3/4)
+	_, _ = rand.Read(raw)
+	s := base64.StdEncoding.EncodeToString(raw)
+	return []byte(`"` + s[:max(0, min(len(s), size-2))] + `"`)
 }

@@ -235,3 +235,54 @@ func (h hashingSink) StoredHashes(_ context.Context, pid, after, upTo int64, win
 	}
 	return out, nil
 }
+
+// callBytes returns, for every call in order, the bytes it carried: sent
+// (payload blobs and hash blobs as they reached the sink) and counted (what
+// Config.BundleMaxBytes counts, from the decoded frames).
+func (m *memSink) callBytes() (sent, counted []int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, writes := range m.writes {
+		var s, c int64
+		for _, w := range writes {
+			s += int64(len(w.Blob) + len(w.Hashes))
+			c += SegmentOverhead
+			frames, err := segment.UnpackAll(w.Blob)
+			if err != nil {
+				m.t.Errorf("memsink: %v", err)
+			}
+			for i := range frames {
+				c += frameBytes(&frames[i])
+			}
+		}
+		sent, counted = append(sent, s), append(counted, c)
+	}
+	return sent, counted
+}
+
+// storedIDs returns the message ids stored in (q, p), in offset order.
+func (m *memSink) storedIDs(q, p string) [][16]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids [][16]byte
+	for _, f := range m.part(memKey([16]byte{}, q, p)).frames {
+		ids = append(ids, f.id)
+	}
+	return ids
+}
+
+// callsWith returns the indices of the calls that wrote (q, p).
+func (m *memSink) callsWith(q, p string) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int
+	for i, writes := range m.writes {
+		for _, w := range writes {
+			if w.Queue == q && w.Partition == p {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}

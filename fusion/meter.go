@@ -8,7 +8,7 @@ import (
 )
 
 // meterLoop measures the database's commit flush every FlushProbeEvery,
-// from Start on, and hands it to the limit (vegas.flushed). It is owned by
+// from Start on, and hands it to the limit (inflightLimit.flushed). It is owned by
 // Fusion and ends with Stop.
 func (f *Fusion) meterLoop() {
 	defer f.bgWG.Done()
@@ -19,7 +19,7 @@ func (f *Fusion) meterLoop() {
 		d, err := f.meter.FlushLatency(ctx)
 		cancel()
 		if err == nil {
-			f.vegas.flushed(d)
+			f.limit.flushed(d)
 		} else if f.ctx.Err() == nil && meterErrLog.Allow() {
 			f.cfg.Logger.Warn().Str("target", "fusion").Err(err).Msg("measuring the commit flush failed; bundles in flight stay as they are")
 		}

@@ -31,11 +31,19 @@ func (o *outbox) put(segs []*segFlight) {
 	o.mu.Unlock()
 }
 
-// take moves up to room segments, oldest first, into b.
-func (o *outbox) take(b *bundle, room int) {
+// take moves segments into b, oldest first, while b has room: up to max
+// segments and maxBytes (the first segment of an empty bundle goes whatever
+// its size). The first that does not fit stays first in line.
+func (o *outbox) take(b *bundle, max int, maxBytes int64) {
 	o.mu.Lock()
-	n := min(room, len(o.segs))
-	b.segs = append(b.segs, o.segs[:n]...)
+	n := 0
+	for n < len(o.segs) && len(b.segs) < max {
+		if seg := o.segs[n]; len(b.segs) > 0 && b.bytes+seg.bytes > maxBytes {
+			break
+		}
+		b.add(o.segs[n])
+		n++
+	}
 	clear(o.segs[:n])
 	o.segs = o.segs[n:]
 	o.n.Store(int64(len(o.segs)))

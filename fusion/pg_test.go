@@ -32,7 +32,7 @@ func openDB(t testing.TB, maxConns int32) *pgwire.DB {
 
 func start(t testing.TB, sink fusion.Sink, tune func(*fusion.Config)) *fusion.Fusion {
 	t.Helper()
-	cfg := fusion.Config{Sink: sink, VegasMax: 16}
+	cfg := fusion.Config{Sink: sink, InFlightMax: 16}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -96,7 +96,7 @@ func TestManySubmittersOverManyPartitions(t *testing.T) {
 	wg.Wait()
 	st := f.Stats()
 	perCommit := float64(st.Segments) / float64(st.Bundles)
-	t.Logf("%d frames, %d commits, %d segments: %.1f segments per commit (vegas limit %d)", st.ItemsFired, st.Bundles, st.Segments, perCommit, st.VegasLimit)
+	t.Logf("%d frames, %d commits, %d segments: %.1f segments per commit (in-flight limit %d)", st.ItemsFired, st.Bundles, st.Segments, perCommit, st.InFlightLimit)
 	if st.BundleErrors != 0 {
 		t.Fatalf("%d bundle errors", st.BundleErrors)
 	}

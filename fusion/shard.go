@@ -1,7 +1,6 @@
 package fusion
 
 import (
-	"math"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -14,8 +13,8 @@ type shard struct {
 	f     *Fusion
 	id    int
 	in    chan *request    // submissions (bounded: Config.ShardQueue)
-	done  chan *completion // flush completions (cap = the Vegas limit's bound: bundles in flight)
-	kick  chan struct{}    // a Vegas permit was freed somewhere (cap 1)
+	done  chan *completion // flush completions (cap = InFlightMax + 1: at most one per bundle in flight)
+	kick  chan struct{}    // a bundle permit was freed somewhere (cap 1)
 	fills chan *fillResult // gap reads; never blocks (cap = maxFills)
 
 	parts       map[partKey]*partState
@@ -55,7 +54,7 @@ func newShard(f *Fusion, id int) *shard {
 	return &shard{
 		f: f, id: id,
 		in:    make(chan *request, f.cfg.ShardQueue),
-		done:  make(chan *completion, f.cfg.VegasMax+1),
+		done:  make(chan *completion, f.cfg.InFlightMax+1),
 		kick:  make(chan struct{}, 1),
 		fills: make(chan *fillResult, maxFills),
 		parts: map[partKey]*partState{},
@@ -133,16 +132,17 @@ func (s *shard) markReady(p *partState) {
 // dispatch fires bundles while partitions are ready here or segments wait in
 // the outbox, and the limiter grants a permit at once. A bundle takes what
 // shards left in the outbox first (oldest first), then this shard's ready
-// partitions. Without a permit the ready partitions go to the outbox, where the
-// next bundle to fire (on any shard) takes them: that is where bundles grow
-// under load, across shards.
+// partitions, up to BundleMax segments and BundleMaxBytes (take.go).
+// Without a permit the ready partitions go to the outbox, where the next
+// bundle to fire (on any shard) takes them: that is where bundles grow under
+// load, across shards.
 func (s *shard) dispatch() {
 	s.held = false
 	for len(s.ready) > 0 || s.f.outbox.len() > 0 {
 		now := time.Now()
-		if !s.f.vegas.tryAcquire(s.kick) {
+		if !s.f.limit.tryAcquire(s.kick) {
 			if len(s.ready) > 0 {
-				s.f.outbox.put(s.takeReady(now, len(s.ready)))
+				s.f.outbox.put(s.takeAll(now))
 			}
 			s.held = true // the backstop tick retries if the kick is lost
 			return
@@ -151,113 +151,17 @@ func (s *shard) dispatch() {
 		// that always has BundleMax ready partitions must not keep other
 		// shards' segments waiting.
 		b := &bundle{}
-		s.f.outbox.take(b, s.f.cfg.BundleMax)
-		b.segs = append(b.segs, s.takeReady(now, s.f.cfg.BundleMax-len(b.segs))...)
+		s.f.outbox.take(b, s.f.cfg.BundleMax, s.f.cfg.BundleMaxBytes)
+		s.fill(b, now)
 		if len(b.segs) == 0 {
-			s.f.vegas.release(0, false, false)
+			// Every ready frame was answered locally (an empty bundle
+			// takes at least one frame to write when there is one).
+			s.f.limit.release(0, false, false)
 			return
 		}
 		s.f.flushWG.Add(1)
 		go s.f.flush(b)
 	}
-}
-
-// takeReady takes up to max ready partitions, oldest first, into segments
-// (in flight from now on). Partitions whose frames were all answered
-// locally go to id resolution instead.
-func (s *shard) takeReady(now time.Time, max int) []*segFlight {
-	var segs []*segFlight
-	for len(segs) < max && len(s.ready) > 0 {
-		p := s.ready[0]
-		s.ready[0] = nil
-		s.ready = s.ready[1:]
-		p.queued = false
-		seg := s.take(p, now)
-		if len(seg.leaders) > 0 {
-			s.outstanding++
-			segs = append(segs, seg)
-			if cur := s.f.period.Load(); p.period != cur {
-				p.period = cur
-				s.f.periodParts.Add(1)
-			}
-		} else if len(seg.localDups) > 0 {
-			s.f.resolveAsync(seg)
-		}
-	}
-	return segs
-}
-
-// take moves p's pending frames into a segment: layer-2 dedup (first of a
-// hash leads, later ones follow), then the local check against what this
-// bridge wrote inside the window. p goes in flight when anything is left to
-// write.
-func (s *shard) take(p *partState, now time.Time) *segFlight {
-	seg := &segFlight{shard: s, part: p, pid: p.pid, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid, QueueID: p.qid}}
-	// Small segments (the usual case) find an earlier leader by scanning;
-	// only large ones use the shard's map. Clearing a map costs its
-	// capacity, so a map that grew with one large segment is dropped rather
-	// than cleared for every small one after it.
-	useMap := len(p.pending) > smallSegment
-	if useMap {
-		clear(s.dedup)
-	}
-	allMinted := true
-	for _, it := range p.pending {
-		h := it.hash()
-		if pos, ok := s.leaderOf(seg, h, useMap); ok {
-			seg.addFollower(pos, it)
-			continue
-		}
-		if !it.minted() {
-			allMinted = false
-			if off, ok := p.localDuplicate(h, now); ok {
-				seg.localDups = append(seg.localDups, localDup{it: it, off: off})
-				continue
-			}
-		}
-		if useMap {
-			s.dedup[h] = int32(len(seg.leaders))
-		}
-		seg.leaders = append(seg.leaders, it)
-		if mw := it.req.sub.MinWindowSeconds; mw > seg.write.MinWindowSeconds {
-			seg.write.MinWindowSeconds = mw
-		}
-	}
-	if len(s.dedup) > 4*smallSegment*smallSegment {
-		s.dedup = map[[segment.HashSize]byte]int32{}
-	}
-	clear(p.pending) // drop references for the collector
-	p.pending = p.pending[:0]
-	switch {
-	case seg.write.MinWindowSeconds > 0:
-		seg.write.Verified = 0 // replayed frames: probe the whole window
-	case allMinted:
-		// Ids minted for this request match nothing stored (a replay of
-		// them is probed above), so the probe is skipped whatever this
-		// bridge remembers or forgot.
-		seg.write.Verified = math.MaxInt64
-	default:
-		p.probeRanges(&seg.write, now)
-	}
-	p.inFlight = len(seg.leaders) > 0
-	return seg
-}
-
-// smallSegment is the size up to which take finds repeats by scanning.
-const smallSegment = 16
-
-// leaderOf finds the leader already taken into seg with hash h.
-func (s *shard) leaderOf(seg *segFlight, h [segment.HashSize]byte, useMap bool) (int32, bool) {
-	if useMap {
-		pos, ok := s.dedup[h]
-		return pos, ok
-	}
-	for k, l := range seg.leaders {
-		if l.hash() == h {
-			return int32(k), true
-		}
-	}
-	return 0, false
 }
 
 // complete reopens this shard's partitions of a finished bundle and updates

@@ -41,18 +41,22 @@ type Stats struct {
 	Requeued        uint64        // frames sent again after a duplicate segment
 	Fills           uint64        // reads of offsets written by another writer
 	Busy            time.Duration // time spent in Sink calls, summed over calls
-	VegasLimit      int           // current permit limit
-	VegasCeiling    int           // its ceiling: VegasMax, or this bridge's share of it (SetShare)
+	InFlightLimit   int           // bundles that may be in flight now (inflight.go)
+	InFlightCeiling int           // its ceiling: InFlightMax, or this bridge's share of it (SetShare)
 	PermitsInUse    int           // bundles in flight, all shards
 	PendingBytes    int64         // payload bytes accepted, not yet answered
 	FlushTime       time.Duration // the database's commit flush, last measured (0: no FlushMeter)
 	BundleLatency   time.Duration // moving average of a Sink call
+
+	// Deprecated: InFlightLimit and InFlightCeiling under their old names,
+	// the same values; to be removed.
+	VegasLimit, VegasCeiling int
 }
 
 // Stats returns a snapshot.
 func (f *Fusion) Stats() Stats {
-	limit, ceiling, inUse := f.vegas.snapshot()
-	flush, lat := f.vegas.flushReading()
+	limit, ceiling, inUse := f.limit.snapshot()
+	flush, lat := f.limit.flushReading()
 	return Stats{
 		Bundles:         f.stats.bundles.Load(),
 		BundleErrors:    f.stats.bundleErrors.Load(),
@@ -62,6 +66,8 @@ func (f *Fusion) Stats() Stats {
 		Requeued:        f.stats.requeued.Load(),
 		Fills:           f.stats.fills.Load(),
 		Busy:            time.Duration(f.stats.busy.Load()),
+		InFlightLimit:   limit,
+		InFlightCeiling: ceiling,
 		VegasLimit:      limit,
 		VegasCeiling:    ceiling,
 		PermitsInUse:    inUse,
@@ -105,7 +111,7 @@ func (f *Fusion) summaryLoop() {
 				Uint64("items", now.ItemsFired-last.ItemsFired).
 				Int64("partitions", parts).
 				Uint64("errors", now.BundleErrors-last.BundleErrors).
-				Int("vegas_limit", now.VegasLimit).
+				Int("in_flight_limit", now.InFlightLimit).
 				Float64("flush_ms", now.FlushTime.Seconds()*1e3).
 				Func(f.summaryFields).Msg("bundle summary")
 		}

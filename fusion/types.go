@@ -30,7 +30,7 @@ type HashSource interface {
 // FlushMeter is implemented by Sinks that can measure how long the database
 // takes to flush a commit to disk (pgwire.DB does). Fusion asks every
 // Config.FlushProbeEvery and sets how many bundles may be in flight from it
-// (vegas.go); without it the limit stays at Config.VegasInitial.
+// (inflight.go); without it the limit stays at Config.InFlightInitial.
 type FlushMeter interface {
 	FlushLatency(ctx context.Context) (time.Duration, error)
 }

@@ -294,7 +294,7 @@ func TestFailedSegmentFailsAlone(t *testing.T) {
 	sink := &failingPartSink{memSink: mem}
 	fail := func(p string) { sink.partition.Store(&p) }
 	fail("bad")
-	f := startFusion(t, sink, func(c *Config) { c.VegasInitial, c.VegasMax = 1, 1 })
+	f := startFusion(t, sink, func(c *Config) { c.InFlightInitial, c.InFlightMax = 1, 1 })
 	if v := submit(t, f, "q", "bad", "warm"); v[0].Status != Error {
 		t.Fatalf("first flush: %+v", v[0])
 	}

@@ -20,6 +20,10 @@ import (
 // and a flag of the same name in lower case with dashes
 // (QUEEN_HTTP_ADDR -> -http-addr); a flag wins over the variable.
 type config struct {
+	// deprecated says which deprecated names were used, for main to log
+	// once the logger exists.
+	deprecated []string
+
 	natsListen, natsURL, natsPrefix string
 	natsConfig, natsAccounts        string
 	jetstream                       string
@@ -34,7 +38,8 @@ type config struct {
 	httpAddr                        string
 	dataDir, spoolDir               string
 	shards, bundleMax, holdMS       int
-	vegasMin, vegasMax              int
+	bundleMaxBytes                  int64
+	inFlightMin, inFlightMax        int
 	recentHashBytes                 int64
 	hotlist                         bool
 	retentionMS                     int
@@ -58,6 +63,17 @@ type config struct {
 type setting struct {
 	env, def, help string
 	set            func(string) error
+}
+
+// oldNames are the deprecated names of renamed settings, still read, with
+// their flags, for one release; the new name wins when both are set. The
+// QUEEN_V2_ names are the ones SPEC.md gives the tuning variables.
+var oldNames = map[string]string{
+	"QUEEN_FUSION_SHARDS":         "QUEEN_V2_FUSION_SHARDS",
+	"QUEEN_BUNDLE_MAX":            "QUEEN_V2_BUNDLE_MAX",
+	"QUEEN_FUSION_HOLD_MS":        "QUEEN_V2_FUSION_HOLD_MS",
+	"QUEEN_BUNDLES_IN_FLIGHT_MIN": "QUEEN_VEGAS_MIN",
+	"QUEEN_BUNDLES_IN_FLIGHT_MAX": "QUEEN_VEGAS_MAX",
 }
 
 func (c *config) settings() []setting {
@@ -97,11 +113,12 @@ func (c *config) settings() []setting {
 		{"QUEEN_HTTP_ADDR", "127.0.0.1:6632", "HTTP shim address (off disables it)", str(&c.httpAddr)},
 		{"QUEEN_DATA_DIR", "./data", "data directory (embedded PostgreSQL under pg/, spool under spool/)", str(&c.dataDir)},
 		{"QUEEN_SPOOL_DIR", "", "spool directory (default QUEEN_DATA_DIR/spool)", str(&c.spoolDir)},
-		{"QUEEN_V2_FUSION_SHARDS", "8", "fusion shards", num(&c.shards)},
-		{"QUEEN_V2_BUNDLE_MAX", "64", "segments per fused commit, at most", num(&c.bundleMax)},
-		{"QUEEN_V2_FUSION_HOLD_MS", "15", "backstop tick for held partitions, ms", num(&c.holdMS)},
-		{"QUEEN_VEGAS_MIN", "1", "push-lane concurrency limit, lower bound", num(&c.vegasMin)},
-		{"QUEEN_VEGAS_MAX", "0", "push-lane concurrency limit, upper bound (0: the pool size)", num(&c.vegasMax)},
+		{"QUEEN_FUSION_SHARDS", "8", "fusion shards", num(&c.shards)},
+		{"QUEEN_BUNDLE_MAX", "64", "segments (partitions) per fused commit, at most", num(&c.bundleMax)},
+		{"QUEEN_BUNDLE_MAX_BYTES", strconv.Itoa(8 << 20), "bytes per fused commit, at most (8 MiB), counted before compression: payloads, ids and 48 bytes a frame; a partition with more pending is written over several commits, in order, and a larger single frame alone", num64(&c.bundleMaxBytes)},
+		{"QUEEN_FUSION_HOLD_MS", "15", "backstop tick for held partitions, ms", num(&c.holdMS)},
+		{"QUEEN_BUNDLES_IN_FLIGHT_MIN", "1", "bundles in flight at once, lower bound (the limit is 1 + floor(commit flush / a bundle call's working part))", num(&c.inFlightMin)},
+		{"QUEEN_BUNDLES_IN_FLIGHT_MAX", "0", "bundles in flight at once, upper bound (0: the pool size)", num(&c.inFlightMax)},
 		{"QUEEN_RECENT_HASH_BYTES", strconv.Itoa(512 << 20), "memory for the hashes of frames written inside each queue's dedup window (32 bytes a frame); past it the oldest are forgotten and probed in PostgreSQL", num64(&c.recentHashBytes)},
 		{"QUEEN_HOTLIST", "1", "hot-list discovery (0: wake parked reads directly)", func(v string) error {
 			b, err := strconv.ParseBool(v)
@@ -149,19 +166,36 @@ func load(args []string) (*config, error) {
 		list := c.settings()
 		sort.Slice(list, func(i, j int) bool { return list[i].env < list[j].env })
 		for _, s := range list {
-			fmt.Fprintf(fs.Output(), "  -%-26s %-30s %s (default %q)\n", flagName(s.env), s.env, s.help, s.def)
+			was := ""
+			if old := oldNames[s.env]; old != "" {
+				was = fmt.Sprintf("; its old name %s, -%s, is deprecated", old, flagName(old))
+			}
+			fmt.Fprintf(fs.Output(), "  -%-26s %-30s %s (default %q%s)\n", flagName(s.env), s.env, s.help, s.def, was)
 		}
 	}
 	for _, s := range c.settings() {
-		v := s.def
+		old := oldNames[s.env]
+		v, from := s.def, s.env
 		if e, ok := os.LookupEnv(s.env); ok {
 			v = e
+			if _, both := os.LookupEnv(old); both && old != "" {
+				c.deprecated = append(c.deprecated, fmt.Sprintf("%s is deprecated and ignored: %s is set too, and wins", old, s.env))
+			}
+		} else if e, ok := os.LookupEnv(old); ok && old != "" {
+			v, from = e, old
+			c.deprecated = append(c.deprecated, fmt.Sprintf("%s is deprecated: use %s", old, s.env))
 		}
 		if err := s.set(v); err != nil {
-			return nil, fmt.Errorf("%s=%q: %w", s.env, v, err)
+			return nil, fmt.Errorf("%s=%q: %w", from, v, err)
 		}
 		s := s
 		fs.Func(flagName(s.env), s.help+" ("+s.env+")", s.set)
+		if old != "" {
+			fs.Func(flagName(old), "deprecated: -"+flagName(s.env), func(v string) error {
+				c.deprecated = append(c.deprecated, fmt.Sprintf("-%s is deprecated: use -%s", flagName(old), flagName(s.env)))
+				return s.set(v)
+			})
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -169,8 +203,8 @@ func load(args []string) (*config, error) {
 	if c.spoolDir == "" {
 		c.spoolDir = filepath.Join(c.dataDir, "spool")
 	}
-	if c.vegasMax == 0 {
-		c.vegasMax = c.pgPoolSize
+	if c.inFlightMax == 0 {
+		c.inFlightMax = c.pgPoolSize
 	}
 	if c.gcPercent < 25 {
 		return nil, fmt.Errorf("QUEEN_GC_PERCENT must be at least 25, got %d", c.gcPercent)

@@ -52,6 +52,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "queen-bridge:", err)
 		os.Exit(2)
 	}
+	for _, msg := range cfg.deprecated {
+		log.Warn().Str("target", "bridge").Msg(msg)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {
@@ -160,8 +163,8 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	meters := metrics.New(reg)
 	fu, err := fusion.New(fusion.Config{
-		Sink: db, Shards: cfg.shards, BundleMax: cfg.bundleMax, HoldTick: time.Duration(cfg.holdMS) * time.Millisecond,
-		VegasMin: cfg.vegasMin, VegasMax: cfg.vegasMax, RecentHashBytes: cfg.recentHashBytes, Logger: log, OnBundle: meters.FusionHook,
+		Sink: db, Shards: cfg.shards, BundleMax: cfg.bundleMax, BundleMaxBytes: cfg.bundleMaxBytes, HoldTick: time.Duration(cfg.holdMS) * time.Millisecond,
+		InFlightMin: cfg.inFlightMin, InFlightMax: cfg.inFlightMax, RecentHashBytes: cfg.recentHashBytes, Logger: log, OnBundle: meters.FusionHook,
 	})
 	if err != nil {
 		return err

@@ -200,13 +200,13 @@ func TestHelpListsEverySetting(t *testing.T) {
 }
 
 func TestFlagsOverrideEnvironment(t *testing.T) {
-	t.Setenv("QUEEN_V2_BUNDLE_MAX", "7")
+	t.Setenv("QUEEN_BUNDLE_MAX", "7")
 	t.Setenv("QUEEN_HTTP_ADDR", "off")
-	c, err := load([]string{"-v2-bundle-max", "9"})
+	c, err := load([]string{"-bundle-max", "9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.bundleMax != 9 || c.httpAddr != "off" || c.spoolDir != filepath.Join("./data", "spool") || c.vegasMax != 16 {
+	if c.bundleMax != 9 || c.httpAddr != "off" || c.spoolDir != filepath.Join("./data", "spool") || c.inFlightMax != 16 || c.bundleMaxBytes != 8<<20 {
 		t.Fatalf("config %+v", c)
 	}
 	if c.gcPercent != 400 {
@@ -215,8 +215,8 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	if _, err := load([]string{"-gc-percent", "5"}); err == nil || !strings.Contains(err.Error(), "QUEEN_GC_PERCENT") {
 		t.Fatalf("a GC target that would collect all the time must be refused: %v", err)
 	}
-	t.Setenv("QUEEN_V2_FUSION_SHARDS", "many")
-	if _, err := load(nil); err == nil || !strings.Contains(err.Error(), "QUEEN_V2_FUSION_SHARDS") {
+	t.Setenv("QUEEN_FUSION_SHARDS", "many")
+	if _, err := load(nil); err == nil || !strings.Contains(err.Error(), "QUEEN_FUSION_SHARDS") {
 		t.Fatalf("a bad number must name its variable: %v", err)
 	}
 }

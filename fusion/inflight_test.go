@@ -12,7 +12,7 @@ import (
 // work (W, a Sink call's time less the flush F) while one waits for its
 // flush. Without a flush measurement it stays as configured.
 func TestLimitFollowsWhatCommitsWaitOn(t *testing.T) {
-	v := newVegas(1, 8, 3)
+	v := newInflightLimit(1, 8, 3)
 	limit := func() int { l, _, _ := v.snapshot(); return l }
 	run := func(rtt time.Duration) { // a bundle taken and finished
 		if !v.tryAcquire(make(chan struct{}, 1)) {
@@ -36,8 +36,8 @@ func TestLimitFollowsWhatCommitsWaitOn(t *testing.T) {
 		{"a slow disk, little work", time.Millisecond, 1400 * time.Microsecond, 3},
 		{"a flush that is all of the call", time.Millisecond, time.Millisecond, 8},
 	} {
-		v = newVegas(1, 8, 3)    // a disk of its own: F is the lowest recent reading
-		for r := 0; r < 8; r++ { // the limit rises by one a reading
+		v = newInflightLimit(1, 8, 3) // a disk of its own: F is the lowest recent reading
+		for r := 0; r < 8; r++ {      // the limit rises by one a reading
 			v.flushed(c.flush)
 			for i := 0; i < 100; i++ { // the moving average settles
 				run(c.call)
@@ -66,7 +66,7 @@ func TestLimitFollowsWhatCommitsWaitOn(t *testing.T) {
 // A flush measurement that raises the limit wakes the shards waiting for a
 // permit at once.
 func TestHigherLimitWakesWaiters(t *testing.T) {
-	v := newVegas(1, 4, 1)
+	v := newInflightLimit(1, 4, 1)
 	if !v.tryAcquire(make(chan struct{}, 1)) {
 		t.Fatal("no permit free")
 	}
@@ -89,18 +89,40 @@ func TestHigherLimitWakesWaiters(t *testing.T) {
 	}
 }
 
-// SetShare caps each of n bridges at its share of VegasMax, never below
-// VegasMin, and lifts the cap again when the others leave.
+// SetShare caps each of n bridges at its share of InFlightMax, never below
+// InFlightMin, and lifts the cap again when the others leave.
 func TestShareDividesTheCeiling(t *testing.T) {
-	f, err := New(Config{Sink: newMemSink(t), VegasMin: 1, VegasMax: 16, VegasInitial: 16})
+	f, err := New(Config{Sink: newMemSink(t), InFlightMin: 1, InFlightMax: 16, InFlightInitial: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ n, ceiling, limitAtMost int }{{1, 16, 16}, {2, 8, 8}, {3, 6, 6}, {40, 1, 1}, {1, 16, 1}} {
 		f.SetShare(c.n)
 		st := f.Stats()
-		if st.VegasCeiling != c.ceiling || st.VegasLimit > c.limitAtMost {
-			t.Fatalf("share %d: ceiling %d limit %d, want ceiling %d limit ≤ %d", c.n, st.VegasCeiling, st.VegasLimit, c.ceiling, c.limitAtMost)
+		if st.InFlightCeiling != c.ceiling || st.InFlightLimit > c.limitAtMost {
+			t.Fatalf("share %d: ceiling %d limit %d, want ceiling %d limit ≤ %d", c.n, st.InFlightCeiling, st.InFlightLimit, c.ceiling, c.limitAtMost)
+		}
+	}
+}
+
+// The deprecated Vegas names of the bounds still set them, the new names win
+// over them, and Stats reports the limit under both names.
+func TestOldNamesOfTheBoundsStillWork(t *testing.T) {
+	for _, c := range []struct {
+		cfg         Config
+		limit, ceil int
+	}{
+		{Config{VegasMax: 3, VegasInitial: 3}, 3, 3},
+		{Config{VegasMax: 3, VegasInitial: 3, InFlightMax: 5, InFlightInitial: 4}, 4, 5},
+	} {
+		c.cfg.Sink = newMemSink(t)
+		f, err := New(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := f.Stats()
+		if st.InFlightLimit != c.limit || st.InFlightCeiling != c.ceil || st.VegasLimit != c.limit || st.VegasCeiling != c.ceil {
+			t.Fatalf("config %+v: stats %+v, want limit %d ceiling %d", c.cfg, st, c.limit, c.ceil)
 		}
 	}
 }
@@ -110,7 +132,7 @@ func TestShareDividesTheCeiling(t *testing.T) {
 func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
 	sink := newMemSink(t)
 	sink.delay = func(int) time.Duration { return 20 * time.Millisecond }
-	f := startFusion(t, sink, func(c *Config) { c.VegasMax, c.VegasInitial = 1, 1 })
+	f := startFusion(t, sink, func(c *Config) { c.InFlightMax, c.InFlightInitial = 1, 1 })
 	inUseAtVerdict := func() int {
 		got := make(chan int, 1)
 		err := f.Submit(context.Background(), Submission{Queue: "q", Partition: "p", Frames: frames(uuid.NewString()),
@@ -137,7 +159,7 @@ func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
 // F is the lowest of the recent readings: one taken while commits queue
 // ahead of it does not raise the limit.
 func TestFlushIsTheLowestRecentReading(t *testing.T) {
-	v := newVegas(1, 8, 1)
+	v := newInflightLimit(1, 8, 1)
 	v.flushed(time.Millisecond)
 	v.flushed(3 * time.Millisecond)
 	if f, _ := v.flushReading(); f != time.Millisecond {
@@ -154,7 +176,7 @@ func TestFlushIsTheLowestRecentReading(t *testing.T) {
 // The limit rises by one a flush reading, however far below its target it
 // is, and falls to the target at once.
 func TestLimitRisesSlowlyFallsAtOnce(t *testing.T) {
-	v := newVegas(1, 8, 1)
+	v := newInflightLimit(1, 8, 1)
 	limit := func() int { l, _, _ := v.snapshot(); return l }
 	if !v.tryAcquire(make(chan struct{}, 1)) {
 		t.Fatal("no permit free")

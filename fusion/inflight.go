@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// vegas is the limit of the push lane: how many bundles may be in flight at
-// once, shared by every shard. (The name is historical: it began as a
-// TCP-Vegas estimator.) The rule follows what a bundle's commit waits on
-// (docs/fusion.md, "Bundles in flight"):
+// inflightLimit is the limit of the push lane: how many bundles may be in
+// flight at once, shared by every shard. (It replaced a TCP-Vegas estimator,
+// which held one bundle in flight whenever bundles left with room, so the
+// settings and one metric still carry that name as deprecated aliases.)
+// The rule follows what a bundle's commit waits on (docs/fusion.md,
+// "Bundles in flight"):
 //
 //   - F, the time PostgreSQL takes to flush a commit to disk, measured every
 //     few seconds by the Sink (FlushMeter) as a one-row commit's round trip
@@ -25,7 +27,7 @@ import (
 // that works for a millisecond that is one: a second bundle would only split
 // the same work into smaller, dearer calls. On a disk whose flush takes a
 // millisecond, and a database with CPU to spare, it is two or three. Without
-// a FlushMeter the limit stays where Config puts it (VegasInitial).
+// a FlushMeter the limit stays where Config puts it (InFlightInitial).
 //
 // The limit rises by at most one per flush reading (every few seconds) and
 // falls at once. A failed bundle takes 10 % off the limit until the next
@@ -34,11 +36,11 @@ import (
 // It is the one piece of fusion state that several goroutines touch (every
 // shard acquires, every flush releases, the meter reports), so a mutex
 // guards it; each critical section is a few arithmetic operations.
-type vegas struct {
+type inflightLimit struct {
 	mu         sync.Mutex
 	limit      float64
 	min, max   float64
-	inflight   int
+	inUse      int
 	lat        time.Duration // L: moving average of the Sink calls
 	flushTime  time.Duration // F: the lowest of the recent flush readings; 0: none yet
 	readings   [flushReadings]time.Duration
@@ -47,18 +49,18 @@ type vegas struct {
 	waiterSeen map[chan struct{}]bool
 }
 
-func newVegas(min, max, initial int) *vegas {
-	return &vegas{limit: float64(initial), min: float64(min), max: float64(max), waiterSeen: map[chan struct{}]bool{}}
+func newInflightLimit(min, max, initial int) *inflightLimit {
+	return &inflightLimit{limit: float64(initial), min: float64(min), max: float64(max), waiterSeen: map[chan struct{}]bool{}}
 }
 
 // tryAcquire takes a permit if one is free now. When none is, kick is
 // remembered and poked (without blocking) at the next release, so a held
 // shard wakes as soon as another shard's bundle finishes.
-func (v *vegas) tryAcquire(kick chan struct{}) bool {
+func (v *inflightLimit) tryAcquire(kick chan struct{}) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if float64(v.inflight) < math.Floor(v.limit) {
-		v.inflight++
+	if float64(v.inUse) < math.Floor(v.limit) {
+		v.inUse++
 		return true
 	}
 	if !v.waiterSeen[kick] {
@@ -70,9 +72,9 @@ func (v *vegas) tryAcquire(kick chan struct{}) bool {
 
 // release returns a permit. sampled says whether rtt measured a real bundle;
 // failed bundles shrink the limit.
-func (v *vegas) release(rtt time.Duration, sampled, failed bool) {
+func (v *inflightLimit) release(rtt time.Duration, sampled, failed bool) {
 	v.mu.Lock()
-	v.inflight--
+	v.inUse--
 	if failed {
 		v.limit = math.Max(v.min, v.limit*0.9)
 	} else if sampled && rtt > 0 {
@@ -95,7 +97,7 @@ const latAlpha = 0.1
 
 // observe folds one bundle's Sink call time into L; the limit may fall at
 // once. Caller holds mu.
-func (v *vegas) observe(rtt time.Duration) {
+func (v *inflightLimit) observe(rtt time.Duration) {
 	if v.lat == 0 {
 		v.lat = rtt
 	} else {
@@ -115,7 +117,7 @@ const flushReadings = 12
 // reading (a cold start's first commits can flush slowly, and bundles that
 // split too early cost CPU), and falls to the target at once. A rise wakes
 // the shards waiting for a permit.
-func (v *vegas) flushed(f time.Duration) {
+func (v *inflightLimit) flushed(f time.Duration) {
 	v.mu.Lock()
 	grew := false
 	if f > 0 {
@@ -148,7 +150,7 @@ func (v *vegas) flushed(f time.Duration) {
 
 // target is 1 + floor(F / W) within the bounds; false until F and L are
 // both measured. Caller holds mu.
-func (v *vegas) target() (float64, bool) {
+func (v *inflightLimit) target() (float64, bool) {
 	if v.flushTime <= 0 || v.lat <= 0 {
 		return 0, false
 	}
@@ -158,7 +160,7 @@ func (v *vegas) target() (float64, bool) {
 
 // setMax changes the ceiling (the share of the database this fusion may
 // use), bringing the limit under it at once.
-func (v *vegas) setMax(max int) {
+func (v *inflightLimit) setMax(max int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.max = math.Max(v.min, float64(max))
@@ -166,14 +168,14 @@ func (v *vegas) setMax(max int) {
 }
 
 // snapshot returns the current limit, its ceiling and the permits in use.
-func (v *vegas) snapshot() (limit, ceiling, inflight int) {
+func (v *inflightLimit) snapshot() (limit, ceiling, inUse int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return int(v.limit), int(v.max), v.inflight
+	return int(v.limit), int(v.max), v.inUse
 }
 
 // flushReading returns F and L as the limit last used them.
-func (v *vegas) flushReading() (flush, lat time.Duration) {
+func (v *inflightLimit) flushReading() (flush, lat time.Duration) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.flushTime, v.lat

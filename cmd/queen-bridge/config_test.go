@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The renamed settings still answer to their old names for a release (the
+// QUEEN_V2_ ones are SPEC's), the new name wins when both are set, and every
+// use of an old name is noted for a warning.
+func TestOldNamesStillWork(t *testing.T) {
+	t.Setenv("QUEEN_V2_FUSION_SHARDS", "3")
+	t.Setenv("QUEEN_V2_BUNDLE_MAX", "5")
+	t.Setenv("QUEEN_BUNDLE_MAX", "11")
+	t.Setenv("QUEEN_VEGAS_MAX", "4")
+	c, err := load([]string{"-v2-fusion-hold-ms", "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.shards != 3 || c.bundleMax != 11 || c.inFlightMax != 4 || c.holdMS != 7 {
+		t.Fatalf("shards %d (want 3, old name alone), bundle max %d (want 11, new name wins), in-flight max %d (want 4), hold %d ms (want 7, old flag)",
+			c.shards, c.bundleMax, c.inFlightMax, c.holdMS)
+	}
+	warned := strings.Join(c.deprecated, "\n")
+	for _, want := range []string{
+		"QUEEN_V2_FUSION_SHARDS is deprecated: use QUEEN_FUSION_SHARDS",
+		"QUEEN_V2_BUNDLE_MAX is deprecated and ignored: QUEEN_BUNDLE_MAX is set too",
+		"QUEEN_VEGAS_MAX is deprecated: use QUEEN_BUNDLES_IN_FLIGHT_MAX",
+		"-v2-fusion-hold-ms is deprecated: use -fusion-hold-ms",
+	} {
+		if !strings.Contains(warned, want) {
+			t.Errorf("no warning %q in:\n%s", want, warned)
+		}
+	}
+
+	t.Setenv("QUEEN_V2_FUSION_SHARDS", "many")
+	if _, err := load(nil); err == nil || !strings.Contains(err.Error(), "QUEEN_V2_FUSION_SHARDS") {
+		t.Fatalf("a bad value under the old name must name the old name: %v", err)
+	}
+	t.Setenv("QUEEN_FUSION_SHARDS", "2")
+	if c, err := load(nil); err != nil || c.shards != 2 {
+		t.Fatalf("the new name must win over a bad old one: %v", err)
+	}
+}
+
+// The binary writes the warning as a log line: here it then stops at a bad
+// encryption key, before it connects to anything.
+func TestOldNameIsLoggedAsDeprecated(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary(t))
+	cmd.Env = append(os.Environ(), "QUEEN_V2_BUNDLE_MAX=9", "QUEEN_ENCRYPTION_KEY=not-a-key")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("started with a bad key:\n%s", out)
+	}
+	for _, want := range []string{`"level":"warn"`, `QUEEN_V2_BUNDLE_MAX is deprecated: use QUEEN_BUNDLE_MAX`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("no %s in the output:\n%s", want, out)
+		}
+	}
+}
