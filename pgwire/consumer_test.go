@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -350,6 +352,14 @@ func TestRetentionAndCursors(t *testing.T) {
 // Pushes, pops, acks, lease extensions and retention at once over
 // overlapping partitions: no deadlock, every message acknowledged exactly
 // once by the group, in order per partition.
+//
+// Order is judged by what the database answered, not by when a consumer
+// goroutine got round to recording its batch: two consumers that popped and
+// acknowledged one partition one after the other in the database may
+// record in the other order. So each delivery is kept with the cursor the
+// database delivered it after, and afterwards, per partition, the
+// deliveries must chain from offset 0 to the last, each starting where the
+// one before it ended, with the messages at their offsets in push order.
 func TestConsumersUnderConcurrentWrites(t *testing.T) {
 	db := newDB(t)
 	ctx := context.Background()
@@ -364,6 +374,8 @@ func TestConsumersUnderConcurrentWrites(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			// One writer per partition, in i order: the database gives
+			// p<p>-<i> offset i+1.
 			for i := 0; i < perPart; i++ {
 				for p := w; p < parts; p += 4 {
 					if _, err := db.PushBundle(ctx, []segment.Write{write(queue, fmt.Sprintf("p%d", p), fmt.Sprintf("p%d-%d", p, i))}); err != nil {
@@ -391,22 +403,24 @@ func TestConsumersUnderConcurrentWrites(t *testing.T) {
 			}
 		}
 	}()
-	var mu sync.Mutex
-	acked := map[string]int{}
-	next := map[string]int{}
+	// A delivery as the database answered it: the pop's cursor and last
+	// offset, the messages with their offsets, and the cursor its ack left.
+	type delivery struct {
+		cursor, to int64
+		msgs       []pgwire.Message
+		acked      int64
+		released   bool
+	}
+	var mu sync.Mutex // guards byPart: appends only, judged after the run
+	byPart := map[string][]delivery{}
+	var ackedMsgs atomic.Int64
 	for c := 0; c < 6; c++ {
 		wg.Add(1)
 		go func(seed int64) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(seed))
 			deadline := time.Now().Add(2 * time.Minute)
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				done := len(acked) == parts*perPart
-				mu.Unlock()
-				if done {
-					return
-				}
+			for time.Now().Before(deadline) && ackedMsgs.Load() < parts*perPart {
 				l := lease()
 				r, err := db.Pop(ctx, pgwire.PopRequest{Queue: queue, Partition: fmt.Sprintf("p%d", rng.Intn(parts)), Group: pgwire.QueueMode, Lease: l, Batch: 1 + rng.Intn(10)})
 				if err != nil {
@@ -425,21 +439,14 @@ func TestConsumersUnderConcurrentWrites(t *testing.T) {
 					errs <- err
 					return
 				}
-				mu.Lock()
 				for i, m := range r.Messages {
 					if a.Errs[i] != "" {
 						errs <- fmt.Errorf("ack %s: %s", m.Frame.TransactionID, a.Errs[i])
-						continue
 					}
-					var p, n int
-					fmt.Sscanf(m.Frame.TransactionID, "p%d-%d", &p, &n)
-					key := fmt.Sprintf("p%d", p)
-					if n != next[key] {
-						errs <- fmt.Errorf("partition %s: got %d, want %d", key, n, next[key])
-					}
-					next[key] = n + 1
-					acked[m.Frame.TransactionID]++
 				}
+				ackedMsgs.Add(int64(len(r.Messages)))
+				mu.Lock()
+				byPart[r.Partition] = append(byPart[r.Partition], delivery{cursor: r.Cursor, to: r.To, msgs: r.Messages, acked: a.Cursor, released: a.Released})
 				mu.Unlock()
 			}
 		}(int64(c))
@@ -451,13 +458,35 @@ func TestConsumersUnderConcurrentWrites(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if len(acked) != parts*perPart {
-		t.Fatalf("%d of %d messages acknowledged", len(acked), parts*perPart)
-	}
-	for id, n := range acked {
-		if n != 1 {
-			t.Fatalf("%s acknowledged %d times", id, n)
+	for p := 0; p < parts; p++ {
+		name := fmt.Sprintf("p%d", p)
+		ds := byPart[name]
+		// The database delivers after the cursor, so sorting by it puts
+		// the deliveries in the order the database made them.
+		sort.Slice(ds, func(i, j int) bool { return ds[i].cursor < ds[j].cursor })
+		at := int64(0) // the cursor the next delivery must start after
+		for _, d := range ds {
+			if d.cursor != at {
+				t.Fatalf("%s: a delivery after offset %d, where the one before ended at %d (repeated or skipped)", name, d.cursor, at)
+			}
+			for i, m := range d.msgs {
+				off := d.cursor + 1 + int64(i)
+				if m.Offset != off || m.Frame.TransactionID != fmt.Sprintf("%s-%d", name, off-1) {
+					t.Fatalf("%s: delivery after %d holds %s at offset %d, want %s-%d at %d", name, d.cursor, m.Frame.TransactionID, m.Offset, name, off-1, off)
+				}
+			}
+			if d.to != d.cursor+int64(len(d.msgs)) || !d.released || d.acked != d.to {
+				t.Fatalf("%s: delivery (%d, %d] of %d messages: its ack released %v at cursor %d", name, d.cursor, d.to, len(d.msgs), d.released, d.acked)
+			}
+			at = d.to
 		}
+		if at != perPart {
+			t.Fatalf("%s: deliveries reach offset %d of %d", name, at, perPart)
+		}
+	}
+	if n := count(t, db.Pool(), `SELECT count(*) FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id
+		WHERE c.consumer_group = $1 AND c.cursor_offset = $2 AND p.last_offset = $2 AND c.lease_id IS NULL`, pgwire.QueueMode, perPart); n != parts {
+		t.Fatalf("%d of %d partitions have the group's cursor at their end, no lease held", n, parts)
 	}
 }
 

@@ -1,0 +1,73 @@
+package metrics_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/metrics"
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+// Real PostgreSQL: the rooms whose Stats the collectors read run on it,
+// and the lag collector queries it at scrape time.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func newDB(t testing.TB) *pgwire.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: testenv.NewDatabase(t), MaxConns: 8, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// scrape serves one scrape of m's handler and returns every sample by its
+// series (name and labels as exposed, e.g. `x_total{status="queued"}`).
+func scrape(t testing.TB, m *metrics.Metrics) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("scrape line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// want checks samples of one scrape.
+func want(t testing.TB, got map[string]float64, samples map[string]float64) {
+	t.Helper()
+	for series, v := range samples {
+		g, ok := got[series]
+		if !ok {
+			t.Errorf("no %s in the scrape", series)
+		} else if g != v {
+			t.Errorf("%s = %v, want %v", series, g, v)
+		}
+	}
+}
