@@ -19,11 +19,13 @@ import (
 // meter samples what the load costs: the bridge's CPU and fusion counters
 // (its Prometheus page), PostgreSQL's CPU (the postmaster and its children,
 // when the server runs on this machine), queen-bench's own CPU, and the
-// bundle call's time (pg_stat_user_functions, with track_functions on).
+// bundle calls and their time, as the bridges count them. (Not
+// pg_stat_user_functions: most bundles go through the known-partition
+// statement, which calls no function.)
 type meter struct {
 	metricsURLs []string // none for baselines: no bridge to ask; several bridges: summed
 	http        *http.Client
-	pg          *pgx.Conn // nil without -pg-dsn
+	pg          *pgx.Conn // nil without -pg-dsn; only to find the postmaster
 	postmaster  int       // 0 when not local
 	serverPID   int       // a JetStream server's process (-server-pid); 0: none
 }
@@ -38,7 +40,7 @@ type sample struct {
 	fallbacks         float64   // forwarded groups written by their receiver
 	forwardMsgs       float64   // forward messages that carried them
 	each              []float64 // per bridge: commits, segments (pairs)
-	calls, callMS     float64   // bundle calls and their total time, ms
+	calls, callMS     float64   // bundle calls (fusion's, whichever statements they ran) and their total time, ms
 }
 
 // cpuSplit is CPU per item, by process.
@@ -52,7 +54,7 @@ func newMeter(ctx context.Context, o options, out io.Writer) *meter {
 		m.metricsURLs = strings.Split(o.metricsURL, ",")
 		for _, u := range m.metricsURLs {
 			if _, err := scrape(m.http, u); err != nil {
-				fmt.Fprintf(out, "note: no bridge CPU per item: %v\n", err)
+				fmt.Fprintf(out, "note: no bridge CPU per item or bundle calls: %v\n", err)
 			}
 		}
 	}
@@ -61,7 +63,7 @@ func newMeter(ctx context.Context, o options, out io.Writer) *meter {
 	}
 	conn, err := pgx.Connect(ctx, o.pgDSN)
 	if err != nil {
-		fmt.Fprintf(out, "note: no PostgreSQL CPU per item or bundle-call time: %v\n", err)
+		fmt.Fprintf(out, "note: no PostgreSQL CPU per item: %v\n", err)
 		return m
 	}
 	m.pg = conn
@@ -99,11 +101,20 @@ func (m *meter) sample() sample {
 	for i, u := range m.metricsURLs {
 		v, err := scrape(m.http, u)
 		if err != nil {
-			s.bridge, s.commits, s.segments = nan, nan, nan
+			s.bridge, s.commits, s.segments, s.calls, s.callMS = nan, nan, nan, nan, nan
 			break
 		}
 		if i == 0 {
 			s.bridge, s.commits, s.segments, s.vegas, s.forwards, s.fallbacks, s.forwardMsgs = 0, 0, 0, v["queen_vegas_limit"], 0, 0, 0
+			s.calls, s.callMS = 0, 0
+		}
+		// Every bundle call, committed or failed, whichever of its two
+		// statements it ran.
+		s.calls += v["queen_fusion_commits_total"] + v["queen_fusion_bundle_errors_total"]
+		if busy, ok := v["queen_fusion_call_seconds_total"]; ok {
+			s.callMS += busy * 1e3
+		} else { // a bridge from before the counter
+			s.callMS = nan
 		}
 		s.bridge += v["process_cpu_seconds_total"]
 		s.commits += v["queen_fusion_commits_total"]
@@ -112,12 +123,6 @@ func (m *meter) sample() sample {
 		s.fallbacks += v["queen_forward_fallback_groups_total"]
 		s.forwardMsgs += v["queen_forward_requests_total"]
 		s.each = append(s.each, v["queen_fusion_commits_total"], v["queen_fusion_segments_total"])
-	}
-	if m.pg != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = m.pg.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::float8, coalesce(sum(total_time), 0)::float8
-			FROM pg_stat_user_functions WHERE schemaname = 'queen' AND funcname IN ('log_push_multi_v1', 'log_push_multi_v2')`).Scan(&s.calls, &s.callMS)
-		cancel()
 	}
 	return s
 }
@@ -158,10 +163,12 @@ func (s cpuSplit) String() string {
 
 func (s cpuSplit) short() string { return us(s.bridge) + " / " + us(s.pg) + " / " + us(s.bench) }
 
-// bundleLine describes a window's bundle calls and fusion counters.
+// bundleLine describes a window's bundle calls (their mean time from the
+// bridge's side: the pooled connection, both statements, their round trips)
+// and fusion counters.
 func (s sample) bundleLine() string {
 	var b strings.Builder
-	if s.calls > 0 {
+	if s.calls > 0 && !math.IsNaN(s.callMS) {
 		fmt.Fprintf(&b, "bundle call %.3f ms (%0.f calls)", s.callMS/s.calls, s.calls)
 	} else {
 		b.WriteString("bundle call n/a")
