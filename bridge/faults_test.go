@@ -14,6 +14,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/pgwire"
 )
 
 // storedTxids counts every stored frame of queue by transactionId.
@@ -186,22 +187,31 @@ func TestStatementTimeoutBuffersAndDrains(t *testing.T) {
 	}
 	// The drain keeps retrying the buffered items (each retry blocks on the
 	// lock and is cancelled in turn), so "no backend still running the
-	// cancelled statement" means: none runs past the timeout.
-	// pg_stat_activity is read on a connection of its own: inside the
-	// locker's transaction the statistics snapshot would stay frozen. Look
-	// once the drain's retry has run into the lock and been cancelled too.
+	// cancelled statement" means: none runs past the timeout. Bundle
+	// statements are found by pgwire.BundleTag, on whichever path they
+	// went; one is first seen waiting for the lock, so that the tag is
+	// known to find them. pg_stat_activity is read on a connection of its
+	// own: inside the locker's transaction the statistics snapshot would
+	// stay frozen. Look once the drain's retry has run into the lock and
+	// been cancelled too.
+	bundles := func(where string) int {
+		var c int
+		if err := n.db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
+			  AND starts_with(query, $1) AND `+where, pgwire.BundleTag).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	waitUntil(t, "a bundle statement waiting for the lock", 30*time.Second, func() bool {
+		return bundles(`wait_event_type = 'Lock'`) > 0
+	})
 	waitUntil(t, "a drain retry to time out as well", 30*time.Second, func() bool {
 		return metricValue(t, n, "queen_pg_statement_timeouts_total") >= 2
 	})
 	for i := 0; i < 20; i++ {
-		var stale int
-		if err := n.db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active'
-			AND query LIKE '%log_push_multi_v1%' AND pid <> pg_backend_pid()
-			AND clock_timestamp() - query_start > interval '1 second'`).Scan(&stale); err != nil {
-			t.Fatal(err)
-		}
-		if stale != 0 {
-			t.Fatalf("%d backends still run a bundle call past the 300ms timeout", stale)
+		if stale := bundles(`clock_timestamp() - query_start > interval '1 second'`); stale != 0 {
+			t.Fatalf("%d backends still run a bundle statement past the 300ms timeout", stale)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

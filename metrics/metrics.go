@@ -108,6 +108,9 @@ func (m *Metrics) RegisterFusion(f *fusion.Fusion) {
 		gauge("queen_vegas_limit", "Deprecated: queen_fusion_in_flight_limit under its old name.", func(s fusion.Stats) float64 { return float64(s.InFlightLimit) }),
 		gauge("queen_commit_flush_seconds", "The database's commit flush, as last measured; the limit follows it.", func(s fusion.Stats) float64 { return s.FlushTime.Seconds() }),
 		gauge("queen_bundle_call_seconds", "Moving average of one bundle's call to PostgreSQL.", func(s fusion.Stats) float64 { return s.BundleLatency.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_fusion_call_seconds_total",
+			Help: "Time spent in bundle calls to PostgreSQL, summed over calls (commits and failed bundles)."},
+			func() float64 { return f.Stats().Busy.Seconds() }),
 		gauge("queen_fusion_bundles_in_flight", "Bundles between dispatch and commit.", func(s fusion.Stats) float64 { return float64(s.PermitsInUse) }),
 		gauge("queen_fusion_pending_bytes", "Payload bytes accepted and not yet answered.", func(s fusion.Stats) float64 { return float64(s.PendingBytes) }),
 	)

@@ -11,9 +11,16 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
+// BundleTag opens the text of every statement a bundle sends (pushSQL,
+// knownSQL, knownOneSQL). PostgreSQL keeps a leading comment in the text it
+// shows (pg_stat_activity.query, for a prepared statement too, and
+// pg_stat_statements), so a bundle call can be found there whichever path
+// it took: `query LIKE '/* queen:bundle */%'`.
+const BundleTag = "/* queen:bundle */"
+
 // pushSQL is prepared once per connection and cached by pgx (its default
 // statement-cache mode), so the hot path sends only Bind/Execute.
-const pushSQL = `SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs, o_qids
+const pushSQL = BundleTag + ` SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs, o_qids
 FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[], $10::int8[], $11::int8[])`
 
 // bundleArgs are the typed parallel arrays of one call.

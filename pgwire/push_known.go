@@ -34,7 +34,7 @@ import (
 //     first segment is inserted), the same for every segment.
 //   - Answers, one row per written segment: input ordinal, partition id,
 //     base offset, bundle timestamp, the queue's deduplication window.
-const knownSQL = `WITH u AS (
+const knownSQL = BundleTag + ` WITH u AS (
     SELECT * FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::bytea[], $5::bytea[], $6::int8[], $7::text[])
         WITH ORDINALITY AS u(pid, ver, n, h, b, qid, pn, ord)
     ORDER BY pid
@@ -57,7 +57,7 @@ SELECT a.ord, a.id, a.base, (SELECT max(at) FROM a), a.win FROM a`
 // knownOneSQL is knownSQL for a bundle of one segment, with scalar
 // parameters: the lone push, where the arrays, the sort and the window
 // aggregate would cost more than the rows it writes. Same rules, same answer.
-const knownOneSQL = `WITH a AS (
+const knownOneSQL = BundleTag + ` WITH a AS (
     UPDATE queen.log_partitions p SET
         last_offset   = p.last_offset + $3,
         last_write_at = CASE WHEN clock_timestamp() - p.last_write_at > interval '1 second'

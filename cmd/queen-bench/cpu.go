@@ -19,11 +19,13 @@ import (
 // meter samples what the load costs: the bridge's CPU and fusion counters
 // (its Prometheus page), PostgreSQL's CPU (the postmaster and its children,
 // when the server runs on this machine), queen-bench's own CPU, and the
-// bundle call's time (pg_stat_user_functions, with track_functions on).
+// bundle calls and their time, as the bridges count them. (Not
+// pg_stat_user_functions: most bundles go through the known-partition
+// statement, which calls no function.)
 type meter struct {
 	metricsURLs []string // none for baselines: no bridge to ask; several bridges: summed
 	http        *http.Client
-	pg          *pgx.Conn // nil without -pg-dsn
+	pg          *pgx.Conn // nil without -pg-dsn; only to find the postmaster
 	postmaster  int       // 0 when not local
 	serverPID   int       // a JetStream server's process (-server-pid); 0: none
 }
@@ -33,12 +35,12 @@ type sample struct {
 	bridge, pg, bench float64 // CPU seconds
 	server            float64 // a JetStream server's CPU seconds
 	commits, segments float64 // fusion counters, summed over the bridges
-	vegas             float64
+	inFlight             float64
 	forwards          float64   // groups the bridges forwarded to their owners
 	fallbacks         float64   // forwarded groups written by their receiver
 	forwardMsgs       float64   // forward messages that carried them
 	each              []float64 // per bridge: commits, segments (pairs)
-	calls, callMS     float64   // bundle calls and their total time, ms
+	calls, callMS     float64   // bundle calls (fusion's, whichever statements they ran) and their total time, ms
 }
 
 // cpuSplit is CPU per item, by process.
@@ -52,7 +54,7 @@ func newMeter(ctx context.Context, o options, out io.Writer) *meter {
 		m.metricsURLs = strings.Split(o.metricsURL, ",")
 		for _, u := range m.metricsURLs {
 			if _, err := scrape(m.http, u); err != nil {
-				fmt.Fprintf(out, "note: no bridge CPU per item: %v\n", err)
+				fmt.Fprintf(out, "note: no bridge CPU per item or bundle calls: %v\n", err)
 			}
 		}
 	}
@@ -61,7 +63,7 @@ func newMeter(ctx context.Context, o options, out io.Writer) *meter {
 	}
 	conn, err := pgx.Connect(ctx, o.pgDSN)
 	if err != nil {
-		fmt.Fprintf(out, "note: no PostgreSQL CPU per item or bundle-call time: %v\n", err)
+		fmt.Fprintf(out, "note: no PostgreSQL CPU per item: %v\n", err)
 		return m
 	}
 	m.pg = conn
@@ -87,7 +89,7 @@ func (m *meter) close() {
 
 func (m *meter) sample() sample {
 	nan := math.NaN()
-	s := sample{bridge: nan, pg: nan, bench: nan, server: serverCPU(m.serverPID), commits: nan, segments: nan, vegas: nan, calls: nan, callMS: nan}
+	s := sample{bridge: nan, pg: nan, bench: nan, server: serverCPU(m.serverPID), commits: nan, segments: nan, inFlight: nan, calls: nan, callMS: nan}
 	if d, err := proccpu.Process(os.Getpid()); err == nil {
 		s.bench = d.Seconds()
 	}
@@ -99,11 +101,20 @@ func (m *meter) sample() sample {
 	for i, u := range m.metricsURLs {
 		v, err := scrape(m.http, u)
 		if err != nil {
-			s.bridge, s.commits, s.segments = nan, nan, nan
+			s.bridge, s.commits, s.segments, s.calls, s.callMS = nan, nan, nan, nan, nan
 			break
 		}
 		if i == 0 {
-			s.bridge, s.commits, s.segments, s.vegas, s.forwards, s.fallbacks, s.forwardMsgs = 0, 0, 0, v["queen_vegas_limit"], 0, 0, 0
+			s.bridge, s.commits, s.segments, s.inFlight, s.forwards, s.fallbacks, s.forwardMsgs = 0, 0, 0, v["queen_fusion_in_flight_limit"], 0, 0, 0
+			s.calls, s.callMS = 0, 0
+		}
+		// Every bundle call, committed or failed, whichever of its two
+		// statements it ran.
+		s.calls += v["queen_fusion_commits_total"] + v["queen_fusion_bundle_errors_total"]
+		if busy, ok := v["queen_fusion_call_seconds_total"]; ok {
+			s.callMS += busy * 1e3
+		} else { // a bridge from before the counter
+			s.callMS = nan
 		}
 		s.bridge += v["process_cpu_seconds_total"]
 		s.commits += v["queen_fusion_commits_total"]
@@ -113,19 +124,13 @@ func (m *meter) sample() sample {
 		s.forwardMsgs += v["queen_forward_requests_total"]
 		s.each = append(s.each, v["queen_fusion_commits_total"], v["queen_fusion_segments_total"])
 	}
-	if m.pg != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_ = m.pg.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::float8, coalesce(sum(total_time), 0)::float8
-			FROM pg_stat_user_functions WHERE schemaname = 'queen' AND funcname IN ('log_push_multi_v1', 'log_push_multi_v2')`).Scan(&s.calls, &s.callMS)
-		cancel()
-	}
 	return s
 }
 
 // minus is the difference of two readings (NaN stays NaN).
 func (s sample) minus(b sample) sample {
 	d := sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, server: s.server - b.server, commits: s.commits - b.commits,
-		segments: s.segments - b.segments, vegas: s.vegas, calls: s.calls - b.calls, callMS: s.callMS - b.callMS,
+		segments: s.segments - b.segments, inFlight: s.inFlight, calls: s.calls - b.calls, callMS: s.callMS - b.callMS,
 		forwards: s.forwards - b.forwards, fallbacks: s.fallbacks - b.fallbacks, forwardMsgs: s.forwardMsgs - b.forwardMsgs}
 	if len(s.each) == len(b.each) {
 		for i := range s.each {
@@ -158,16 +163,18 @@ func (s cpuSplit) String() string {
 
 func (s cpuSplit) short() string { return us(s.bridge) + " / " + us(s.pg) + " / " + us(s.bench) }
 
-// bundleLine describes a window's bundle calls and fusion counters.
+// bundleLine describes a window's bundle calls (their mean time from the
+// bridge's side: the pooled connection, both statements, their round trips)
+// and fusion counters.
 func (s sample) bundleLine() string {
 	var b strings.Builder
-	if s.calls > 0 {
+	if s.calls > 0 && !math.IsNaN(s.callMS) {
 		fmt.Fprintf(&b, "bundle call %.3f ms (%0.f calls)", s.callMS/s.calls, s.calls)
 	} else {
 		b.WriteString("bundle call n/a")
 	}
 	if s.commits > 0 {
-		fmt.Fprintf(&b, ", %.1f segments per commit, vegas %.0f", s.segments/s.commits, s.vegas)
+		fmt.Fprintf(&b, ", %.1f segments per commit, in-flight limit %.0f", s.segments/s.commits, s.inFlight)
 	}
 	return b.String()
 }

@@ -3,8 +3,10 @@
 // throughput, latency, item statuses and CPU per item (the bridge from its
 // process_cpu_seconds_total, PostgreSQL from /proc when the server is on
 // this machine, and queen-bench itself): a progress line every second, a
-// line per -window with the bundle call's time per call, a report at the
-// end.
+// line per -window with the bridges' bundle calls (how many, and their mean
+// time as the bridges measure it: queen_fusion_commits_total,
+// queen_fusion_bundle_errors_total, queen_fusion_call_seconds_total), a
+// report at the end.
 //
 // Baselines (-target, with -pg-dsn), in tables of the queen_bench schema:
 //

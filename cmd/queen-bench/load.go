@@ -77,7 +77,7 @@ type result struct {
 	forwards       float64   // groups forwarded between bridges, per item
 	fallbacks      float64   // of which written by their receiver
 	groupsPerFwd   float64   // groups per forward message
-	vegas          float64
+	inFlight          float64
 }
 
 func (r *result) rate() float64 { return float64(r.items) / r.elapsed.Seconds() }
@@ -190,7 +190,7 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 		if c := endCPU.commits - startCPU.commits; c > 0 {
 			r.segsPerCommit = (endCPU.segments - startCPU.segments) / c
 		}
-		r.vegas = endCPU.vegas
+		r.inFlight = endCPU.inFlight
 		d := endCPU.minus(startCPU)
 		for i := 0; i+1 < len(d.each) && len(d.each) > 2; i += 2 {
 			r.segsEach = append(r.segsEach, d.each[i+1]/max(d.each[i], 1))
@@ -246,7 +246,7 @@ func report(out io.Writer, r *result) {
 	}
 	fmt.Fprintf(out, "cpu/item   %s\n", r.cpu)
 	if r.segsPerCommit > 0 {
-		fmt.Fprintf(out, "fusion     %.1f segments per commit, vegas limit %.0f\n", r.segsPerCommit, r.vegas)
+		fmt.Fprintf(out, "fusion     %.1f segments per commit, in-flight limit %.0f\n", r.segsPerCommit, r.inFlight)
 	}
 	if len(r.segsEach) > 0 {
 		fmt.Fprintf(out, "bridges    %d, segments per commit each %.1f\n", len(r.segsEach), r.segsEach)
@@ -278,7 +278,7 @@ func compareTable(out io.Writer, o options, rows []*result) {
 			r.p99.Round(10*time.Microsecond), ratio, r.cpu.short())
 	}
 	if bridge.segsPerCommit > 0 {
-		fmt.Fprintf(out, "bridge: %.1f segments per commit, vegas limit %.0f; p50 ÷ direct p50 = %.2f\n", bridge.segsPerCommit, bridge.vegas,
+		fmt.Fprintf(out, "bridge: %.1f segments per commit, in-flight limit %.0f; p50 ÷ direct p50 = %.2f\n", bridge.segsPerCommit, bridge.inFlight,
 			float64(bridge.p50)/float64(max(1, rows[1].p50)))
 	}
 }

@@ -18,7 +18,7 @@ type options struct {
 	prefix     string
 	httpAddr   string
 	metricsURL string // the bridge's Prometheus page, for its CPU and fusion counters
-	pgDSN      string // the baselines' database; also PostgreSQL's CPU and bundle-call time
+	pgDSN      string // the baselines' database; also PostgreSQL's CPU
 	clients    int
 	items      int
 	partitions int
@@ -49,7 +49,7 @@ func main() {
 	flag.StringVar(&o.prefix, "prefix", "queen", "subject prefix")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:6632", "bridge HTTP address")
 	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item, or a comma list of several bridges' (summed) (default http://<-http>/metrics/prometheus; none for -target jetstream)")
-	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, PostgreSQL CPU per item (when local) and bundle-call time")
+	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, and PostgreSQL CPU per item (when local)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent requesters")
 	flag.IntVar(&o.items, "items", 1, "items per request")
 	flag.IntVar(&o.partitions, "partitions", 100, "partitions written to (spread over the queues)")
@@ -59,7 +59,7 @@ func main() {
 	flag.BoolVar(&o.aware, "aware", false, "partition-aware (bridge over NATS): read the bridges' owners' table and send each request's items to their owner's own subject, as the Go client's PartitionAware does (default: the shared subject)")
 	flag.BoolVar(&o.mint, "mint", false, "send bridge items without a transactionId, so the bridge mints one (default: unique client transactionIds)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "how long to push (each target, with -compare)")
-	flag.DurationVar(&o.window, "window", 0, "also print items/s and bundle-call time per window of this length (0: off)")
+	flag.DurationVar(&o.window, "window", 0, "also print items/s and the bridges' bundle calls (count, mean time) per window of this length (0: off)")
 	flag.BoolVar(&o.compare, "compare", false, "run the bridge and the three baselines back to back on the same database and print one table")
 	flag.StringVar(&o.js.stream, "stream", "BENCH", "jetstream target: the stream name the acks must carry")
 	flag.StringVar(&o.js.subject, "subject", "bench.js", "jetstream target: messages go to <subject>.p<n>")

@@ -61,7 +61,7 @@ func TestBenchSendsValidPushesAndReports(t *testing.T) {
 	}
 	out := report.String()
 	if !strings.Contains(out, "status     queued") || strings.Contains(out, "duplicate") || !strings.Contains(out, "errors 0") ||
-		!strings.Contains(out, "note: no PostgreSQL CPU per item or bundle-call time") {
+		!strings.Contains(out, "note: no PostgreSQL CPU per item: ") {
 		t.Fatalf("report:\n%s", out)
 	}
 	if len(seen) < 3 {
