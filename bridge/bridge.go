@@ -64,7 +64,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, id: uuid.NewString(), gate: gate.New(), parkSlots: make(chan struct{}, cfg.MaxParkedFetches),
+	b := &Bridge{cfg: cfg, id: uuid.NewString(), gate: gate.New(), parkSlots: make(chan struct{}, cfg.MaxParked),
 		budget: budget.New(cfg.MaxInflightBytes)}
 	b.ownSubject = ownership.PushSubject(cfg.Prefix, b.id)
 	link := peers.Link{NATS: cfg.NATS, Prefix: cfg.Prefix, Origin: b.id}

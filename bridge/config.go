@@ -92,10 +92,10 @@ type Config struct {
 	// RetentionInterval is how often retention runs; negative disables it.
 	// Default 5s.
 	RetentionInterval time.Duration
-	// MaxParkedFetches bounds reads parked at once: NATS fetches, and HTTP
-	// reads with a waitMs, together (QUEEN_MAX_PARKED_READS); beyond it a
-	// read gets 503. Default 1024.
-	MaxParkedFetches int
+	// MaxParked bounds requests parked at once: fetches with a waitMs and
+	// pops with wait=true, over NATS and HTTP together
+	// (QUEEN_MAX_PARKED_READS); beyond it a request gets 503. Default 1024.
+	MaxParked int
 	// Buckets is the number of ownership buckets over (tenant, queue,
 	// partition); every bridge of a deployment must use the same
 	// (QUEEN_OWNERSHIP_BUCKETS). Default 1024.
@@ -147,8 +147,8 @@ func (c *Config) applyDefaults() error {
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
 	}
-	if c.MaxParkedFetches == 0 {
-		c.MaxParkedFetches = 1024
+	if c.MaxParked == 0 {
+		c.MaxParked = 1024
 	}
 	if c.Workers == 0 {
 		c.Workers = 32

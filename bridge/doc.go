@@ -17,7 +17,7 @@
 // cached, run where it arrived); nobody waits for a push's verdicts: the
 // goroutine that settles its last group answers. A request that may park
 // (a fetch or pop with a wait) runs on a goroutine of its own holding one
-// of MaxParkedFetches slots. An HTTP request runs on its net/http
+// of MaxParked slots. An HTTP request runs on its net/http
 // goroutine. Stop closes intake, waits for every accepted request's
 // answer, then stops the rooms (docs/architecture.md, "Start and stop").
 //

@@ -54,7 +54,7 @@ type nodeOpts struct {
 	inflight int64               // Config.MaxInflightBytes
 	bodyWait time.Duration       // Config.BudgetWait
 	bodyTO   time.Duration       // Config.BodyTimeout
-	parked   int                 // Config.MaxParkedFetches
+	parked   int                 // Config.MaxParked
 	prefix   string
 	registry *prometheus.Registry
 	spoolDir string        // default: a new temporary directory
@@ -115,7 +115,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		t.Fatal(err)
 	}
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
-		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParkedFetches: o.parked, Registry: o.registry, Spool: sp,
+		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParked: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
 		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams}, m)
 	if err != nil {

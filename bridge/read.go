@@ -32,7 +32,7 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16
 }
 
 // natsFetch: a parked read may wait for minutes, so it does not take a push
-// worker; it runs on a goroutine of its own, at most Config.MaxParkedFetches
+// worker; it runs on a goroutine of its own, at most Config.MaxParked
 // at once.
 func (b *Bridge) natsFetch(req micro.Request) {
 	natsParkable(b, req, jsonapi.DecodeFetch, b.fetch)
@@ -40,7 +40,7 @@ func (b *Bridge) natsFetch(req micro.Request) {
 
 // natsParkable serves a NATS request that may park (a fetch, a pop): the
 // body decoded by decode, then run on a goroutine of its own holding one of the
-// Config.MaxParkedFetches slots. A 204 is answered as an empty body.
+// Config.MaxParked slots. A 204 is answered as an empty body.
 func natsParkable[R any](b *Bridge, req micro.Request, decode func([]byte) (R, error), run func(context.Context, [16]byte, R) (int, []byte)) {
 	tenant, status, err := b.natsTenant(req, false)
 	if err != nil {
@@ -73,7 +73,7 @@ func natsParkable[R any](b *Bridge, req micro.Request, decode func([]byte) (R, e
 	}()
 }
 
-// takeParkSlot takes one of the Config.MaxParkedFetches slots for an HTTP
+// takeParkSlot takes one of the Config.MaxParked slots for an HTTP
 // request that may park, or answers 503 and reports false.
 func (b *Bridge) takeParkSlot(w http.ResponseWriter) bool {
 	select {

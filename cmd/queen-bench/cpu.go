@@ -35,7 +35,7 @@ type sample struct {
 	bridge, pg, bench float64 // CPU seconds
 	server            float64 // a JetStream server's CPU seconds
 	commits, segments float64 // fusion counters, summed over the bridges
-	inFlight             float64
+	inFlight          float64
 	forwards          float64   // groups the bridges forwarded to their owners
 	fallbacks         float64   // forwarded groups written by their receiver
 	forwardMsgs       float64   // forward messages that carried them

@@ -77,7 +77,7 @@ type result struct {
 	forwards       float64   // groups forwarded between bridges, per item
 	fallbacks      float64   // of which written by their receiver
 	groupsPerFwd   float64   // groups per forward message
-	inFlight          float64
+	inFlight       float64
 }
 
 func (r *result) rate() float64 { return float64(r.items) / r.elapsed.Seconds() }
