@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // RequestInfoHeader is the header nats-server puts on a request that
@@ -15,12 +16,12 @@ const RequestInfoHeader = "Nats-Request-Info"
 // request's tenant is the account it came from, never anything the request
 // says.
 type Accounts struct {
-	tenants map[string][16]byte
+	tenants map[string]tenancy.TenantID
 }
 
 // NewAccounts builds the map; an empty map is the single-account mode.
-func NewAccounts(m map[string][16]byte) *Accounts {
-	a := &Accounts{tenants: map[string][16]byte{}}
+func NewAccounts(m map[string]tenancy.TenantID) *Accounts {
+	a := &Accounts{tenants: map[string]tenancy.TenantID{}}
 	for k, v := range m {
 		a.tenants[k] = v
 	}
@@ -38,19 +39,19 @@ var ErrNoAccount = errors.New("this service takes requests from tenant accounts 
 var ErrUnknownAccount = errors.New("the NATS account is not mapped to a tenant")
 
 // TenantOf is the tenant of the account named in a request's info header.
-func (a *Accounts) TenantOf(requestInfo string) ([16]byte, error) {
+func (a *Accounts) TenantOf(requestInfo string) (tenancy.TenantID, error) {
 	if requestInfo == "" {
-		return [16]byte{}, ErrNoAccount
+		return tenancy.TenantID{}, ErrNoAccount
 	}
 	var info struct {
 		Account string `json:"acc"`
 	}
 	if err := json.Unmarshal([]byte(requestInfo), &info); err != nil || info.Account == "" {
-		return [16]byte{}, ErrNoAccount
+		return tenancy.TenantID{}, ErrNoAccount
 	}
 	t, ok := a.tenants[info.Account]
 	if !ok {
-		return [16]byte{}, fmt.Errorf("%w (%s)", ErrUnknownAccount, info.Account)
+		return tenancy.TenantID{}, fmt.Errorf("%w (%s)", ErrUnknownAccount, info.Account)
 	}
 	return t, nil
 }

@@ -2,13 +2,14 @@ package auth
 
 import (
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strings"
 	"testing"
 )
 
 func TestTokensGiveTheirRoleAndTenant(t *testing.T) {
 	a, b := [16]byte{1}, [16]byte{2}
-	tok, err := NewTokens(map[string][16]byte{"ta": a, "tb": b}, map[string][16]byte{"adm": a})
+	tok, err := NewTokens(map[string]tenancy.TenantID{"ta": a, "tb": b}, map[string]tenancy.TenantID{"adm": a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +52,11 @@ func TestRolesMayWhatTheyShould(t *testing.T) {
 }
 
 func TestATokenConfiguredTwiceIsRefusedWithoutNamingIt(t *testing.T) {
-	_, err := NewTokens(map[string][16]byte{"s3cret": {1}}, map[string][16]byte{"s3cret": {1}})
+	_, err := NewTokens(map[string]tenancy.TenantID{"s3cret": {1}}, map[string]tenancy.TenantID{"s3cret": {1}})
 	if !errors.Is(err, ErrTokenTwice) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("error %v", err)
 	}
-	if _, err := NewTokens(map[string][16]byte{"": {1}}, nil); err == nil {
+	if _, err := NewTokens(map[string]tenancy.TenantID{"": {1}}, nil); err == nil {
 		t.Fatal("an empty token was accepted")
 	}
 }
@@ -80,7 +81,7 @@ func TestURLRedactsSecrets(t *testing.T) {
 }
 
 func TestAccountsMapTheRequestInfoToATenant(t *testing.T) {
-	a := NewAccounts(map[string][16]byte{"TENANT_A": {1}, "ACXYZ": {2}})
+	a := NewAccounts(map[string]tenancy.TenantID{"TENANT_A": {1}, "ACXYZ": {2}})
 	if !a.Enabled() || NewAccounts(nil).Enabled() {
 		t.Fatal("Enabled wrong")
 	}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strings"
 
 	"github.com/google/uuid"
@@ -11,13 +12,13 @@ import (
 // mode, which trusts every NATS client: base itself (<prefix>.v1.push, or
 // a bridge's own push subject) is the default tenant, base.<uuid> that
 // tenant. A subject that is neither is an error that names it.
-func SubjectTenant(subject, base string) ([16]byte, error) {
+func SubjectTenant(subject, base string) (tenancy.TenantID, error) {
 	if subject == base {
-		return [16]byte{}, nil
+		return tenancy.TenantID{}, nil
 	}
 	id, err := uuid.Parse(strings.TrimPrefix(subject, base+"."))
 	if err != nil || !strings.HasPrefix(subject, base+".") {
-		return [16]byte{}, fmt.Errorf("subject %q: the tenant must be a UUID", subject)
+		return tenancy.TenantID{}, fmt.Errorf("subject %q: the tenant must be a UUID", subject)
 	}
-	return id, nil
+	return tenancy.TenantID(id), nil
 }

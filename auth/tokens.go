@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // Role is what a token may do.
@@ -30,7 +31,7 @@ const (
 
 // Principal is who a request acts as.
 type Principal struct {
-	Tenant [16]byte
+	Tenant tenancy.TenantID
 	Role   Role
 }
 
@@ -60,10 +61,10 @@ var ErrTokenTwice = errors.New("auth: a token is configured more than once (as a
 // NewTokens builds the token table from tenant tokens and admin tokens
 // (token -> tenant). Empty tokens are refused; the error never names a
 // token.
-func NewTokens(tenant, admin map[string][16]byte) (*Tokens, error) {
+func NewTokens(tenant, admin map[string]tenancy.TenantID) (*Tokens, error) {
 	t := &Tokens{}
 	seen := map[[sha256.Size]byte]bool{}
-	add := func(m map[string][16]byte, r Role) error {
+	add := func(m map[string]tenancy.TenantID, r Role) error {
 		for tok, ten := range m {
 			if tok == "" {
 				return errors.New("auth: an empty token is configured")

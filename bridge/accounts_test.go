@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +82,7 @@ func TestAccountsModeIsolatesTenants(t *testing.T) {
 	url := accountsNATS(t)
 	tenantA, tenantB := uuid.New(), uuid.New()
 	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
-		accounts: map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": tenantB}})
+		accounts: map[string]tenancy.TenantID{"TENANT_A": tenancy.TenantID(tenantA), "TENANT_B": tenancy.TenantID(tenantB)}})
 	a := connectTenant(t, url, "tenant-a", "a-pw")
 	b := connectTenant(t, url, "tenant-b", "b-pw")
 
@@ -182,7 +183,7 @@ func TestAccountsModeIsolatesTenants(t *testing.T) {
 func TestAccountsModeRefusesRequestsWithoutATenantAccount(t *testing.T) {
 	url := accountsNATS(t)
 	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
-		accounts: map[string][16]byte{"TENANT_A": uuid.New()}})
+		accounts: map[string]tenancy.TenantID{"TENANT_A": tenancy.TenantID(uuid.New())}})
 	msg := n.natsPush([]byte(items(item("q", "p", "x"))), "")
 	if msg.Header.Get("Nats-Service-Error-Code") != "403" {
 		t.Fatalf("push from the bridge account: %v %s", msg.Header, msg.Data)
@@ -214,7 +215,7 @@ func TestAccountsModeJetStreamPublishesLandUnderTheirTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
-		accounts: map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": tenantB}, streams: streams})
+		accounts: map[string]tenancy.TenantID{"TENANT_A": tenancy.TenantID(tenantA), "TENANT_B": tenancy.TenantID(tenantB)}, streams: streams})
 	a := connectTenant(t, url, "tenant-a", "a-pw")
 	b := connectTenant(t, url, "tenant-b", "b-pw")
 	ctx := jsCtx(t)
@@ -294,7 +295,7 @@ func TestAccountsModeJetStreamPublishesLandUnderTheirTenant(t *testing.T) {
 func TestAccountsModePartitionAwareProducers(t *testing.T) {
 	url := accountsNATS(t)
 	tenantA := uuid.New()
-	accounts := map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": uuid.New()}
+	accounts := map[string]tenancy.TenantID{"TENANT_A": tenancy.TenantID(tenantA), "TENANT_B": tenancy.TenantID(uuid.New())}
 	first := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")}, accounts: accounts})
 	a := connectTenant(t, url, "tenant-a", "a-pw")
 	changed, err := a.SubscribeSync(ownership.TableChangedSubject("queen"))
@@ -396,7 +397,7 @@ func TestAccountsModeConsumers(t *testing.T) {
 	url := accountsNATS(t)
 	tenantA, tenantB := uuid.New(), uuid.New()
 	newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
-		accounts: map[string][16]byte{"TENANT_A": tenantA, "TENANT_B": tenantB}})
+		accounts: map[string]tenancy.TenantID{"TENANT_A": tenancy.TenantID(tenantA), "TENANT_B": tenancy.TenantID(tenantB)}})
 	a := connectTenant(t, url, "tenant-a", "a-pw")
 	b := connectTenant(t, url, "tenant-b", "b-pw")
 	request := func(c *tenantConn, subject, body string) []byte {

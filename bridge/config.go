@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,7 +30,7 @@ type Config struct {
 	// accounts mode, in which a NATS request acts for the tenant of the
 	// account it came from. Empty: the single-account mode, which trusts
 	// every NATS client. Default empty.
-	NATSAccounts map[string][16]byte
+	NATSAccounts map[string]tenancy.TenantID
 	// Prefix of every subject (QUEEN_NATS_PREFIX). Default "queen".
 	Prefix string
 	// JetStream are the streams whose JetStream publishes the bridge takes
@@ -62,10 +63,10 @@ type Config struct {
 	// push, read and configure their tenant's queues. With no tokens and no
 	// admin tokens, HTTP needs no authentication and acts for the default
 	// tenant. Default empty.
-	Tokens map[string][16]byte
+	Tokens map[string]tenancy.TenantID
 	// AdminTokens are tokens that may also switch maintenance mode
 	// (QUEEN_HTTP_ADMIN_TOKENS), each acting for its tenant. Default empty.
-	AdminTokens map[string][16]byte
+	AdminTokens map[string]tenancy.TenantID
 	// MetricsAddr, when set, serves /metrics/prometheus on a listener of its
 	// own without tokens, for a scraper on a private address
 	// (QUEEN_METRICS_ADDR). The main listener serves it too, under the token

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
@@ -11,7 +12,7 @@ import (
 
 // configure hands a configure request to the queue settings, which store,
 // cache and broadcast it; options left out keep their value.
-func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (int, []byte) {
+func (b *Bridge) configure(ctx context.Context, tenant tenancy.TenantID, body []byte) (int, []byte) {
 	if b.gate.Closed() {
 		return http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
 	}
@@ -20,7 +21,7 @@ func (b *Bridge) configure(ctx context.Context, tenant [16]byte, body []byte) (i
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
-	b.natsWorker(req, func(ctx context.Context, tenant [16]byte) (int, []byte) {
+	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		return b.configure(ctx, tenant, req.Data())
 	})
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
@@ -17,7 +18,7 @@ func (b *Bridge) natsPopBound() int64 {
 	return max(b.cfg.NATS.MaxPayload()-16<<10, 64<<10)
 }
 
-func (b *Bridge) httpPop(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+func (b *Bridge) httpPop(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParsePopQuery(r.URL.Query().Get)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
@@ -44,20 +45,20 @@ func writeAnswer(w http.ResponseWriter, status int, out []byte) {
 }
 
 func (b *Bridge) httpAck(batch bool) tenantHandler {
-	return b.withBody(func(ctx context.Context, tenant [16]byte, r *http.Request, body []byte) (int, []byte) {
+	return b.withBody(func(ctx context.Context, tenant tenancy.TenantID, r *http.Request, body []byte) (int, []byte) {
 		acks, err := jsonapi.DecodeAck(body, batch)
 		return b.consumer.ServeAck(ctx, tenant, acks, err)
 	})
 }
 
 func (b *Bridge) httpExtend() tenantHandler {
-	return b.withBody(func(ctx context.Context, tenant [16]byte, r *http.Request, body []byte) (int, []byte) {
+	return b.withBody(func(ctx context.Context, tenant tenancy.TenantID, r *http.Request, body []byte) (int, []byte) {
 		req, err := jsonapi.DecodeLease(r.PathValue("leaseId"), body)
 		return b.consumer.ServeExtend(ctx, tenant, req, err)
 	})
 }
 
-func (b *Bridge) httpDLQ(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+func (b *Bridge) httpDLQ(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParseDeadLettersQuery(r.URL.Query().Get)
 	status, out := b.consumer.ServeDeadLetters(r.Context(), tenant, req, err)
 	writeJSON(w, status, out)
@@ -71,34 +72,34 @@ func (b *Bridge) httpDLQ(w http.ResponseWriter, r *http.Request, tenant [16]byte
 
 func (b *Bridge) natsPop(req micro.Request) {
 	bound := b.natsPopBound()
-	natsParkable(b, req, jsonapi.DecodePop, func(ctx context.Context, tenant [16]byte, pr jsonapi.PopRequest) (int, []byte) {
+	natsParkable(b, req, jsonapi.DecodePop, func(ctx context.Context, tenant tenancy.TenantID, pr jsonapi.PopRequest) (int, []byte) {
 		return b.consumer.ServePop(ctx, tenant, pr, bound)
 	})
 }
 
 func (b *Bridge) natsAck(req micro.Request) {
-	b.natsWorker(req, func(ctx context.Context, tenant [16]byte) (int, []byte) {
+	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		acks, err := jsonapi.DecodeAnyAck(req.Data())
 		return b.consumer.ServeAck(ctx, tenant, acks, err)
 	})
 }
 
 func (b *Bridge) natsLease(req micro.Request) {
-	b.natsWorker(req, func(ctx context.Context, tenant [16]byte) (int, []byte) {
+	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		lr, err := jsonapi.DecodeLease("", req.Data())
 		return b.consumer.ServeExtend(ctx, tenant, lr, err)
 	})
 }
 
 func (b *Bridge) natsDLQ(req micro.Request) {
-	b.natsWorker(req, func(ctx context.Context, tenant [16]byte) (int, []byte) {
+	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		dr, err := jsonapi.DecodeDeadLetters(req.Data())
 		return b.consumer.ServeDeadLetters(ctx, tenant, dr, err)
 	})
 }
 
 // natsWorker runs a request that waits on the database on the worker pool.
-func (b *Bridge) natsWorker(req micro.Request, fn func(context.Context, [16]byte) (int, []byte)) {
+func (b *Bridge) natsWorker(req micro.Request, fn func(context.Context, tenancy.TenantID) (int, []byte)) {
 	tenant, status, err := b.natsTenant(req, false)
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"mime"
 	"net/http"
 	"strings"
@@ -10,7 +11,7 @@ import (
 )
 
 // tenantHandler serves a request on behalf of a tenant.
-type tenantHandler func(w http.ResponseWriter, r *http.Request, tenant [16]byte)
+type tenantHandler func(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID)
 
 // guard admits a request to h: with tokens configured, only with a valid
 // bearer token (401) whose role may do a (403); a POST only with a JSON

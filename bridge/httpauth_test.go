@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,8 +15,8 @@ import (
 func TestHTTPRoutesNeedAToken(t *testing.T) {
 	tenantA, tenantB := uuid.New(), uuid.New()
 	n := newNode(t, nodeOpts{
-		tokens: map[string][16]byte{"tok-a": tenantA, "tok-b": tenantB},
-		admins: map[string][16]byte{"tok-admin": tenantA},
+		tokens: map[string]tenancy.TenantID{"tok-a": tenancy.TenantID(tenantA), "tok-b": tenancy.TenantID(tenantB)},
+		admins: map[string]tenancy.TenantID{"tok-admin": tenancy.TenantID(tenantA)},
 	})
 	push := []byte(items(item("q", "p", "a")))
 	maintOn := []byte(`{"enabled":true}`)
@@ -81,7 +82,7 @@ func TestHTTPRoutesNeedAToken(t *testing.T) {
 // configures under a queue name is B's queue, never A's.
 func TestTenantTokensSeeOnlyTheirTenant(t *testing.T) {
 	tenantA, tenantB := uuid.New(), uuid.New()
-	n := newNode(t, nodeOpts{tokens: map[string][16]byte{"tok-a": tenantA, "tok-b": tenantB}})
+	n := newNode(t, nodeOpts{tokens: map[string]tenancy.TenantID{"tok-a": tenancy.TenantID(tenantA), "tok-b": tenancy.TenantID(tenantB)}})
 	if status, out := n.post("/api/v1/push", []byte(items(item("shared", "p", "a1"))), "Authorization", "Bearer tok-a"); status != http.StatusCreated {
 		t.Fatalf("push as A: %d %s", status, out)
 	}
@@ -108,7 +109,7 @@ func TestPostsMustBeJSON(t *testing.T) {
 		o := nodeOpts{}
 		h := []string{}
 		if withTokens {
-			o.admins = map[string][16]byte{"tok-admin": {}}
+			o.admins = map[string]tenancy.TenantID{"tok-admin": {}}
 			h = []string{"Authorization", "Bearer tok-admin"}
 		}
 		n := newNode(t, o)
@@ -138,7 +139,7 @@ func TestPostsMustBeJSON(t *testing.T) {
 
 // The metrics-only listener serves metrics without a token.
 func TestMetricsOnTheirOwnAddress(t *testing.T) {
-	n := newNode(t, nodeOpts{tokens: map[string][16]byte{"tok-a": {}}, metrics: "127.0.0.1:0"})
+	n := newNode(t, nodeOpts{tokens: map[string]tenancy.TenantID{"tok-a": {}}, metrics: "127.0.0.1:0"})
 	resp, err := http.Get("http://" + n.br.MetricsAddr() + "/metrics/prometheus")
 	if err != nil {
 		t.Fatal(err)

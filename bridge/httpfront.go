@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +17,7 @@ import (
 func (b *Bridge) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/push", b.guard(auth.ActionPush, b.httpPush))
-	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.withBody(func(ctx context.Context, tenant [16]byte, _ *http.Request, body []byte) (int, []byte) {
+	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.withBody(func(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
 		return b.configure(ctx, tenant, body)
 	})))
 	mux.Handle("GET /api/v1/system/maintenance", b.guard(auth.ActionReadMaintenance, b.httpMaintenance))
@@ -41,7 +42,7 @@ func (b *Bridge) httpHandler() http.Handler {
 		writeJSON(w, http.StatusNotFound, jsonapi.ErrorBody("no route "+r.Method+" "+r.URL.Path))
 	})
 	scrape := b.metrics.Handler()
-	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ [16]byte) {
+	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
 		scrape.ServeHTTP(w, r)
 	}))
 	return mux
@@ -119,7 +120,7 @@ func (b *Bridge) body(w http.ResponseWriter, r *http.Request) (body []byte, done
 	return body, done, true
 }
 
-func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	body, done, ok := b.body(w, r)
 	if !ok {
 		b.metrics.Request("http")
@@ -139,8 +140,8 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant [16]byt
 // withBody serves a request whose body is read whole first (bounded, from
 // the in-flight budget, given back once answered) and whose answer is
 // JSON.
-func (b *Bridge) withBody(fn func(ctx context.Context, tenant [16]byte, r *http.Request, body []byte) (int, []byte)) tenantHandler {
-	return func(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+func (b *Bridge) withBody(fn func(ctx context.Context, tenant tenancy.TenantID, r *http.Request, body []byte) (int, []byte)) tenantHandler {
+	return func(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 		body, done, ok := b.body(w, r)
 		if !ok {
 			return

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/queenbridge/queenbridge/jsonapi"
@@ -26,7 +27,7 @@ import (
 // settings are cached (nothing then waits), and on the worker pool when
 // they must be read first or the budget is full. It never waits for the
 // verdict.
-func (b *Bridge) PushItem(transport string, tenant [16]byte, it jsonapi.Item, done func(status int, r jsonapi.Result)) {
+func (b *Bridge) PushItem(transport string, tenant tenancy.TenantID, it jsonapi.Item, done func(status int, r jsonapi.Result)) {
 	size := int64(len(it.Payload))
 	answer := func(status int, r jsonapi.Result) {
 		done(status, r)

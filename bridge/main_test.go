@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"io"
 	"net/http"
 	"sync"
@@ -44,17 +45,17 @@ type node struct {
 type nodeOpts struct {
 	keys     map[uint8][]byte // encryption keys by id
 	maxBody  int64
-	tokens   map[string][16]byte
-	admins   map[string][16]byte // admin tokens
-	metrics  string              // Config.MetricsAddr
-	dsn      string              // share a database; default: a new one
-	natsURL  string              // default: the test binary's NATS
-	natsOpts []nats.Option       // the bridge's connection options
-	accounts map[string][16]byte // Config.NATSAccounts
-	inflight int64               // Config.MaxInflightBytes
-	bodyWait time.Duration       // Config.BudgetWait
-	bodyTO   time.Duration       // Config.BodyTimeout
-	parked   int                 // Config.MaxParked
+	tokens   map[string]tenancy.TenantID
+	admins   map[string]tenancy.TenantID // admin tokens
+	metrics  string                      // Config.MetricsAddr
+	dsn      string                      // share a database; default: a new one
+	natsURL  string                      // default: the test binary's NATS
+	natsOpts []nats.Option               // the bridge's connection options
+	accounts map[string]tenancy.TenantID // Config.NATSAccounts
+	inflight int64                       // Config.MaxInflightBytes
+	bodyWait time.Duration               // Config.BudgetWait
+	bodyTO   time.Duration               // Config.BodyTimeout
+	parked   int                         // Config.MaxParked
 	prefix   string
 	registry *prometheus.Registry
 	spoolDir string        // default: a new temporary directory

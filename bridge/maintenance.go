@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
@@ -12,7 +13,7 @@ import (
 // Maintenance mode is read and switched by durability (ServeMaintenance);
 // here are its transports.
 
-func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ [16]byte) {
+func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
 	var body []byte
 	if r.Method == http.MethodPost {
 		var done func()

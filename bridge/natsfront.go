@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,7 +104,7 @@ func (b *Bridge) natsPush(req micro.Request) {
 
 // natsPushTaken runs or queues a push whose bytes are taken; false when the
 // bridge is stopping and refused it.
-func (b *Bridge) natsPushTaken(req micro.Request, tenant [16]byte, answer func(int, []byte)) bool {
+func (b *Bridge) natsPushTaken(req micro.Request, tenant tenancy.TenantID, answer func(int, []byte)) bool {
 	if len(req.Data()) > inlinePushBytes {
 		return b.enqueue(req, func() { b.pusher.Push(context.Background(), "nats", tenant, req.Data(), answer) })
 	}
@@ -162,10 +163,10 @@ func (b *Bridge) inline(req micro.Request, fn func()) bool {
 // none, or the account is not mapped); a tenant in the subject is then
 // refused. In the single-account mode every client is trusted: a push
 // subject may name the tenant, anything else acts for the default tenant.
-func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) ([16]byte, int, error) {
+func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) (tenancy.TenantID, int, error) {
 	if !b.accounts.Enabled() {
 		if !fromSubject {
-			return [16]byte{}, 0, nil
+			return tenancy.TenantID{}, 0, nil
 		}
 		t, err := b.tenantFromSubject(req.Subject())
 		return t, http.StatusBadRequest, err
@@ -182,7 +183,7 @@ func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) ([16]byte, int,
 
 // tenantFromSubject is the tenant a push subject names (auth.SubjectTenant
 // of <prefix>.v1.push, or of this bridge's own push subject).
-func (b *Bridge) tenantFromSubject(subject string) ([16]byte, error) {
+func (b *Bridge) tenantFromSubject(subject string) (tenancy.TenantID, error) {
 	base := b.cfg.Prefix + ".v1.push"
 	if strings.HasPrefix(subject, b.ownSubject) {
 		base = b.ownSubject

@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 	"strings"
 	"testing"
@@ -204,7 +205,7 @@ func TestHTTPAndNATSAnswerAlike(t *testing.T) {
 
 func TestBearerTokensSelectTheTenant(t *testing.T) {
 	tenant := uuid.New()
-	n := newNode(t, nodeOpts{tokens: map[string][16]byte{"s3cret": tenant}})
+	n := newNode(t, nodeOpts{tokens: map[string]tenancy.TenantID{"s3cret": tenancy.TenantID(tenant)}})
 	if status, _ := n.post("/api/v1/push", []byte(items(item("q", "p", "a")))); status != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", status)
 	}

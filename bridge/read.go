@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
@@ -11,11 +12,11 @@ import (
 
 // fetch runs a read on the read side, which parks it until there is
 // something to read or the wait ends, and renders it.
-func (b *Bridge) fetch(ctx context.Context, tenant [16]byte, req jsonapi.FetchRequest) (int, []byte) {
+func (b *Bridge) fetch(ctx context.Context, tenant tenancy.TenantID, req jsonapi.FetchRequest) (int, []byte) {
 	return b.reads.ServeFetch(ctx, tenant, req, b.queues)
 }
 
-func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant [16]byte) {
+func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParseFetchQuery(r.URL.Query().Get)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
@@ -41,7 +42,7 @@ func (b *Bridge) natsFetch(req micro.Request) {
 // natsParkable serves a NATS request that may park (a fetch, a pop): the
 // body decoded by decode, then run on a goroutine of its own holding one of the
 // Config.MaxParked slots. A 204 is answered as an empty body.
-func natsParkable[R any](b *Bridge, req micro.Request, decode func([]byte) (R, error), run func(context.Context, [16]byte, R) (int, []byte)) {
+func natsParkable[R any](b *Bridge, req micro.Request, decode func([]byte) (R, error), run func(context.Context, tenancy.TenantID, R) (int, []byte)) {
 	tenant, status, err := b.natsTenant(req, false)
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))

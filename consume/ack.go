@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"slices"
 
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -110,7 +111,7 @@ func leaseBytes(l *[16]byte) []byte {
 // the same partitions lock their rows in the same order. It answers in
 // input order. A group whose call fails answers every one of its acks with
 // the error; the others still apply.
-func (c *Consumer) Ack(ctx context.Context, tenant [16]byte, acks []Ack) []AckOutcome {
+func (c *Consumer) Ack(ctx context.Context, tenant tenancy.TenantID, acks []Ack) []AckOutcome {
 	out := make([]AckOutcome, len(acks))
 	for _, g := range groupAcks(acks) {
 		items := make([]pgwire.AckItem, len(g.idx))

@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/queenbridge/queenbridge/jsonapi"
@@ -16,7 +17,7 @@ import (
 // ServePop validates and runs a pop; 204 when nothing was delivered. The
 // answer is bounded to maxBytes (0: unbounded), which NATS sets to what
 // one message carries.
-func (c *Consumer) ServePop(ctx context.Context, tenant [16]byte, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
+func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
 	if err := req.Validate(); err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
@@ -65,7 +66,7 @@ func (c *Consumer) ServePop(ctx context.Context, tenant [16]byte, req jsonapi.Po
 // ServeAck applies decoded acknowledgements (jsonapi.DecodeAck or
 // DecodeAnyAck; err is the decoding's) and answers one result per
 // acknowledgement, in request order.
-func (c *Consumer) ServeAck(ctx context.Context, tenant [16]byte, wire []jsonapi.Ack, err error) (int, []byte) {
+func (c *Consumer) ServeAck(ctx context.Context, tenant tenancy.TenantID, wire []jsonapi.Ack, err error) (int, []byte) {
 	if err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
@@ -85,7 +86,7 @@ func (c *Consumer) ServeAck(ctx context.Context, tenant [16]byte, wire []jsonapi
 
 // ServeExtend extends a lease (jsonapi.DecodeLease; err is the
 // decoding's).
-func (c *Consumer) ServeExtend(ctx context.Context, tenant [16]byte, req jsonapi.LeaseRequest, err error) (int, []byte) {
+func (c *Consumer) ServeExtend(ctx context.Context, tenant tenancy.TenantID, req jsonapi.LeaseRequest, err error) (int, []byte) {
 	if err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
@@ -97,7 +98,7 @@ func (c *Consumer) ServeExtend(ctx context.Context, tenant [16]byte, req jsonapi
 }
 
 // ServeDeadLetters lists a queue's dead letters (err is the decoding's).
-func (c *Consumer) ServeDeadLetters(ctx context.Context, tenant [16]byte, req jsonapi.DeadLettersRequest, err error) (int, []byte) {
+func (c *Consumer) ServeDeadLetters(ctx context.Context, tenant tenancy.TenantID, req jsonapi.DeadLettersRequest, err error) (int, []byte) {
 	if err == nil {
 		err = req.Validate()
 	}

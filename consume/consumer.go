@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync/atomic"
 	"time"
 
@@ -14,24 +15,24 @@ import (
 // satisfies it. Tests of grouping and claim rounds put a small fake here.
 type Store interface {
 	Pop(ctx context.Context, req pgwire.PopRequest) (pgwire.PopResult, error)
-	Ack(ctx context.Context, tenant [16]byte, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
-	ExtendLease(ctx context.Context, tenant, lease [16]byte, seconds int) (time.Time, bool, error)
-	DeadLetters(ctx context.Context, tenant [16]byte, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
+	Ack(ctx context.Context, tenant tenancy.TenantID, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
+	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
+	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
 // partitions, what a claim of one found, and a lease's release;
 // *readside.Reads satisfies it.
 type Marks interface {
-	Candidates(ctx context.Context, tenant [16]byte, queue, group string) ([]readside.Candidate, error)
-	Outcome(tenant [16]byte, queue, group string, c readside.Candidate, res pgwire.PopResult)
-	Released(tenant [16]byte, queue, partition, group string, again bool)
+	Candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]readside.Candidate, error)
+	Outcome(tenant tenancy.TenantID, queue, group string, c readside.Candidate, res pgwire.PopResult)
+	Released(tenant tenancy.TenantID, queue, partition, group string, again bool)
 }
 
 // Payloads turns a stored payload into what its producer sent (decrypting
 // those of encrypted queues); *queues.Settings satisfies it.
 type Payloads interface {
-	Plain(tenant [16]byte, queue, partition string, flags uint8, stored []byte) ([]byte, error)
+	Plain(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error)
 }
 
 // Observer hears of pops and acks for the metrics; *metrics.Metrics

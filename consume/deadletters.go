@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -47,7 +48,7 @@ func asUnreadable(err error, target *errUnreadable) bool { return errors.As(err,
 
 // DeadLetters lists a queue's dead letters (group "": every group), oldest
 // first, with the total count.
-func (c *Consumer) DeadLetters(ctx context.Context, tenant [16]byte, queue, group string, limit, offset int) (DeadLetters, error) {
+func (c *Consumer) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) (DeadLetters, error) {
 	dls, total, err := c.cfg.DB.DeadLetters(ctx, tenant, queue, group, limit, offset)
 	if err != nil {
 		return DeadLetters{}, err

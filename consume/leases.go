@@ -2,11 +2,12 @@ package consume
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 )
 
 // Extend sets a live lease's expiry to at least now + seconds on every
 // partition it holds; ok is false when the lease is unknown or expired.
-func (c *Consumer) Extend(ctx context.Context, tenant, lease [16]byte, seconds int) (expires time.Time, ok bool, err error) {
+func (c *Consumer) Extend(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (expires time.Time, ok bool, err error) {
 	return c.cfg.DB.ExtendLease(ctx, tenant, lease, seconds)
 }

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,7 +58,7 @@ const maxClaimTries = 16
 // it parks, costing no query, like a parked read: woken by announcements of
 // the queue (or the partition), with the same pause after an empty wake.
 // In maintenance mode it delivers nothing.
-func (c *Consumer) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Popped, error) {
+func (c *Consumer) Pop(ctx context.Context, tenant tenancy.TenantID, req PopRequest) (Popped, error) {
 	out := Popped{}
 	if c.cfg.Maintenance() {
 		return out, nil
@@ -81,7 +82,7 @@ func (c *Consumer) Pop(ctx context.Context, tenant [16]byte, req PopRequest) (Po
 // claimRound makes one round of claims: the named partition, or up to
 // req.Partitions of the queue's candidates (at most maxClaimTries claims),
 // until req.Batch messages or the byte bound are reached.
-func (c *Consumer) claimRound(ctx context.Context, tenant [16]byte, req PopRequest, lease [16]byte) ([]pgwire.PopResult, error) {
+func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req PopRequest, lease [16]byte) ([]pgwire.PopResult, error) {
 	base := pgwire.PopRequest{Tenant: tenant, Queue: req.Queue, Group: req.Group, Lease: lease, AutoAck: req.AutoAck,
 		SubscriptionMode: req.SubscriptionMode, SubscriptionFrom: req.SubscriptionFrom}
 	if req.Partition != "" {

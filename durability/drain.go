@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"math"
 	"time"
 
@@ -94,7 +95,7 @@ func (k *Keeper) replay(ctx context.Context, recs []spool.Record) ([]spool.Recor
 		return nil, err
 	}
 	type pkey struct {
-		tenant           [16]byte
+		tenant           tenancy.TenantID
 		queue, partition string
 	}
 	type rgroup struct {

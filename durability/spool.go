@@ -2,6 +2,7 @@ package durability
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -21,7 +22,7 @@ type Failed struct {
 
 // Spool appends the failed frames of a tenant (fsynced when it returns nil:
 // they may be answered buffered) and wakes the drain. Only when CanSpool.
-func (k *Keeper) Spool(ctx context.Context, tenant [16]byte, failed []Failed) error {
+func (k *Keeper) Spool(ctx context.Context, tenant tenancy.TenantID, failed []Failed) error {
 	now := time.Now()
 	recs := make([]spool.Record, len(failed))
 	for i, fl := range failed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
 
@@ -158,7 +159,7 @@ func (f *Fusion) SetShare(n int) {
 // other writers of the database keep it, in bundles in flight on average.
 func (f *Fusion) SetYield(y float64) { f.yield.Store(int64(max(0, min(y, 16)) * 1000)) }
 
-func (f *Fusion) shardOf(tenant [16]byte, queue, partition string) int {
+func (f *Fusion) shardOf(tenant tenancy.TenantID, queue, partition string) int {
 	h := xxh3.HashStringSeed(partition, xxh3.HashStringSeed(queue, xxh3.Hash(tenant[:])))
 	return int(h % uint64(len(f.shards)))
 }

@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +74,7 @@ type Verdict struct {
 
 // Submission is one request's frames for one partition.
 type Submission struct {
-	Tenant    [16]byte
+	Tenant    tenancy.TenantID
 	Queue     string
 	Partition string
 	Frames    []segment.Frame
@@ -128,6 +129,6 @@ func (it item) frame() *segment.Frame { return &it.req.sub.Frames[it.idx] }
 // partKey identifies a partition: tenant \x1f queue \x1f partition, as a
 // comparable struct so that map look-ups build no string.
 type partKey struct {
-	tenant           [16]byte
+	tenant           tenancy.TenantID
 	queue, partition string
 }

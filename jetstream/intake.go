@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // calls done exactly once, maybe on another goroutine, with the push's
 // HTTP-like status and the item's result (see bridge.Bridge.PushItem).
 type Pusher interface {
-	PushItem(transport string, tenant [16]byte, it jsonapi.Item, done func(status int, r jsonapi.Result))
+	PushItem(transport string, tenant tenancy.TenantID, it jsonapi.Item, done func(status int, r jsonapi.Result))
 }
 
 // Transport names the intake in the push metrics.
@@ -157,8 +158,8 @@ func (in *Intake) handle(f *filter, m *nats.Msg) {
 
 // item turns a message into a push item for its tenant, or says why it is
 // refused. Nothing is written for a refused message.
-func (in *Intake) item(f *filter, m *nats.Msg) (jsonapi.Item, [16]byte, *refusal) {
-	var tenant [16]byte
+func (in *Intake) item(f *filter, m *nats.Msg) (jsonapi.Item, tenancy.TenantID, *refusal) {
+	var tenant tenancy.TenantID
 	if in.cfg.Accounts.Enabled() {
 		t, err := in.cfg.Accounts.TenantOf(m.Header.Get(auth.RequestInfoHeader))
 		if err != nil {

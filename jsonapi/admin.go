@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strconv"
 )
 
@@ -93,7 +94,7 @@ func EncodeOwners(t *OwnersTable) []byte {
 
 // WithTenant is an encoded owners' table (without a tenant) with tenant
 // set, for the answer to a request in the accounts mode.
-func WithTenant(table []byte, tenant [16]byte) []byte {
+func WithTenant(table []byte, tenant tenancy.TenantID) []byte {
 	out := make([]byte, 0, len(table)+50)
 	out = append(out, `{"tenant":"`...)
 	out = AppendUUID(out, tenant)

@@ -2,6 +2,7 @@ package ownership
 
 import (
 	"encoding/binary"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"slices"
 
 	"github.com/queenbridge/queenbridge/internal/buckets"
@@ -10,7 +11,7 @@ import (
 
 // BucketOf is the bucket of a partition among n buckets
 // (internal/buckets: partition-aware clients compute it too).
-func BucketOf(tenant [16]byte, queue, partition string, n int) int {
+func BucketOf(tenant tenancy.TenantID, queue, partition string, n int) int {
 	return buckets.Of(tenant, queue, partition, n)
 }
 

@@ -3,6 +3,7 @@ package ownership
 import (
 	"context"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"time"
 )
@@ -30,7 +31,7 @@ type pendingForward struct {
 // outboxKey names an outbox: forwards of one tenant to one owner.
 type outboxKey struct {
 	owner  string
-	tenant [16]byte
+	tenant tenancy.TenantID
 }
 
 // outbox gathers the groups bound for one owner.
@@ -52,7 +53,7 @@ type outbox struct {
 // On an error, and for every Refused answer, the caller writes the group
 // itself (counted here as a fallback); such a group may have reached the
 // owner, so it must not skip the probe.
-func (r *Router) ForwardAsync(owner string, tenant [16]byte, groups []Group, done func([]Answer, error)) {
+func (r *Router) ForwardAsync(owner string, tenant tenancy.TenantID, groups []Group, done func([]Answer, error)) {
 	r.forwarded.Add(uint64(len(groups)))
 	p := pendingForward{groups: groups, done: done}
 	if r.cfg.Gather <= 0 {
@@ -179,7 +180,7 @@ func (r *Router) send(key outboxKey, batch []pendingForward, n int) {
 }
 
 // Forward is ForwardAsync that waits for the answers.
-func (r *Router) Forward(ctx context.Context, owner string, tenant [16]byte, groups []Group) ([]Answer, error) {
+func (r *Router) Forward(ctx context.Context, owner string, tenant tenancy.TenantID, groups []Group) ([]Answer, error) {
 	type outcome struct {
 		answers []Answer
 		err     error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,7 +274,7 @@ func (r *Router) rebuild(others []string) {
 
 // Owner returns the id of the bridge that writes the partition, or ""
 // when it is this one.
-func (r *Router) Owner(tenant [16]byte, queue, partition string) string {
+func (r *Router) Owner(tenant tenancy.TenantID, queue, partition string) string {
 	t := r.tab.Load()
 	if len(t.members) == 1 {
 		return ""

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/queenbridge/queenbridge/fusion"
@@ -30,7 +31,7 @@ const wireVersion = 1
 var errShort = errors.New("ownership: truncated forward message")
 
 // appendRequest encodes a forward request: the tenant and the groups.
-func appendRequest(dst []byte, tenant [16]byte, groups []Group) []byte {
+func appendRequest(dst []byte, tenant tenancy.TenantID, groups []Group) []byte {
 	dst = append(dst, wireVersion)
 	dst = append(dst, tenant[:]...)
 	dst = binary.AppendUvarint(dst, uint64(len(groups)))
@@ -53,7 +54,7 @@ func appendRequest(dst []byte, tenant [16]byte, groups []Group) []byte {
 }
 
 // decodeRequest is appendRequest's inverse. Payloads alias b.
-func decodeRequest(b []byte) (tenant [16]byte, groups []Group, err error) {
+func decodeRequest(b []byte) (tenant tenancy.TenantID, groups []Group, err error) {
 	r := reader{b: b}
 	if v := r.byte(); v != wireVersion {
 		return tenant, nil, fmt.Errorf("ownership: forward request version %d, want %d", v, wireVersion)

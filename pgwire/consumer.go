@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +28,7 @@ const (
 
 // PopRequest is one pop of one partition for one group.
 type PopRequest struct {
-	Tenant [16]byte
+	Tenant tenancy.TenantID
 	// The partition: PartitionID when known (> 0), else Queue and Partition.
 	PartitionID      int64
 	Queue, Partition string
@@ -172,7 +173,7 @@ type AckResult struct {
 
 // Ack applies acknowledgements of one partition for one group
 // (consumer_ack_v1). lease nil: not checked against a lease.
-func (db *DB) Ack(ctx context.Context, tenant [16]byte, pid int64, group string, lease *[16]byte, items []AckItem) (AckResult, error) {
+func (db *DB) Ack(ctx context.Context, tenant tenancy.TenantID, pid int64, group string, lease *[16]byte, items []AckItem) (AckResult, error) {
 	hashes := make([]byte, 0, len(items)*segment.HashSize)
 	statuses := make([]string, len(items))
 	errs := make([]pgtype.Text, len(items))
@@ -214,7 +215,7 @@ func (db *DB) Ack(ctx context.Context, tenant [16]byte, pid int64, group string,
 
 // ExtendLease sets a live lease's expiry to max(current, now + seconds) on
 // every partition it holds; ok is false when it is unknown or expired.
-func (db *DB) ExtendLease(ctx context.Context, tenant, lease [16]byte, seconds int) (expires time.Time, ok bool, err error) {
+func (db *DB) ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (expires time.Time, ok bool, err error) {
 	var at pgtype.Timestamptz
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, `SELECT queen.consumer_extend_v1($1, $2, $3)`,
@@ -239,7 +240,7 @@ type PartitionMark struct {
 // group's cursor (or with no cursor yet). It reads every partition of the
 // queue: the read side calls it once per queue and group, then keeps the
 // list from announcements.
-func (db *DB) PendingPartitions(ctx context.Context, tenant [16]byte, queue, group string) ([]PartitionMark, error) {
+func (db *DB) PendingPartitions(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]PartitionMark, error) {
 	var out []PartitionMark
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT p.id, p.name, p.last_offset, coalesce(c.cursor_offset, 0)
@@ -286,7 +287,7 @@ type DeadLetter struct {
 
 // DeadLetters lists a queue's dead letters (group "": every group), oldest
 // first, with the total count.
-func (db *DB) DeadLetters(ctx context.Context, tenant [16]byte, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
+func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
 	var out []DeadLetter
 	var total int64
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
@@ -337,7 +338,7 @@ func (db *DB) DeadLetters(ctx context.Context, tenant [16]byte, queue, group str
 // GroupLag is a consumer group's lag on a queue: the partitions' last
 // offsets minus its cursors, summed.
 type GroupLag struct {
-	Tenant       [16]byte
+	Tenant       tenancy.TenantID
 	Queue, Group string
 	Lag          int64
 }

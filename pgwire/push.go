@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,7 +46,7 @@ func newBundleArgs(writes []segment.Write) *bundleArgs {
 		w := &writes[i]
 		a.queues[i], a.partitions[i], a.counts[i] = w.Queue, w.Partition, w.Count
 		a.hashes[i], a.blobs[i], a.verified[i] = w.Hashes, w.Blob, w.Verified
-		if w.Tenant != ([16]byte{}) && a.tenants == nil {
+		if w.Tenant != (tenancy.TenantID{}) && a.tenants == nil {
 			a.tenants = make([]pgtype.UUID, n)
 			for j := range a.tenants {
 				a.tenants[j] = pgtype.UUID{Bytes: writes[j].Tenant, Valid: true}
@@ -189,7 +190,7 @@ func distinctPartitions(writes []segment.Write) error {
 		return nil
 	}
 	type key struct {
-		tenant           [16]byte
+		tenant           tenancy.TenantID
 		queue, partition string
 	}
 	seen := make(map[key]struct{}, len(writes))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -19,7 +20,7 @@ type QueueOptions struct {
 
 // Queue is one row of queen.queues.
 type Queue struct {
-	Tenant    [16]byte
+	Tenant    tenancy.TenantID
 	Name      string
 	Namespace string
 	Task      string
@@ -62,7 +63,7 @@ func scanQueue(row pgx.Row) (Queue, error) {
 
 // LookupQueue reads a queue's settings; a queue that does not exist yet
 // answers Exists=false with the defaults.
-func (db *DB) LookupQueue(ctx context.Context, tenant [16]byte, name string) (Queue, error) {
+func (db *DB) LookupQueue(ctx context.Context, tenant tenancy.TenantID, name string) (Queue, error) {
 	var q Queue
 	err := db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err },
 		`SELECT `+queueColumns+` FROM queen.queues WHERE tenant = $1 AND name = $2`,
@@ -78,7 +79,7 @@ func (db *DB) LookupQueue(ctx context.Context, tenant [16]byte, name string) (Qu
 
 // ConfigureQueue creates the queue or updates the options set in upd, and
 // returns the row as stored.
-func (db *DB) ConfigureQueue(ctx context.Context, tenant [16]byte, name string, upd QueueUpdate) (Queue, error) {
+func (db *DB) ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name string, upd QueueUpdate) (Queue, error) {
 	other := []byte("{}")
 	if len(upd.Other) > 0 {
 		var err error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,7 +24,7 @@ type Message struct {
 // from, in offset order, and stops before the message that would take their
 // payloads past maxBytes (but returns at least one). Offsets removed by retention are skipped; a
 // partition that does not exist reads as empty.
-func (db *DB) ReadMessages(ctx context.Context, tenant [16]byte, queue, partition string, from int64, limit int, maxBytes int64) ([]Message, error) {
+func (db *DB) ReadMessages(ctx context.Context, tenant tenancy.TenantID, queue, partition string, from int64, limit int, maxBytes int64) ([]Message, error) {
 	var out []Message
 	var size int64 // payload bytes in out
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {

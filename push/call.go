@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,7 @@ const statusError = "error"
 // goroutine settles last, which renders and answers.
 type pushCall struct {
 	p         *Pusher
-	tenant    [16]byte
+	tenant    tenancy.TenantID
 	items     []jsonapi.Item
 	st        []itemState // per item, one allocation for the request
 	pending   atomic.Int32
@@ -74,7 +75,7 @@ type group struct {
 // Push handles one push body for tenant and calls answer exactly once, maybe
 // from another goroutine, when every item has its verdict. It never blocks
 // waiting for verdicts.
-func (p *Pusher) Push(ctx context.Context, transport string, tenant [16]byte, body []byte, answer func(int, []byte)) {
+func (p *Pusher) Push(ctx context.Context, transport string, tenant tenancy.TenantID, body []byte, answer func(int, []byte)) {
 	items, err := jsonapi.DecodePush(body)
 	p.PushDecoded(ctx, transport, tenant, items, err, Answer{Body: answer})
 }
@@ -83,7 +84,7 @@ func (p *Pusher) Push(ctx context.Context, transport string, tenant [16]byte, bo
 const ErrStopping = "the bridge is shutting down"
 
 // PushDecoded is Push after decoding: err is the decoding's.
-func (p *Pusher) PushDecoded(ctx context.Context, transport string, tenant [16]byte, items []jsonapi.Item, err error, out Answer) {
+func (p *Pusher) PushDecoded(ctx context.Context, transport string, tenant tenancy.TenantID, items []jsonapi.Item, err error, out Answer) {
 	p.cfg.Observer.Request(transport)
 	if p.cfg.Stopping() {
 		out.refuse(jsonapi.StatusServiceUnavailable, ErrStopping)

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 // key names a queue of a tenant.
 type key struct {
-	tenant [16]byte
+	tenant tenancy.TenantID
 	name   string
 }
 
@@ -60,7 +61,7 @@ func (c *cache) options(ctx context.Context, k key) (pgwire.QueueOptions, error)
 
 // allFresh reports whether every queue name(i), i < n, has settings cached
 // within the TTL.
-func (c *cache) allFresh(tenant [16]byte, n int, name func(i int) string) bool {
+func (c *cache) allFresh(tenant tenancy.TenantID, n int, name func(i int) string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	last := ""

@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -11,7 +12,7 @@ import (
 // ServeConfigure runs a configure request as the transports serve it
 // (jsonapi.DecodeConfigure; err is the decoding's): the queue's settings
 // stored, cached and broadcast, answered with what they are now.
-func (s *Settings) ServeConfigure(ctx context.Context, tenant [16]byte, req jsonapi.ConfigureRequest, err error) (int, []byte) {
+func (s *Settings) ServeConfigure(ctx context.Context, tenant tenancy.TenantID, req jsonapi.ConfigureRequest, err error) (int, []byte) {
 	if err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}

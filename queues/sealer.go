@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sort"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -61,7 +62,7 @@ func newSealer(keys map[uint8][]byte) (*sealer, error) {
 }
 
 // associated is what a sealed payload is bound to.
-func associated(keyID uint8, tenant [16]byte, queue, partition string) []byte {
+func associated(keyID uint8, tenant tenancy.TenantID, queue, partition string) []byte {
 	ad := make([]byte, 0, 16+1+16+2*binary.MaxVarintLen64+len(queue)+len(partition))
 	ad = append(ad, "queen-payload-v1"...)
 	ad = append(ad, keyID)
@@ -73,7 +74,7 @@ func associated(keyID uint8, tenant [16]byte, queue, partition string) []byte {
 }
 
 // seal encrypts plain for (tenant, queue, partition) under the current key.
-func (s *sealer) seal(tenant [16]byte, queue, partition string, plain []byte) ([]byte, uint8) {
+func (s *sealer) seal(tenant tenancy.TenantID, queue, partition string, plain []byte) ([]byte, uint8) {
 	aead := s.keys[s.current]
 	n := aead.NonceSize()
 	out := make([]byte, 1+n, 1+n+len(plain)+aead.Overhead())
@@ -89,7 +90,7 @@ func (s *sealer) seal(tenant [16]byte, queue, partition string, plain []byte) ([
 var errUnknownKey = errors.New("sealed with a key id that is not configured")
 
 // open decrypts a stored payload of (tenant, queue, partition).
-func (s *sealer) open(tenant [16]byte, queue, partition string, flags uint8, sealed []byte) ([]byte, error) {
+func (s *sealer) open(tenant tenancy.TenantID, queue, partition string, flags uint8, sealed []byte) ([]byte, error) {
 	if flags&segment.FlagKeyed == 0 {
 		return s.openUnkeyed(sealed)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"slices"
 	"sort"
 	"sync/atomic"
@@ -81,13 +82,13 @@ func (s *Settings) Stop(context.Context) error {
 // Options returns a queue's settings, cached for the TTL. When the database
 // cannot answer, a stale entry is better than none; with no entry at all the
 // error is returned.
-func (s *Settings) Options(ctx context.Context, tenant [16]byte, queue string) (pgwire.QueueOptions, error) {
+func (s *Settings) Options(ctx context.Context, tenant tenancy.TenantID, queue string) (pgwire.QueueOptions, error) {
 	return s.cache.options(ctx, key{tenant, queue})
 }
 
 // AllFresh reports whether every queue name(i), i < n, has settings cached
 // within the TTL, so that looking them up cannot wait for the database.
-func (s *Settings) AllFresh(tenant [16]byte, n int, name func(i int) string) bool {
+func (s *Settings) AllFresh(tenant tenancy.TenantID, n int, name func(i int) string) bool {
 	return s.cache.allFresh(tenant, n, name)
 }
 
@@ -98,7 +99,7 @@ var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "
 
 // Configure creates or updates a queue (options left out keep their value),
 // caches the result and broadcasts it to peers.
-func (s *Settings) Configure(ctx context.Context, tenant [16]byte, queue string, upd pgwire.QueueUpdate) (jsonapi.QueueConfigured, error) {
+func (s *Settings) Configure(ctx context.Context, tenant tenancy.TenantID, queue string, upd pgwire.QueueUpdate) (jsonapi.QueueConfigured, error) {
 	if upd.EncryptionEnabled != nil && *upd.EncryptionEnabled && s.sealer == nil {
 		return jsonapi.QueueConfigured{}, ErrNoKey
 	}
@@ -132,7 +133,7 @@ func (s *Settings) onChanged(m *nats.Msg) {
 	if err != nil {
 		return
 	}
-	tenant, err := uuid.Parse(c.Tenant)
+	tenant, err := tenancy.Parse(c.Tenant)
 	if err != nil {
 		return
 	}
@@ -143,7 +144,7 @@ func (s *Settings) onChanged(m *nats.Msg) {
 
 // EncryptionFor says how to store payloads of a queue: nil (encrypt),
 // ErrPlain, or why items of this queue must fail.
-func (s *Settings) EncryptionFor(ctx context.Context, tenant [16]byte, queue string) error {
+func (s *Settings) EncryptionFor(ctx context.Context, tenant tenancy.TenantID, queue string) error {
 	o, err := s.Options(ctx, tenant, queue)
 	switch {
 	case err != nil && s.sealer != nil:
@@ -160,7 +161,7 @@ func (s *Settings) EncryptionFor(ctx context.Context, tenant [16]byte, queue str
 
 // Seal encrypts a payload of (tenant, queue, partition) and returns it with
 // the frame flags that say how; only after EncryptionFor answered nil.
-func (s *Settings) Seal(tenant [16]byte, queue, partition string, plain []byte) ([]byte, uint8) {
+func (s *Settings) Seal(tenant tenancy.TenantID, queue, partition string, plain []byte) ([]byte, uint8) {
 	return s.sealer.seal(tenant, queue, partition, plain)
 }
 
@@ -171,7 +172,7 @@ func (s *Settings) HasKey() bool { return s.sealer != nil }
 // sent it: decrypted when flags say it was sealed, as stored otherwise. A
 // sealed payload on a bridge without keys, or one that does not open, is
 // an error that says which.
-func (s *Settings) Plain(tenant [16]byte, queue, partition string, flags uint8, stored []byte) ([]byte, error) {
+func (s *Settings) Plain(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error) {
 	if flags&segment.FlagEncrypted == 0 {
 		return stored, nil
 	}

@@ -2,6 +2,7 @@ package readside
 
 import (
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/google/uuid"
@@ -131,7 +132,7 @@ func (r *Reads) onAvailable(m *nats.Msg) {
 	}
 	r.peerAnnouncements.Add(1)
 	for _, it := range msg.Items {
-		tenant, err := uuid.Parse(it.Tenant)
+		tenant, err := tenancy.Parse(it.Tenant)
 		if err != nil {
 			continue
 		}

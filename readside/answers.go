@@ -3,6 +3,7 @@ package readside
 import (
 	"context"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/queenbridge/queenbridge/jsonapi"
@@ -12,14 +13,14 @@ import (
 // Payloads turns a stored payload into what its producer sent (decrypting
 // those of encrypted queues); *queues.Settings satisfies it.
 type Payloads interface {
-	Plain(tenant [16]byte, queue, partition string, flags uint8, stored []byte) ([]byte, error)
+	Plain(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error)
 }
 
 // ServeFetch validates a read (as jsonapi decoded it), runs it (parking it
 // until there is something to read or the wait ends) and renders
 // {"messages": [...], "next": n}; payloads go out as stored (decrypted
 // first for encrypted queues), never re-encoded.
-func (r *Reads) ServeFetch(ctx context.Context, tenant [16]byte, req jsonapi.FetchRequest, payloads Payloads) (int, []byte) {
+func (r *Reads) ServeFetch(ctx context.Context, tenant tenancy.TenantID, req jsonapi.FetchRequest, payloads Payloads) (int, []byte) {
 	if err := req.Validate(); err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}

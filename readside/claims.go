@@ -2,6 +2,7 @@ package readside
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -24,7 +25,7 @@ type Candidate struct {
 // the group's cursor, starting at a rotating position so that consumers
 // spread over them. The first call for a queue and group reads the
 // database once; announcements keep the list after that.
-func (r *Reads) Candidates(ctx context.Context, tenant [16]byte, queue, group string) ([]Candidate, error) {
+func (r *Reads) Candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]Candidate, error) {
 	cs, err := r.marks.candidates(ctx, r.cfg.DB, tenant, queue, group, r.rotate.Add(1)*7919)
 	if err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func (r *Reads) Candidates(ctx context.Context, tenant [16]byte, queue, group st
 
 // Outcome records what a claim of candidate c found, so that later pops
 // pass over a partition found empty or leased here.
-func (r *Reads) Outcome(tenant [16]byte, queue, group string, c Candidate, res pgwire.PopResult) {
+func (r *Reads) Outcome(tenant tenancy.TenantID, queue, group string, c Candidate, res pgwire.PopResult) {
 	if c.c.p == nil { // not one of Candidates'
 		return
 	}
@@ -50,7 +51,7 @@ func (r *Reads) Outcome(tenant [16]byte, queue, group string, c Candidate, res p
 // here and to peers: it may hold more than the lease delivered, or what it
 // handed back, and pops parked on it claim it now instead of at their
 // timeout.
-func (r *Reads) Released(tenant [16]byte, queue, partition, group string, again bool) {
+func (r *Reads) Released(tenant tenancy.TenantID, queue, partition, group string, again bool) {
 	r.marks.released(tenant, queue, partition, group, again)
 	r.Announce([]Key{{Tenant: tenant, Queue: queue, Partition: partition}})
 }

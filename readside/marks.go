@@ -2,6 +2,7 @@ package readside
 
 import (
 	"context"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,7 @@ type marks struct {
 }
 
 type queueKey struct {
-	tenant [16]byte
+	tenant tenancy.TenantID
 	queue  string
 }
 
@@ -104,7 +105,7 @@ func (q *queueMarks) group(g string) *groupMarks {
 // candidates lists the partitions of a queue that may have messages past the
 // group's cursor, starting at a rotating position so that consumers spread
 // over them. The first call for a queue and group reads the database.
-func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant [16]byte, queue, group string, start uint64) ([]candidate, error) {
+func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant tenancy.TenantID, queue, group string, start uint64) ([]candidate, error) {
 	qk := queueKey{tenant, queue}
 	m.mu.Lock()
 	q := m.queues[qk]
@@ -180,7 +181,7 @@ func (m *marks) load(ctx context.Context, db *pgwire.DB, qk queueKey, group stri
 }
 
 // outcome records what a pop of candidate c found.
-func (m *marks) outcome(tenant [16]byte, queue, group string, c candidate, res pgwire.PopResult) {
+func (m *marks) outcome(tenant tenancy.TenantID, queue, group string, c candidate, res pgwire.PopResult) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queues[queueKey{tenant, queue}]
@@ -218,7 +219,7 @@ func (m *marks) outcome(tenant [16]byte, queue, group string, c candidate, res p
 
 // released records that a lease on a partition ended; again: its messages
 // after the cursor are deliverable again (a failed or retried ack).
-func (m *marks) released(tenant [16]byte, queue, partition, group string, again bool) {
+func (m *marks) released(tenant tenancy.TenantID, queue, partition, group string, again bool) {
 	if m.n.Load() == 0 {
 		return
 	}

@@ -1,13 +1,14 @@
 package readside
 
 import (
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
 )
 
 // Key names a partition of a queue of a tenant.
 type Key struct {
-	Tenant           [16]byte
+	Tenant           tenancy.TenantID
 	Queue, Partition string
 }
 

@@ -3,6 +3,7 @@ package readside
 import (
 	"context"
 	"errors"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,7 +110,7 @@ type FetchRequest struct {
 // up to 250 ms, wakes meanwhile coalescing into one. So a parked read
 // queries at most a few times a second however many announcements arrive,
 // whoever sends them, while a wake that finds messages answers at once.
-func (r *Reads) Fetch(ctx context.Context, tenant [16]byte, req FetchRequest) ([]pgwire.Message, error) {
+func (r *Reads) Fetch(ctx context.Context, tenant tenancy.TenantID, req FetchRequest) ([]pgwire.Message, error) {
 	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}
 	return lookParked(r, ctx, k, req.Wait, "read", func() ([]pgwire.Message, bool, error) {
 		r.queries.Add(1)

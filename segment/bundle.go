@@ -1,11 +1,15 @@
 package segment
 
-import "time"
+import (
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
 
 // Write is one segment on its way to PostgreSQL: the frames one partition
 // received in one flush.
 type Write struct {
-	Tenant    [16]byte // zero UUID: the default tenant
+	Tenant    tenancy.TenantID // zero UUID: the default tenant
 	Queue     string
 	Partition string
 	Count     int32  // frames in the segment

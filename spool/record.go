@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"hash/crc32"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 // so): the spool never holds their plaintext, and replay does not encrypt
 // again.
 type Record struct {
-	Tenant        [16]byte
+	Tenant        tenancy.TenantID
 	Queue         string
 	Partition     string
 	MessageID     [16]byte

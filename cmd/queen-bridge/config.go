@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/jetstream"
 )
@@ -301,19 +301,19 @@ func (c *config) natsOptions() ([]nats.Option, error) {
 
 // parseTokens reads token=tenant-uuid,... from the setting env. An error
 // names the entry by position, never by its text: it holds a token.
-func parseTokens(env, list string) (map[string][16]byte, error) {
+func parseTokens(env, list string) (map[string]tenancy.TenantID, error) {
 	return parsePairs(env, list, "token")
 }
 
 // parsePairs reads name=tenant-uuid,...; errors name the entry by position.
-func parsePairs(env, list, what string) (map[string][16]byte, error) {
-	out := map[string][16]byte{}
+func parsePairs(env, list, what string) (map[string]tenancy.TenantID, error) {
+	out := map[string]tenancy.TenantID{}
 	for i, pair := range strings.Split(list, ",") {
 		if strings.TrimSpace(pair) == "" {
 			continue
 		}
 		tok, ten, ok := strings.Cut(pair, "=")
-		id, err := uuid.Parse(strings.TrimSpace(ten))
+		id, err := tenancy.Parse(strings.TrimSpace(ten))
 		if !ok || err != nil || strings.TrimSpace(tok) == "" {
 			return nil, fmt.Errorf("%s: entry %d is not %s=tenant-uuid", env, i+1, what)
 		}
