@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 

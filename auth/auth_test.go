@@ -2,9 +2,10 @@ package auth
 
 import (
 	"errors"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strings"
 	"testing"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 func TestTokensGiveTheirRoleAndTenant(t *testing.T) {

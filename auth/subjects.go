@@ -2,10 +2,10 @@ package auth
 
 import (
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // SubjectTenant is the tenant a push subject names in the single-account

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 

@@ -1,12 +1,12 @@
 package bridge
 
 import (
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 

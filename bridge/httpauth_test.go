@@ -1,12 +1,12 @@
 package bridge_test
 
 import (
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // With tokens configured, every route but /health needs a valid token; a

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 

@@ -2,9 +2,9 @@ package bridge
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/push"
 )

@@ -2,11 +2,11 @@ package bridge
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 

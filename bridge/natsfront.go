@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/push"
@@ -119,7 +119,7 @@ func (b *Bridge) natsPushTaken(req micro.Request, tenant tenancy.TenantID, answe
 	})
 }
 
-// natsOwners answers the owners' table (ownership.ClientTable); in the
+// natsOwners answers the owners' table (jsonapi.OwnersTable); in the
 // accounts mode with the requester's tenant, which the bucket hash takes.
 func (b *Bridge) natsOwners(req micro.Request) {
 	tab := b.router.TableJSON()
@@ -135,8 +135,7 @@ func (b *Bridge) natsOwners(req micro.Request) {
 }
 
 // enqueue hands fn to the worker pool unless the bridge is stopping (then
-// it answers 503 itself and reports false). The call is counted from here,
-// so Stop waits for its answer.
+// it answers 503 itself and reports false); the gate counts the call.
 func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
 	if !b.gate.Go(fn) {
 		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))
@@ -146,8 +145,7 @@ func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
 }
 
 // inline runs fn here unless the bridge is stopping (then it answers 503
-// itself and reports false), counted like enqueue's calls so that Stop
-// waits for its answer.
+// itself and reports false); the gate counts the call.
 func (b *Bridge) inline(req micro.Request, fn func()) bool {
 	if !b.gate.Admit() {
 		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))

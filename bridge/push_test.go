@@ -2,12 +2,12 @@ package bridge_test
 
 import (
 	"encoding/json"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 func TestEmptyItemsAnswersAtOnce(t *testing.T) {

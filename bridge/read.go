@@ -2,19 +2,13 @@ package bridge
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/push"
 )
-
-// fetch runs a read on the read side, which parks it until there is
-// something to read or the wait ends, and renders it.
-func (b *Bridge) fetch(ctx context.Context, tenant tenancy.TenantID, req jsonapi.FetchRequest) (int, []byte) {
-	return b.reads.ServeFetch(ctx, tenant, req, b.queues)
-}
 
 func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParseFetchQuery(r.URL.Query().Get)
@@ -28,15 +22,15 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant ten
 		}
 		defer b.releaseParkSlot()
 	}
-	status, out := b.fetch(r.Context(), tenant, req)
+	status, out := b.reads.ServeFetch(r.Context(), tenant, req, b.queues)
 	writeJSON(w, status, out)
 }
 
-// natsFetch: a parked read may wait for minutes, so it does not take a push
-// worker; it runs on a goroutine of its own, at most Config.MaxParked
-// at once.
+// natsFetch: a parked read may wait for minutes, so it takes no worker.
 func (b *Bridge) natsFetch(req micro.Request) {
-	natsParkable(b, req, jsonapi.DecodeFetch, b.fetch)
+	natsParkable(b, req, jsonapi.DecodeFetch, func(ctx context.Context, tenant tenancy.TenantID, r jsonapi.FetchRequest) (int, []byte) {
+		return b.reads.ServeFetch(ctx, tenant, r, b.queues)
+	})
 }
 
 // natsParkable serves a NATS request that may park (a fetch, a pop): the

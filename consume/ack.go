@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"slices"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 

@@ -3,9 +3,9 @@ package consume
 import (
 	"context"
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/segment"
 )

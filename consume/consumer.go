@@ -3,10 +3,10 @@ package consume
 import (
 	"context"
 	"errors"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync/atomic"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 )

@@ -2,8 +2,9 @@ package consume
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // Extend sets a live lease's expiry to at least now + seconds on every

@@ -2,10 +2,10 @@ package consume
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 )

@@ -2,9 +2,9 @@ package durability
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
 
 	"github.com/queenbridge/queenbridge/spool"

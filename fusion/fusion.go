@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
 
 	"github.com/queenbridge/queenbridge/fusion/recent"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
 	"github.com/rs/zerolog"
 	"github.com/zeebo/xxh3"

@@ -2,10 +2,10 @@ package fusion
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync/atomic"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
 )
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/internal/every"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/rs/zerolog"
 )

@@ -2,8 +2,9 @@ package jsonapi
 
 import (
 	"encoding/json"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"strconv"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // DecodeMaintenance reads a maintenance request: a read ({} or an empty

@@ -2,10 +2,10 @@ package ownership
 
 import (
 	"encoding/binary"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"slices"
 
 	"github.com/queenbridge/queenbridge/internal/buckets"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/zeebo/xxh3"
 )
 

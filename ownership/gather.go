@@ -3,9 +3,10 @@ package ownership
 import (
 	"context"
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // Forwards that share a message: groups bound for one owner (of one

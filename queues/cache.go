@@ -2,10 +2,10 @@ package queues
 
 import (
 	"context"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 

@@ -3,8 +3,8 @@ package queues
 import (
 	"context"
 	"errors"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
 )

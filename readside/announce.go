@@ -2,12 +2,12 @@ package readside
 
 import (
 	"encoding/json"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // Discovery: after a push is answered, every partition it wrote to is

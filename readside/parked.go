@@ -1,9 +1,10 @@
 package readside
 
 import (
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // Key names a partition of a queue of a tenant.

@@ -3,13 +3,13 @@ package readside
 import (
 	"context"
 	"errors"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 

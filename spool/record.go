@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"hash/crc32"
 	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // Record is one spooled message: everything needed to replay it. Payloads
