@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -99,9 +98,11 @@ type listedPackage struct {
 }
 
 func listPackages() ([]listedPackage, error) {
+	// The go command of the toolchain that runs the test: its GOROOT is in
+	// the environment go test runs it with.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	out, err := exec.Command(goBin, "list", "-json", "./...").Output()
 	if err != nil {

@@ -206,7 +206,7 @@ func TestJetStreamMaintenanceBuffersAndAFailedWriteIsAnError(t *testing.T) {
 
 	full := bridgeTarget(t, nodeOpts{spoolMax: 10})
 	fj := full.js(t)
-	stream, subject = full.fresh(t)
+	_, subject = full.fresh(t)
 	if status, _ := full.bridge.post("/api/v1/system/maintenance", []byte(`{"enabled": true}`)); status != http.StatusOK {
 		t.Fatal("enable maintenance")
 	}

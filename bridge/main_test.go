@@ -108,7 +108,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	if o.sink != nil {
 		sink = o.sink(db)
 	}
-	fu, err := fusion.New(fusion.Config{Sink: sink, VegasMax: 8, OnBundle: m.FusionHook})
+	fu, err := fusion.New(fusion.Config{Sink: sink, InFlightMax: 8, OnBundle: m.FusionHook})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestOwnersWriteTheirPartitions(t *testing.T) {
 	owned := 0.0
 	for i, n := range nodes {
 		owned += metricValue(t, n, "queen_ownership_owned_buckets")
-		if c := n.fu.Stats().VegasCeiling; c != 3 { // ceil(8 / 3)
+		if c := n.fu.Stats().InFlightCeiling; c != 3 { // ceil(8 / 3)
 			t.Fatalf("bridge %d: %d bundles in flight allowed, want its third of 8", i, c)
 		}
 	}
@@ -171,7 +171,7 @@ func TestOwnersWriteTheirPartitions(t *testing.T) {
 	if moved := metricValue(t, nodes[0], "queen_ownership_bucket_moves_total"); moved == 0 {
 		t.Fatal("no bucket moves counted")
 	}
-	if c := nodes[0].fu.Stats().VegasCeiling; c != 4 {
+	if c := nodes[0].fu.Stats().InFlightCeiling; c != 4 {
 		t.Fatalf("with two bridges the budget is %d, want 4", c)
 	}
 	for _, p := range parts {

@@ -1,6 +1,6 @@
 // Package pgwire is queenbridge's only door to PostgreSQL: the connection pool,
-// the schema (numbered migrations and function files, embedded with
-// go:embed), the bundle call log_push_multi_v2 with typed parallel arrays
+// the schema (numbered migrations and function files, embedded in the
+// binary), the bundle call log_push_multi_v2 with typed parallel arrays
 // through a cached prepared statement (typed arrays back), and segment
 // look-up.
 //
