@@ -3,7 +3,6 @@ package durability_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -11,6 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 	"github.com/queenbridge/queenbridge/spool"
@@ -20,19 +20,7 @@ import (
 // per test), started once for the binary by testenv.
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func openDB(t testing.TB, dsn string) *pgwire.DB {
-	t.Helper()
-	ctx := context.Background()
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: 8, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+func openDB(t testing.TB, dsn string) *pgwire.DB { return testkit.OpenDB(t, dsn, 8) }
 
 func newDB(t testing.TB) *pgwire.DB { return openDB(t, testenv.NewDatabase(t)) }
 

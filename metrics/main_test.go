@@ -2,15 +2,14 @@ package metrics_test
 
 import (
 	"bufio"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
@@ -19,19 +18,7 @@ import (
 // and the lag collector queries it at scrape time.
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func newDB(t testing.TB) *pgwire.DB {
-	t.Helper()
-	ctx := context.Background()
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: testenv.NewDatabase(t), MaxConns: 8, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+func newDB(t testing.TB) *pgwire.DB { return testkit.OpenDB(t, testenv.NewDatabase(t), 8) }
 
 // scrape serves one scrape of m's handler and returns every sample by its
 // series (name and labels as exposed, e.g. `x_total{status="queued"}`).

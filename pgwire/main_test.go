@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -21,23 +22,7 @@ func newDB(t testing.TB) *pgwire.DB {
 	return openDSN(t, testenv.NewDatabase(t))
 }
 
-func openDSN(t testing.TB, dsn string) *pgwire.DB {
-	t.Helper()
-	ctx := context.Background()
-	// These tests count rows and offsets; the product's fail-fast waits (a
-	// second to get a connection, which includes making one) are not what
-	// they test, and a busy machine can take longer. The timeout tests set
-	// their own.
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: 40, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+func openDSN(t testing.TB, dsn string) *pgwire.DB { return testkit.OpenDB(t, dsn, 40) }
 
 // write builds a segment of one frame per transactionId.
 func write(queue, partition string, txids ...string) segment.Write {

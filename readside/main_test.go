@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -20,19 +21,7 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // newDB opens a migrated queen database of the test's own.
-func newDB(t testing.TB) *pgwire.DB {
-	t.Helper()
-	ctx := context.Background()
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: testenv.NewDatabase(t), MaxConns: 8, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
+func newDB(t testing.TB) *pgwire.DB { return testkit.OpenDB(t, testenv.NewDatabase(t), 8) }
 
 // push commits one segment of a message per transactionId to a partition
 // of the default tenant and returns its first offset.
