@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/testkit"
@@ -76,7 +77,12 @@ func wire(t *testing.T) *bridge {
 		}
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	}
-	b.m.RegisterRooms(metrics.Rooms{InflightBodyBytes: b.inflight.Load, DB: b.db, Keeper: b.keeper, Reads: b.reads, Queues: settings, Router: router})
+	consumer, err := consume.New(consume.Config{DB: b.db, Reads: b.reads, Payloads: settings, Maintenance: b.keeper.Maintenance, Observer: b.m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.m.RegisterRooms(metrics.Rooms{InflightBodyBytes: b.inflight.Load, DB: b.db, Keeper: b.keeper, Reads: b.reads, Consumer: consumer,
+		Queues: settings, Router: router})
 	intake, err := jetstream.New(jetstream.Config{})
 	if err != nil {
 		t.Fatal(err)
