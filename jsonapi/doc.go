@@ -1,10 +1,16 @@
-// Package jsonapi is the JSON of the public API, both ways: push bodies in
-// (decoded in place on internal/jsonscan, every item validated before any is
-// returned, payloads left as sub-slices of the body), read requests in, and
-// push results, read answers and error bodies out, written by hand without
-// reflection. The name rules (queue, partition, transactionId, traceId)
-// live here.
+// Package jsonapi is all of the public API's JSON, both ways, and nothing
+// else writes or parses it: push bodies in (decoded in place on
+// internal/jsonscan, every item validated before any is returned, payloads
+// left as sub-slices of the body), the requests of reads, pops,
+// acknowledgements, lease extensions, dead letters, configure and
+// maintenance (bodies and query parameters, each error naming what was
+// wrong), and out push results, read and pop answers, ack results, the
+// lease, dead-letter, configure, maintenance and health answers, the
+// owners' table and error bodies, written by hand without reflection where
+// they are on a hot path. The name rules (queue, partition, transactionId,
+// traceId) and the answer statuses live here too.
 //
 // It holds no state and starts no goroutine; it must not import the rooms,
-// fusion, pgwire, NATS, net/http or Prometheus.
+// fusion, pgwire, NATS, net/http or Prometheus. The rooms render through
+// it; the front door decodes with it.
 package jsonapi
