@@ -85,10 +85,9 @@ func New(cfg Config) (*Intake, error) {
 	if len(filters) > 0 && (cfg.NATS == nil || cfg.Push == nil) {
 		return nil, errors.New("jetstream: Config.NATS and Config.Push are required with streams")
 	}
-	acks := map[*Stream]*acks{}
+	acks := map[*Stream]*jsonapi.PubAcks{}
 	for i := range cfg.Streams {
-		a := newAcks(cfg.Streams[i].Name)
-		acks[&cfg.Streams[i]] = &a
+		acks[&cfg.Streams[i]] = jsonapi.NewPubAcks(cfg.Streams[i].Name)
 	}
 	for _, f := range filters {
 		f.acks = acks[f.stream]
@@ -199,17 +198,17 @@ func (in *Intake) item(f *filter, m *nats.Msg) (jsonapi.Item, tenancy.TenantID, 
 }
 
 // answer sends the push path's verdict in JetStream's shape and counts it.
-func (in *Intake) answer(a *acks, reply string, status int, r jsonapi.Result) {
+func (in *Intake) answer(a *jsonapi.PubAcks, reply string, status int, r jsonapi.Result) {
 	var buf [96]byte
 	var out []byte
 	outcome := OutcomeFailed
 	switch {
 	case r.Status == jsonapi.StatusQueued:
-		outcome, out = OutcomeQueued, a.queued(buf[:0], r.Offset)
+		outcome, out = OutcomeQueued, a.Queued(buf[:0], r.Offset)
 	case r.Status == jsonapi.StatusDuplicate:
-		outcome, out = OutcomeDuplicate, a.duplicate(buf[:0], r.Offset)
+		outcome, out = OutcomeDuplicate, a.Duplicate(buf[:0], r.Offset)
 	case r.Status == jsonapi.StatusBuffered:
-		outcome, out = OutcomeBuffered, a.buffered
+		outcome, out = OutcomeBuffered, a.Buffered()
 	case status == codeBadRequest:
 		in.refuse(a, reply, OutcomeRefused, refusal{codeBadRequest, errBadRequest, r.Error})
 		return
@@ -227,7 +226,7 @@ func (in *Intake) answer(a *acks, reply string, status int, r jsonapi.Result) {
 }
 
 // refuse answers r and counts the message under outcome.
-func (in *Intake) refuse(a *acks, reply, outcome string, r refusal) {
+func (in *Intake) refuse(a *jsonapi.PubAcks, reply, outcome string, r refusal) {
 	in.n.of(outcome).Add(1)
 	if reply == "" {
 		// Nobody hears it: say so, at most every few seconds.
@@ -238,7 +237,7 @@ func (in *Intake) refuse(a *acks, reply, outcome string, r refusal) {
 		return
 	}
 	var buf [256]byte
-	in.publish(reply, a.failed(buf[:0], r))
+	in.publish(reply, a.Failed(buf[:0], r.code, r.errCode, r.desc))
 }
 
 // lostLog limits the warning for unanswered messages that were not stored.

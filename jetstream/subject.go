@@ -2,13 +2,14 @@ package jetstream
 
 import (
 	"fmt"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"strings"
 )
 
 // filter is one subject filter of a stream, split into its tokens.
 type filter struct {
 	stream *Stream
-	acks   *acks // the stream's answer templates
+	acks   *jsonapi.PubAcks // the stream's answer templates
 	text   string
 	tokens []string
 	wild   bool // it has a * or > token: the partition comes from the subject

@@ -6,12 +6,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // The templates are JetStream's shapes: nats.go parses them as it parses
 // nats-server's answers.
 func TestAcksParseAsJetStreamAnswers(t *testing.T) {
-	a := newAcks("ORDERS")
+	a := jsonapi.NewPubAcks("ORDERS")
 	var resp struct {
 		Error *js.APIError `json:"error"`
 		*js.PubAck
@@ -23,20 +24,20 @@ func TestAcksParseAsJetStreamAnswers(t *testing.T) {
 			t.Fatalf("%s: %v", b, err)
 		}
 	}
-	check(a.queued(nil, 118))
+	check(a.Queued(nil, 118))
 	if resp.Error != nil || resp.Stream != "ORDERS" || resp.Sequence != 118 || resp.Duplicate {
 		t.Fatalf("queued: %+v %+v", resp.Error, resp.PubAck)
 	}
-	check(a.duplicate(nil, 97))
+	check(a.Duplicate(nil, 97))
 	if resp.Error != nil || resp.Sequence != 97 || !resp.Duplicate {
 		t.Fatalf("duplicate: %+v", resp.PubAck)
 	}
-	check(a.buffered)
+	check(a.Buffered())
 	var raw map[string]any
-	if json.Unmarshal(a.buffered, &raw) != nil || raw["buffered"] != true || resp.Sequence != 0 || resp.Stream != "ORDERS" {
-		t.Fatalf("buffered: %s", a.buffered)
+	if json.Unmarshal(a.Buffered(), &raw) != nil || raw["buffered"] != true || resp.Sequence != 0 || resp.Stream != "ORDERS" {
+		t.Fatalf("buffered: %s", a.Buffered())
 	}
-	check(a.failed(nil, refusal{400, errStreamNotMatch, `expected stream "does" not match\n`}))
+	check(a.Failed(nil, 400, errStreamNotMatch, `expected stream "does" not match\n`))
 	if resp.Error == nil || resp.Error.Code != 400 || resp.Error.ErrorCode != js.ErrorCode(errStreamNotMatch) ||
 		resp.Error.Description != `expected stream "does" not match\n` || resp.Stream != "ORDERS" || resp.Sequence != 0 {
 		t.Fatalf("refusal: %+v %+v", resp.Error, resp.PubAck)
