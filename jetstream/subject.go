@@ -2,8 +2,9 @@ package jetstream
 
 import (
 	"fmt"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"strings"
+
+	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // filter is one subject filter of a stream, split into its tokens.
