@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/queenbridge/queenbridge/internal/testkit"
 	"math/rand"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/rs/zerolog"
 )
 
