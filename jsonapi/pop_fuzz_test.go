@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // popParams are the query parameters of a pop, in FuzzParsePopQuery's
@@ -30,14 +31,17 @@ func FuzzParsePopQuery(f *testing.F) {
 			namesParam(t, err)
 			return
 		}
-		// What a query says, the NATS body says as fields.
-		body, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		viaNATS, err := DecodePop(body)
-		if err != nil || viaNATS != r {
-			t.Fatalf("%s reads back as %+v (%v), not %+v", body, viaNATS, err, r)
+		// What a query says, the NATS body says as fields (JSON text is
+		// UTF-8: a query that is not has no such body).
+		if utf8.ValidString(group + mode + from) {
+			body, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			viaNATS, err := DecodePop(body)
+			if err != nil || viaNATS != r {
+				t.Fatalf("%s reads back as %+v (%v), not %+v", body, viaNATS, err, r)
+			}
 		}
 		r.Queue, r.Partition = queue, partition
 		if err := r.Validate(); err != nil {
