@@ -3,6 +3,8 @@ package jsonapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -54,7 +56,9 @@ func DecodeConfigure(body []byte) (ConfigureRequest, error) {
 				f.name, *f.given, r.Queue, f.name, derived[f.name])
 		}
 	}
-	for k, v := range w.Options {
+	// In name order: the first bad option is the one said, every time.
+	for _, k := range slices.Sorted(maps.Keys(w.Options)) {
+		v := w.Options[k]
 		var err error
 		switch k {
 		case "encryptionEnabled":
@@ -118,23 +122,29 @@ func (o QueueOptions) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// UnmarshalJSON reads both kinds back.
+// UnmarshalJSON reads both kinds back. The acted-on options are taken by
+// their exact names: matched as encoding/json matches fields, regardless of
+// case, an option kept as sent ("encryptionenabled", written after
+// "encryptionEnabled") would overrule them, or fail the whole read.
 func (o *QueueOptions) UnmarshalJSON(b []byte) error {
-	var acted struct {
-		EncryptionEnabled  bool  `json:"encryptionEnabled"`
-		DedupWindowSeconds int32 `json:"dedupWindowSeconds"`
-		RetentionSeconds   int32 `json:"retentionSeconds"`
-	}
-	if err := json.Unmarshal(b, &acted); err != nil {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
 		return err
 	}
-	o.EncryptionEnabled, o.DedupWindowSeconds, o.RetentionSeconds = acted.EncryptionEnabled, acted.DedupWindowSeconds, acted.RetentionSeconds
-	if err := json.Unmarshal(b, &o.Other); err != nil {
-		return err
+	var read QueueOptions
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{{"encryptionEnabled", &read.EncryptionEnabled}, {"dedupWindowSeconds", &read.DedupWindowSeconds}, {"retentionSeconds", &read.RetentionSeconds}} {
+		if v, ok := all[f.name]; ok {
+			if err := json.Unmarshal(v, f.dst); err != nil {
+				return fmt.Errorf("options.%s: %w", f.name, err)
+			}
+			delete(all, f.name)
+		}
 	}
-	for _, k := range ActedOn {
-		delete(o.Other, k)
-	}
+	read.Other = all
+	*o = read
 	return nil
 }
 

@@ -218,28 +218,18 @@ func DecodeAck(body []byte, batch bool) ([]Ack, error) {
 	return acksFrom(wires, group, batch)
 }
 
-// DecodeAnyAck reads the body of <prefix>.v1.ack in one pass: with an
+// DecodeAnyAck reads the body of <prefix>.v1.ack: with an
 // "acknowledgments" member a batch (as POST /api/v1/ack/batch), anything
-// else one acknowledgement (as POST /api/v1/ack).
+// else one acknowledgement (as POST /api/v1/ack). It looks for the member
+// first and then reads the body as that route does: decoded in one pass
+// together, the single acknowledgement's fields refused batches whose
+// top-level members the batch route ignores, and errors read differently.
 func DecodeAnyAck(body []byte) ([]Ack, error) {
-	var w struct {
-		ackWire
-		Acks json.RawMessage `json:"acknowledgments"` // decoded below, once present
+	var probe struct {
+		Acks json.RawMessage `json:"acknowledgments"` // "null" when sent as null
 	}
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, notJSON(err)
-	}
-	if w.Acks != nil {
-		var acks *[]ackWire
-		if err := json.Unmarshal(w.Acks, &acks); err != nil {
-			return nil, notJSON(err)
-		}
-		if acks == nil {
-			return nil, Badf("acknowledgments must be an array")
-		}
-		return acksFrom(*acks, w.ConsumerGroup, true)
-	}
-	return acksFrom([]ackWire{w.ackWire}, "", false)
+	batch := json.Unmarshal(body, &probe) == nil && probe.Acks != nil
+	return DecodeAck(body, batch)
 }
 
 // acksFrom checks the acknowledgements as sent and fills in their

@@ -1,0 +1,101 @@
+package jsonapi
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// Maintenance, health and the owners' table.
+
+func TestDecodeMaintenance(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	for _, c := range []struct {
+		body string
+		want *bool
+		err  string
+	}{
+		{body: ``},
+		{body: `{}`},
+		{body: `null`},
+		{body: `{"enabled":null}`},
+		{body: `{"enabled":true}`, want: &yes},
+		{body: `{"enabled":false,"other":1}`, want: &no},
+		{body: `{"enabled":"true"}`, err: "maintenance body: json: cannot unmarshal string into Go struct field .enabled of type bool"},
+		{body: `{"enabled":1}`, err: "maintenance body: json: cannot unmarshal number into Go struct field .enabled of type bool"},
+		{body: `enabled`, err: "maintenance body: invalid character 'e' looking for beginning of value"},
+		{body: `{"enabled":true`, err: "maintenance body: unexpected end of JSON input"},
+	} {
+		got, err := DecodeMaintenance([]byte(c.body))
+		wantBad(t, err, c.err)
+		if c.err == "" && !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.body, got, c.want)
+		}
+	}
+}
+
+func TestAppendMaintenance(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		m    Maintenance
+		want string
+	}{
+		{Maintenance{BufferHealthy: true},
+			`{"bufferHealthy":true,"bufferedMessages":0,"maintenanceMode":false,"message":"maintenance mode is off: pushes go to PostgreSQL"}`},
+		{Maintenance{On: true, Buffered: 1234, BufferHealthy: true},
+			`{"bufferHealthy":true,"bufferedMessages":1234,"maintenanceMode":true,"message":"maintenance mode is on: pushes are buffered in the spool and drained when it ends"}`},
+		{Maintenance{On: true, Buffered: 9000000000},
+			`{"bufferHealthy":false,"bufferedMessages":9000000000,"maintenanceMode":true,"message":"maintenance mode is on: pushes are buffered in the spool and drained when it ends; the spool cannot take more (none configured, or full)"}`},
+		{Maintenance{},
+			`{"bufferHealthy":false,"bufferedMessages":0,"maintenanceMode":false,"message":"maintenance mode is off: pushes go to PostgreSQL; the spool cannot take more (none configured, or full)"}`},
+	} {
+		golden(t, AppendMaintenance([]byte{}, c.m), c.want)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		postgres, nats string
+		status         int
+		want           string
+	}{
+		{"up", "up", 200, `{"status":"healthy","postgres":"up","nats":"up"}`},
+		{"up", "disabled", 200, `{"status":"healthy","postgres":"up","nats":"disabled"}`},
+		{"down", "up", 503, `{"status":"unhealthy","postgres":"down","nats":"up"}`},
+		{"up", "down", 503, `{"status":"unhealthy","postgres":"up","nats":"down"}`},
+		{"down", "disabled", 503, `{"status":"unhealthy","postgres":"down","nats":"disabled"}`},
+	} {
+		status, body := Health(c.postgres, c.nats)
+		if status != c.status {
+			t.Errorf("%s/%s: status %d, want %d", c.postgres, c.nats, status, c.status)
+		}
+		golden(t, body, c.want)
+	}
+}
+
+func TestEncodeOwners(t *testing.T) {
+	t.Parallel()
+	table := OwnersTable{Version: "v-3", Buckets: 4,
+		Bridges: []OwnerEntry{{ID: "b1", Subject: "queen.v1.push.b1"}, {ID: "b\"2", Subject: "queen.v1.push.b2"}},
+		Owners:  []int32{0, 1, 1, 0}}
+	enc := EncodeOwners(&table)
+	golden(t, enc, `{"version":"v-3","buckets":4,"bridges":[{"id":"b1","subject":"queen.v1.push.b1"},`+
+		`{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,1,1,0]}`)
+	golden(t, EncodeOwners(&OwnersTable{Version: "v", Tenant: uuidAText}),
+		`{"version":"v","tenant":"01234567-89ab-cdef-0123-456789abcdef","buckets":0,"bridges":null,"owners":null}`)
+
+	// The answer in the accounts mode: the same table with the tenant.
+	with := WithTenant(enc, uuidB)
+	golden(t, with, `{"tenant":"ffeeddcc-bbaa-9988-7766-554433221100","version":"v-3","buckets":4,"bridges":[{"id":"b1","subject":"queen.v1.push.b1"},`+
+		`{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,1,1,0]}`)
+	var back OwnersTable
+	if err := json.Unmarshal(with, &back); err != nil {
+		t.Fatal(err)
+	}
+	table.Tenant = uuidBText
+	if !reflect.DeepEqual(back, table) {
+		t.Fatalf("reads back as %+v, want %+v", back, table)
+	}
+}
