@@ -126,8 +126,10 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 		if res.Status == pgwire.PopDelivered {
 			out = append(out, res)
 			left -= len(res.Messages)
-			for i := range res.Messages {
-				bytesLeft -= pgwire.PopCost(&res.Messages[i].Frame, res.Partition, req.Group)
+			if req.MaxBytes > 0 { // without a bound (0), the next claim is given none either
+				for i := range res.Messages {
+					bytesLeft -= pgwire.PopCost(&res.Messages[i].Frame, res.Partition, req.Group)
+				}
 			}
 		}
 	}

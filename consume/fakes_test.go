@@ -1,0 +1,233 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// The unit tests are inside the package: claim rounds and ack grouping
+// decide which database calls are made, in which order and with which
+// bounds, and that is visible only to a Store and Marks of their own.
+// These fakes record what they are asked and answer what a test scripted.
+
+// fakeStore answers pops by partition (PartitionID when the request has
+// one, else the name) and acks by partition id.
+type fakeStore struct {
+	mu       sync.Mutex
+	pops     []pgwire.PopRequest
+	acks     []ackCall
+	popByID  map[int64]func(pgwire.PopRequest) (pgwire.PopResult, error)
+	popByKey map[string]func(pgwire.PopRequest) (pgwire.PopResult, error)
+	ack      func(pid int64, items []pgwire.AckItem) (pgwire.AckResult, error)
+	extend   func(lease [16]byte, seconds int) (time.Time, bool, error)
+	dead     func() ([]pgwire.DeadLetter, int64, error)
+}
+
+type ackCall struct {
+	pid   int64
+	group string
+	lease *[16]byte
+	items []pgwire.AckItem
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{popByID: map[int64]func(pgwire.PopRequest) (pgwire.PopResult, error){},
+		popByKey: map[string]func(pgwire.PopRequest) (pgwire.PopResult, error){}}
+}
+
+func (s *fakeStore) Pop(_ context.Context, req pgwire.PopRequest) (pgwire.PopResult, error) {
+	s.mu.Lock()
+	s.pops = append(s.pops, req)
+	fn := s.popByKey[req.Partition]
+	if req.PartitionID > 0 {
+		fn = s.popByID[req.PartitionID]
+	}
+	s.mu.Unlock()
+	if fn == nil {
+		return pgwire.PopResult{Status: pgwire.PopMissing}, nil
+	}
+	return fn(req)
+}
+
+func (s *fakeStore) Ack(_ context.Context, _ [16]byte, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error) {
+	s.mu.Lock()
+	s.acks = append(s.acks, ackCall{pid: pid, group: group, lease: lease, items: items})
+	fn := s.ack
+	s.mu.Unlock()
+	if fn == nil {
+		return pgwire.AckResult{Errs: make([]string, len(items)), DLQ: make([]bool, len(items)), Queue: "q", Partition: fmt.Sprint("p", pid)}, nil
+	}
+	return fn(pid, items)
+}
+
+func (s *fakeStore) ExtendLease(_ context.Context, _, lease [16]byte, seconds int) (time.Time, bool, error) {
+	return s.extend(lease, seconds)
+}
+
+func (s *fakeStore) DeadLetters(context.Context, [16]byte, string, string, int, int) ([]pgwire.DeadLetter, int64, error) {
+	return s.dead()
+}
+
+func (s *fakeStore) popCalls() []pgwire.PopRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]pgwire.PopRequest(nil), s.pops...)
+}
+
+func (s *fakeStore) ackCalls() []ackCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ackCall(nil), s.acks...)
+}
+
+// delivers answers a claim with up to n messages (capped by the claim's
+// batch) of partition id pid, each of payload size bytes.
+func delivers(pid int64, name string, n, size int) func(pgwire.PopRequest) (pgwire.PopResult, error) {
+	return func(req pgwire.PopRequest) (pgwire.PopResult, error) {
+		k := min(n, req.Batch)
+		res := pgwire.PopResult{Status: pgwire.PopDelivered, PartitionID: pid, Partition: name, To: int64(k), LeaseExpires: time.Now().Add(time.Minute)}
+		for i := 0; i < k; i++ {
+			res.Messages = append(res.Messages, message(int64(i+1), fmt.Sprintf("%s-%d", name, i+1), size))
+		}
+		return res, nil
+	}
+}
+
+// answers answers a claim with nothing: status empty, leased, missing...
+func answers(status string, pid int64, name string) func(pgwire.PopRequest) (pgwire.PopResult, error) {
+	return func(pgwire.PopRequest) (pgwire.PopResult, error) {
+		return pgwire.PopResult{Status: status, PartitionID: pid, Partition: name}, nil
+	}
+}
+
+func fails(err error) func(pgwire.PopRequest) (pgwire.PopResult, error) {
+	return func(pgwire.PopRequest) (pgwire.PopResult, error) { return pgwire.PopResult{}, err }
+}
+
+// message is a stored message whose JSON payload is size bytes long.
+func message(off int64, txid string, size int) pgwire.Message {
+	payload := []byte(`""`)
+	if size > 2 {
+		payload = make([]byte, size)
+		payload[0], payload[size-1] = '"', '"'
+		for i := 1; i < size-1; i++ {
+			payload[i] = 'x'
+		}
+	}
+	return pgwire.Message{Offset: off, Frame: segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: txid, Payload: payload},
+		CreatedAt: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// fakeMarks lists candidates and records what it hears.
+type fakeMarks struct {
+	mu        sync.Mutex
+	cands     []readside.Candidate
+	candErr   error
+	candCalls int
+	outcomes  []outcome
+	released  []release
+}
+
+type outcome struct {
+	cand readside.Candidate
+	res  pgwire.PopResult
+}
+
+type release struct {
+	queue, partition, group string
+	again                   bool
+}
+
+func (m *fakeMarks) Candidates(context.Context, [16]byte, string, string) ([]readside.Candidate, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.candCalls++
+	return append([]readside.Candidate(nil), m.cands...), m.candErr
+}
+
+func (m *fakeMarks) Outcome(_ [16]byte, _, _ string, c readside.Candidate, res pgwire.PopResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outcomes = append(m.outcomes, outcome{c, res})
+}
+
+func (m *fakeMarks) Released(_ [16]byte, queue, partition, group string, again bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.released = append(m.released, release{queue, partition, group, again})
+}
+
+// fakePayloads wraps each payload in an object, so that a test sees that
+// an answer went through Plain; a payload "\"secret\"" cannot be read.
+type fakePayloads struct{}
+
+var errNoKey = errors.New("no key for this queue")
+
+func (fakePayloads) Plain(_ [16]byte, _, _ string, _ uint8, stored []byte) ([]byte, error) {
+	if string(stored) == `"secret"` {
+		return nil, errNoKey
+	}
+	return append(append([]byte(`{"plain":`), stored...), '}'), nil
+}
+
+// fakeObserver records what it hears.
+type fakeObserver struct {
+	mu     sync.Mutex
+	popped []int
+	acked  []acked
+}
+
+type acked struct {
+	status   string
+	ok, dead bool
+}
+
+func (o *fakeObserver) Popped(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.popped = append(o.popped, n)
+}
+
+func (o *fakeObserver) Acked(status string, ok, dead bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.acked = append(o.acked, acked{status, ok, dead})
+}
+
+// rig is a Consumer on fakes.
+type rig struct {
+	c     *Consumer
+	store *fakeStore
+	marks *fakeMarks
+	obs   *fakeObserver
+	maint bool
+}
+
+// newRig builds a Consumer through New. Its Reads is required but only
+// parks pops that wait; it is never started, and its DB (never opened) is
+// never asked anything, since these pops do not wait and Marks is a fake.
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	reads, err := readside.New(readside.Config{DB: new(pgwire.DB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{store: newFakeStore(), marks: &fakeMarks{}, obs: &fakeObserver{}}
+	r.c, err = New(Config{DB: r.store, Reads: reads, Marks: r.marks, Payloads: fakePayloads{}, Observer: r.obs,
+		Maintenance: func() bool { return r.maint }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+var tenant = [16]byte{0xab, 1}
