@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
@@ -17,7 +18,7 @@ import (
 // plainPayloads hands payloads back as stored (no encrypted queues).
 type plainPayloads struct{}
 
-func (plainPayloads) Plain(_ [16]byte, _, _ string, _ uint8, stored []byte) ([]byte, error) {
+func (plainPayloads) Plain(_ tenancy.TenantID, _, _ string, _ uint8, stored []byte) ([]byte, error) {
 	return stored, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
@@ -58,7 +59,7 @@ func (s *fakeStore) Pop(_ context.Context, req pgwire.PopRequest) (pgwire.PopRes
 	return fn(req)
 }
 
-func (s *fakeStore) Ack(_ context.Context, _ [16]byte, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error) {
+func (s *fakeStore) Ack(_ context.Context, _ tenancy.TenantID, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error) {
 	s.mu.Lock()
 	s.acks = append(s.acks, ackCall{pid: pid, group: group, lease: lease, items: items})
 	fn := s.ack
@@ -69,11 +70,11 @@ func (s *fakeStore) Ack(_ context.Context, _ [16]byte, pid int64, group string, 
 	return fn(pid, items)
 }
 
-func (s *fakeStore) ExtendLease(_ context.Context, _, lease [16]byte, seconds int) (time.Time, bool, error) {
+func (s *fakeStore) ExtendLease(_ context.Context, _ tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error) {
 	return s.extend(lease, seconds)
 }
 
-func (s *fakeStore) DeadLetters(context.Context, [16]byte, string, string, int, int) ([]pgwire.DeadLetter, int64, error) {
+func (s *fakeStore) DeadLetters(context.Context, tenancy.TenantID, string, string, int, int) ([]pgwire.DeadLetter, int64, error) {
 	return s.dead()
 }
 
@@ -147,20 +148,20 @@ type release struct {
 	again                   bool
 }
 
-func (m *fakeMarks) Candidates(context.Context, [16]byte, string, string) ([]readside.Candidate, error) {
+func (m *fakeMarks) Candidates(context.Context, tenancy.TenantID, string, string) ([]readside.Candidate, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.candCalls++
 	return append([]readside.Candidate(nil), m.cands...), m.candErr
 }
 
-func (m *fakeMarks) Outcome(_ [16]byte, _, _ string, c readside.Candidate, res pgwire.PopResult) {
+func (m *fakeMarks) Outcome(_ tenancy.TenantID, _, _ string, c readside.Candidate, res pgwire.PopResult) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.outcomes = append(m.outcomes, outcome{c, res})
 }
 
-func (m *fakeMarks) Released(_ [16]byte, queue, partition, group string, again bool) {
+func (m *fakeMarks) Released(_ tenancy.TenantID, queue, partition, group string, again bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.released = append(m.released, release{queue, partition, group, again})
@@ -172,7 +173,7 @@ type fakePayloads struct{}
 
 var errNoKey = errors.New("no key for this queue")
 
-func (fakePayloads) Plain(_ [16]byte, _, _ string, _ uint8, stored []byte) ([]byte, error) {
+func (fakePayloads) Plain(_ tenancy.TenantID, _, _ string, _ uint8, stored []byte) ([]byte, error) {
 	if string(stored) == `"secret"` {
 		return nil, errNoKey
 	}
@@ -230,4 +231,4 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-var tenant = [16]byte{0xab, 1}
+var tenant = tenancy.TenantID{0xab, 1}
