@@ -3,6 +3,7 @@ package durability_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -73,6 +74,14 @@ func startKeeper(t testing.TB, cfg durability.Config) *durability.Keeper {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	// A round trip, as Bridge.Start makes after subscribing: the server
+	// has the keeper's subscriptions before a test publishes, so a switch
+	// made right after Start is heard.
+	if nc := cfg.Peers.NATS; nc != nil {
+		if err := nc.FlushTimeout(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return k
 }
 
