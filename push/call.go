@@ -2,20 +2,13 @@ package push
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/fusion"
-	"github.com/queenbridge/queenbridge/internal/smallmap"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/ownership"
-	"github.com/queenbridge/queenbridge/queues"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -142,156 +135,12 @@ func (p *Pusher) PushDecoded(ctx context.Context, transport string, tenant tenan
 	}()
 }
 
-// forwardOthers sends the groups another bridge owns to their owners (the
-// router gathers them with concurrent requests' into one message per
-// owner) and returns the groups this bridge writes. With every group its
-// own (always, for a bridge alone) it allocates nothing.
-func (c *pushCall) forwardOthers(ctx context.Context, groups []*group) []*group {
-	var byOwner smallmap.Map[string, []*group]
-	var local []*group // nil until a group goes elsewhere
-	for i, g := range groups {
-		owner := c.p.cfg.Router.Owner(c.tenant, g.queue, g.partition)
-		if owner == "" {
-			if local != nil {
-				local = append(local, g)
-			}
-			continue
-		}
-		if local == nil {
-			local = append(make([]*group, 0, len(groups)), groups[:i]...)
-		}
-		if gs, ok := byOwner.Get(owner); ok {
-			byOwner.Set(owner, append(gs, g))
-		} else {
-			byOwner.Put(owner, []*group{g})
-		}
-	}
-	if local == nil {
-		return groups
-	}
-	byOwner.Each(func(owner string, gs []*group) { c.forward(ctx, owner, gs) })
-	return local
-}
-
-// forward sends gs to their owner; the router's goroutine that hears the
-// answer settles them with its verdicts. Those it did not answer are
-// written here, probe and all: the owner may have written them anyway
-// (docs/ownership.md).
-func (c *pushCall) forward(ctx context.Context, owner string, gs []*group) {
-	wire := make([]ownership.Group, len(gs))
-	for i, g := range gs {
-		wire[i] = ownership.Group{Queue: g.queue, Partition: g.partition, Frames: g.frames}
-	}
-	c.p.cfg.Router.ForwardAsync(owner, c.tenant, wire, func(answers []ownership.Answer, err error) {
-		var unanswered []*group
-		for i, g := range gs {
-			if err == nil && !answers[i].Refused {
-				c.settle(g, answers[i].Verdicts)
-				continue
-			}
-			unanswered = append(unanswered, g)
-		}
-		if len(unanswered) == 0 {
-			return
-		}
-		// Submitting may wait for room in fusion; the router's goroutine
-		// answers the other requests of the message, so a goroutine of
-		// this call, which ends once they are submitted, does it.
-		go func() {
-			for _, g := range unanswered {
-				g.minted = nil
-				c.submit(ctx, g, nil)
-			}
-		}()
-	})
-}
-
 // submitWindow is how many of one request's partitions are in fusion at
 // once. Measured (docs/limits.md): with 64, a one-item push beside
 // back-to-back 1,000-partition pushes had p99 6.8 ms instead of 36 ms, but
 // the big pushes lost half their throughput; 256 keeps 94 % of it with
 // p99 14.5 ms.
 const submitWindow = 256
-
-// distinctPartitions counts the request's distinct (queue, partition)
-// pairs, up to one past max (when there cannot be more than max, it does
-// not count).
-func distinctPartitions(items []jsonapi.Item, max int) int {
-	if len(items) <= max {
-		return len(items)
-	}
-	seen := make(map[[2]string]struct{}, max+1)
-	for i := range items {
-		seen[[2]string{items[i].Queue, items[i].Partition}] = struct{}{}
-	}
-	return len(seen)
-}
-
-// prepare mints ids, resolves transactionIds, applies layer-1 dedup and
-// encryption, and groups the leaders by partition.
-func (c *pushCall) prepare(ctx context.Context) []*group {
-	type l1key struct{ queue, partition, txid string }
-	var seen smallmap.Map[l1key, int32]
-	var encrypted smallmap.Map[string, error] // queue -> nil (encrypt), queues.ErrPlain (plaintext) or the reason to fail
-	var byPart smallmap.Map[[2]string, *group]
-	groups := make([]*group, 0, 1)
-	for i := range c.items {
-		it := &c.items[i]
-		id := uuid.Must(uuid.NewV7())
-		c.st[i].id = id
-		c.st[i].txid = it.TransactionID
-		if c.st[i].txid == "" {
-			c.st[i].txid = id.String()
-		}
-		k := l1key{it.Queue, it.Partition, c.st[i].txid}
-		if lead, ok := seen.Get(k); ok {
-			c.st[i].leader = lead // a follower: no frame, copies its leader's final verdict
-			continue
-		}
-		seen.Put(k, int32(i))
-		c.st[i].leader = int32(i)
-
-		enc, ok := encrypted.Get(it.Queue)
-		if !ok {
-			enc = c.p.cfg.Queues.EncryptionFor(ctx, c.tenant, it.Queue)
-			encrypted.Put(it.Queue, enc)
-		}
-		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
-		var encoded uint8 // describes the plaintext, so it survives sealing
-		if it.Encoded {
-			encoded = segment.FlagBase64
-		}
-		switch {
-		case enc == nil:
-			f.Payload, f.Flags = c.p.cfg.Queues.Seal(c.tenant, it.Queue, it.Partition, it.Payload)
-		case !errors.Is(enc, queues.ErrPlain):
-			c.st[i].result = jsonapi.Result{Status: jsonapi.StatusFailed, Error: enc.Error()}
-			continue
-		}
-		f.Flags |= encoded
-		pk := [2]string{it.Queue, it.Partition}
-		g, _ := byPart.Get(pk)
-		if g == nil {
-			g = &group{queue: it.Queue, partition: it.Partition}
-			byPart.Put(pk, g)
-			groups = append(groups, g)
-		}
-		if it.TransactionID == "" && g.minted == nil {
-			g.minted = make([]bool, len(g.frames), len(g.frames)+1)
-		}
-		if g.minted != nil {
-			g.minted = append(g.minted, it.TransactionID == "")
-		}
-		g.frames = append(g.frames, f)
-		g.items = append(g.items, int32(i))
-	}
-	for _, g := range groups { // the frames slices are final now
-		for j, idx := range g.items {
-			c.st[idx].frame = &g.frames[j]
-		}
-	}
-	return groups
-}
 
 // submit hands one group to fusion; release (if any) runs once the group
 // has its verdicts or was refused.
@@ -334,103 +183,4 @@ func (c *pushCall) groupDone() {
 		return
 	}
 	c.finish()
-}
-
-// finish answers once every group settled. Items whose write failed are
-// spooled first; that fsync must not hold up the fusion goroutine that
-// settled the last group, so it runs on a goroutine of its own.
-func (c *pushCall) finish() {
-	for i := range c.st {
-		if c.st[i].result.Status == statusError {
-			go func() {
-				c.spoolErrors(context.Background())
-				c.answerNow()
-			}()
-			return
-		}
-	}
-	c.answerNow()
-}
-
-// answerNow copies each leader's final verdict to its followers, renders,
-// and answers.
-func (c *pushCall) answerNow() {
-	status := jsonapi.StatusCreated
-	// Counted per status, then added once each: a label look-up per item
-	// costs more than the count.
-	var counts smallmap.Map[string, int]
-	for i := range c.st {
-		if lead := c.st[i].leader; lead != int32(i) {
-			c.st[i].result = followerResult(c.st[lead].result)
-		}
-		st := c.st[i].result.Status
-		if n, ok := counts.Get(st); ok {
-			counts.Set(st, n+1)
-		} else {
-			counts.Put(st, 1)
-		}
-		if st == jsonapi.StatusFailed {
-			status = jsonapi.StatusInternalServerError
-		}
-	}
-	counts.Each(c.p.cfg.Observer.Items)
-	c.p.cfg.Observer.Latency(c.transport, time.Since(c.start))
-	if c.out.Item != nil {
-		c.out.Item(status, c.st[0].result)
-	} else {
-		c.out.Body(status, c.render())
-	}
-	c.p.cfg.Reads.Announce(c.written())
-}
-
-// written lists the partitions this request added messages to.
-func (c *pushCall) written() []readside.Key {
-	var keys []readside.Key
-	var seen map[readside.Key]bool // only for requests too big to scan keys
-	for i := range c.st {
-		if c.st[i].result.Status != jsonapi.StatusQueued {
-			continue
-		}
-		k := readside.Key{Tenant: c.tenant, Queue: c.items[i].Queue, Partition: c.items[i].Partition}
-		if seen == nil && len(keys) < 8 {
-			if !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-			continue
-		}
-		if seen == nil {
-			seen = make(map[readside.Key]bool, len(c.st))
-			for _, k := range keys {
-				seen[k] = true
-			}
-		}
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// render writes the response array: one small object per item.
-func (c *pushCall) render() []byte {
-	out := make([]byte, 0, 64+len(c.items)*400) // one answer, both spellings, is about 350 bytes
-	out = append(out, '[')
-	for i := range c.items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = jsonapi.AppendResult(out, i, &c.st[i].result, c.st[i].txid, c.items[i].TraceID, c.items[i].Queue, c.items[i].Partition)
-	}
-	return append(out, ']')
-}
-
-// followerResult is what a repeat inside one request is answered: a
-// duplicate of whatever its leader finally became.
-func followerResult(lead jsonapi.Result) jsonapi.Result {
-	switch lead.Status {
-	case jsonapi.StatusQueued, jsonapi.StatusDuplicate:
-		return jsonapi.Result{Status: jsonapi.StatusDuplicate, MessageID: lead.MessageID, HasID: true, Offset: lead.Offset}
-	}
-	return lead // buffered (the leader's id) or failed
 }
