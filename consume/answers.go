@@ -113,9 +113,5 @@ func (c *Consumer) ServeDeadLetters(ctx context.Context, tenant tenancy.TenantID
 		}
 		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 	}
-	wire := make([]jsonapi.DeadLetter, len(page.Letters))
-	for i, d := range page.Letters {
-		wire[i] = jsonapi.DeadLetter(d)
-	}
-	return jsonapi.StatusOK, jsonapi.AppendDeadLetters(nil, wire, req.Limit, req.Offset, page.Total)
+	return jsonapi.StatusOK, jsonapi.AppendDeadLetters(nil, page.Letters, req.Limit, req.Offset, page.Total)
 }

@@ -86,13 +86,6 @@ func New(cfg Config) (*Consumer, error) {
 	return &Consumer{cfg: cfg}, nil
 }
 
-// Start and Stop are the room's lifecycle; it runs no goroutine of its
-// own (a parked pop is woken by the read side's Unpark and Stop).
-func (c *Consumer) Start(context.Context) error { return nil }
-
-// Stop is idempotent.
-func (c *Consumer) Stop(context.Context) error { return nil }
-
 // Stats are counters for the metrics.
 type Stats struct {
 	Pops          uint64 // rounds of claims made by pops (a parked pop makes one per wake)

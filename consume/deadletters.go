@@ -4,36 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
 // DeadLetters is one page of a queue's dead letters, payloads as their
-// producers sent them.
+// producers sent them, each as the wire carries it (a dead letter is a
+// record with nothing of the room's own to add).
 type DeadLetters struct {
-	Letters []DeadLetterMessage
+	Letters []jsonapi.DeadLetter
 	Total   int64
-}
-
-// DeadLetterMessage is one dead letter; Found is false when retention has
-// removed its message (then Payload is nil).
-type DeadLetterMessage struct {
-	ID            [16]byte
-	Found         bool
-	TransactionID string
-	PartitionID   int64
-	Queue         string
-	Partition     string
-	Group         string
-	Error         string
-	RetryCount    int
-	Offset        int64
-	Payload       []byte
-	Encoded       bool // the payload is the base64 string of a body that was not JSON
-	CreatedAt     time.Time
-	FailedAt      time.Time
 }
 
 // errUnreadable is a stored payload this bridge cannot turn back into what
@@ -53,9 +35,9 @@ func (c *Consumer) DeadLetters(ctx context.Context, tenant tenancy.TenantID, que
 	if err != nil {
 		return DeadLetters{}, err
 	}
-	out := DeadLetters{Letters: make([]DeadLetterMessage, len(dls)), Total: total}
+	out := DeadLetters{Letters: make([]jsonapi.DeadLetter, len(dls)), Total: total}
 	for i, d := range dls {
-		m := DeadLetterMessage{Found: d.Found, TransactionID: d.TransactionID, PartitionID: d.PartitionID, Queue: d.Queue,
+		m := jsonapi.DeadLetter{Found: d.Found, TransactionID: d.TransactionID, PartitionID: d.PartitionID, Queue: d.Queue,
 			Partition: d.Partition, Group: d.Group, Error: d.Error, RetryCount: d.RetryCount, Offset: d.Offset, FailedAt: d.FailedAt}
 		if d.Found {
 			f := &d.Message.Frame

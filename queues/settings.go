@@ -165,9 +165,6 @@ func (s *Settings) Seal(tenant tenancy.TenantID, queue, partition string, plain 
 	return s.sealer.seal(tenant, queue, partition, plain)
 }
 
-// HasKey reports whether this bridge can encrypt and decrypt.
-func (s *Settings) HasKey() bool { return s.sealer != nil }
-
 // Plain is a stored payload of (tenant, queue, partition) as its producer
 // sent it: decrypted when flags say it was sealed, as stored otherwise. A
 // sealed payload on a bridge without keys, or one that does not open, is
