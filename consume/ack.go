@@ -106,14 +106,24 @@ func leaseBytes(l *[16]byte) []byte {
 	return l[:]
 }
 
-// Ack applies acknowledgements: grouped by (partition, group, lease), each
-// group one call, in ascending partition id, so that two requests touching
-// the same partitions lock their rows in the same order. It answers in
-// input order. A group whose call fails answers every one of its acks with
-// the error; the others still apply.
+// Ack applies acknowledgements: grouped by (partition, group, lease). A
+// group that names everything its lease delivered, in delivery order, with
+// one status (what Queen's clients send for a batch) is a whole-batch
+// acknowledgement: one compare-and-set of the cursor row, fused with those
+// of concurrent requests (ackFuser, pgwire.AckWhole). Every other group, and
+// a whole-batch one the database did not match, is one consumer_ack_v1
+// call, in ascending partition id, so that two requests touching the same
+// partitions lock their rows in the same order. It answers in input order.
+// A group whose call fails answers every one of its acks with the error;
+// the others still apply.
 func (c *Consumer) Ack(ctx context.Context, tenant tenancy.TenantID, acks []Ack) []AckOutcome {
 	out := make([]AckOutcome, len(acks))
-	for _, g := range groupAcks(acks) {
+	groups := groupAcks(acks)
+	done := c.ackWhole(ctx, tenant, acks, groups, out)
+	for k, g := range groups {
+		if done[k] {
+			continue
+		}
 		items := make([]pgwire.AckItem, len(g.idx))
 		for j, i := range g.idx {
 			items[j] = pgwire.AckItem{TransactionID: acks[i].TransactionID, Status: string(acks[i].Status), Error: acks[i].Error}

@@ -16,6 +16,7 @@ import (
 type Store interface {
 	Pop(ctx context.Context, req pgwire.PopRequest) (pgwire.PopResult, error)
 	Ack(ctx context.Context, tenant tenancy.TenantID, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
+	AckWhole(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 }
@@ -57,16 +58,21 @@ type Config struct {
 	Maintenance func() bool
 	// Observer counts pops and acks. Default: none.
 	Observer Observer
+	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
+	// whole batches too (the differential tests compare the two paths).
+	GeneralAcksOnly bool
 }
 
 // Consumer owns the consumer API's calls and counters.
 type Consumer struct {
-	cfg Config
+	cfg   Config
+	fuser ackFuser
 
 	pops          atomic.Uint64 // rounds of claims made by pops
 	claims        atomic.Uint64 // partition claims tried
 	leaseExpiries atomic.Uint64 // claims that took over an expired lease
 	delivered     atomic.Uint64 // messages delivered by pops
+	wholeAcks     atomic.Uint64 // whole-batch acknowledgements applied by one cursor move
 }
 
 // New validates cfg and applies its defaults.
@@ -83,7 +89,9 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
 	}
-	return &Consumer{cfg: cfg}, nil
+	c := &Consumer{cfg: cfg}
+	c.fuser.run = cfg.DB.AckWhole
+	return c, nil
 }
 
 // Stats are counters for the metrics.
@@ -92,11 +100,12 @@ type Stats struct {
 	Claims        uint64 // partition claims tried by pops
 	LeaseExpiries uint64 // claims that took over an expired lease
 	Delivered     uint64 // messages delivered by pops
+	WholeAcks     uint64 // whole-batch acknowledgements applied by one cursor move
 }
 
 // Stats returns a snapshot.
 func (c *Consumer) Stats() Stats {
-	return Stats{Pops: c.pops.Load(), Claims: c.claims.Load(), LeaseExpiries: c.leaseExpiries.Load(), Delivered: c.delivered.Load()}
+	return Stats{Pops: c.pops.Load(), Claims: c.claims.Load(), LeaseExpiries: c.leaseExpiries.Load(), Delivered: c.delivered.Load(), WholeAcks: c.wholeAcks.Load()}
 }
 
 type noObserver struct{}

@@ -29,6 +29,8 @@ type fakeStore struct {
 	popByID  map[int64]func(pgwire.PopRequest) (pgwire.PopResult, error)
 	popByKey map[string]func(pgwire.PopRequest) (pgwire.PopResult, error)
 	ack      func(pid int64, items []pgwire.AckItem) (pgwire.AckResult, error)
+	wholes   [][]pgwire.WholeAck
+	whole    func(acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error) // nil: none applies
 	extend   func(lease [16]byte, seconds int) (time.Time, bool, error)
 	dead     func() ([]pgwire.DeadLetter, int64, error)
 }
@@ -68,6 +70,17 @@ func (s *fakeStore) Ack(_ context.Context, _ tenancy.TenantID, pid int64, group 
 		return pgwire.AckResult{Errs: make([]string, len(items)), DLQ: make([]bool, len(items)), Queue: "q", Partition: fmt.Sprint("p", pid)}, nil
 	}
 	return fn(pid, items)
+}
+
+func (s *fakeStore) AckWhole(_ context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error) {
+	s.mu.Lock()
+	s.wholes = append(s.wholes, acks)
+	fn := s.whole
+	s.mu.Unlock()
+	if fn == nil {
+		return make([]pgwire.WholeAckResult, len(acks)), nil
+	}
+	return fn(acks)
 }
 
 func (s *fakeStore) ExtendLease(_ context.Context, _ tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error) {

@@ -62,12 +62,21 @@ type PopResult struct {
 }
 
 // Pop claims a partition for a group and delivers up to Batch messages
-// after its cursor (consumer_pop_v1): one call, one round trip.
+// after its cursor, in one statement and one round trip: popKnownSQL when
+// the partition's id is known and its cursor row exists, else
+// consumer_pop_v1 (which seeds the row).
 func (db *DB) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
+	if req.PartitionID > 0 {
+		res, raw, ok, err := db.popKnown(ctx, req)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			return db.popDecode(ctx, req, res, raw)
+		}
+	}
 	var res PopResult
-	var bases []int64
-	var created []time.Time
-	var payloads [][]byte
+	var raw popRaw
 	var name pgtype.Text
 	var pid, last, cursor, to pgtype.Int8
 	var expires pgtype.Timestamptz
@@ -78,16 +87,23 @@ func (db *DB) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 			FROM queen.consumer_pop_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Queue, req.Partition, req.PartitionID, req.Group,
 			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck, req.SubscriptionMode, from).
-			Scan(&res.Status, &pid, &name, &last, &cursor, &to, &expires, &expired, &bases, &created, &payloads)
+			Scan(&res.Status, &pid, &name, &last, &cursor, &to, &expires, &expired, &raw.bases, &raw.created, &raw.payloads)
 	})
 	if err != nil {
 		return res, fmt.Errorf("pgwire: pop %s/%s (partition id %d) for %q: %w", req.Queue, req.Partition, req.PartitionID, req.Group, err)
 	}
 	res.PartitionID, res.Partition, res.Last, res.Cursor, res.To = pid.Int64, name.String, last.Int64, cursor.Int64, to.Int64
 	res.LeaseExpires, res.Expired = expires.Time, expired.Bool
+	return db.popDecode(ctx, req, res, raw)
+}
+
+// popDecode turns a delivering pop's segments into its messages, (Cursor,
+// To], cut at req.MaxBytes (recording the cut).
+func (db *DB) popDecode(ctx context.Context, req PopRequest, res PopResult, raw popRaw) (PopResult, error) {
 	if res.Status != PopDelivered {
 		return res, nil
 	}
+	bases, created, payloads := raw.bases, raw.created, raw.payloads
 	if len(bases) != len(created) || len(bases) != len(payloads) {
 		return res, fmt.Errorf("pgwire: pop of partition %d: misaligned answer", res.PartitionID)
 	}

@@ -9,7 +9,9 @@
 --      another pop is claiming right now is held);
 --   4. reads up to p_batch messages after the cursor (segments, in offset
 --      order), not younger than delayedProcessing, and records what the
---      lease delivered; with nothing to deliver it releases the lease; with
+--      lease delivered (with its digest, migration 0010, so that a whole-batch
+--      acknowledgement needs no segment read); with nothing to deliver it
+--      releases the lease; with
 --      p_auto_ack the cursor moves past what is delivered and no lease is
 --      kept.
 -- o_status: 'ok' (segments in o_bases.. with frames after o_cursor up to
@@ -57,6 +59,7 @@ DECLARE
     v_mode    text;
     v_after   timestamptz;
     v_n       bigint := 0;
+    v_digest  bytea;
 BEGIN
     -- Two statements, each keyed: a CASE in one WHERE would keep either
     -- index from being used.
@@ -119,7 +122,7 @@ BEGIN
         lease_id = CASE WHEN p_auto_ack THEN NULL ELSE p_lease END,
         lease_expires_at = CASE WHEN p_auto_ack THEN NULL ELSE clock_timestamp() + make_interval(secs => v_lease_s) END,
         delivered_to = c.cursor_offset, delivered_count = 0, acked_count = 0,
-        updated_at = clock_timestamp()
+        delivered_digest = NULL, updated_at = clock_timestamp()
     FROM (SELECT x.partition_id, x.consumer_group, x.lease_id IS NOT NULL AS expired FROM queen.consumer_cursors x
           WHERE x.partition_id = o_pid AND x.consumer_group = p_group
             AND (x.lease_id IS NULL OR x.lease_expires_at <= clock_timestamp())
@@ -139,12 +142,15 @@ BEGIN
     -- in a loop copied them on every segment.)
     SELECT coalesce(array_agg(d.base_offset ORDER BY d.end_offset), '{}'), coalesce(array_agg(d.created_at ORDER BY d.end_offset), '{}'),
            coalesce(array_agg(d.payload ORDER BY d.end_offset), '{}'), coalesce(max(d.start_at + least(d.n, p_batch - (d.run - d.n))), o_cursor),
-           coalesce(sum(least(d.n, p_batch - (d.run - d.n))), 0)
-    INTO o_bases, o_created, o_payloads, o_to, v_n
+           coalesce(sum(least(d.n, p_batch - (d.run - d.n))), 0),
+           CASE WHEN bool_and(d.hashes IS NOT NULL) THEN sha256(string_agg(
+               substring(d.hashes FROM ((d.start_at + 1 - d.base_offset) * 16 + 1)::integer FOR (least(d.n, p_batch - (d.run - d.n)) * 16)::integer),
+               ''::bytea ORDER BY d.end_offset)) END
+    INTO o_bases, o_created, o_payloads, o_to, v_n, v_digest
     FROM (
         SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run
         FROM (
-            SELECT x.base_offset, x.end_offset, x.created_at, x.payload,
+            SELECT x.base_offset, x.end_offset, x.created_at, x.payload, x.hashes,
                    greatest(x.base_offset - 1, o_cursor) AS start_at,
                    x.end_offset - greatest(x.base_offset - 1, o_cursor) AS n
             FROM queen.log_segments x
@@ -164,10 +170,10 @@ BEGIN
     END IF;
     IF p_auto_ack THEN
         UPDATE queen.consumer_cursors c SET cursor_offset = o_to, delivered_to = o_to,
-            delivered_count = v_n, acked_count = v_n, retry_count = 0, updated_at = clock_timestamp()
+            delivered_count = v_n, acked_count = v_n, retry_count = 0, delivered_digest = v_digest, updated_at = clock_timestamp()
         WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
     ELSE
-        UPDATE queen.consumer_cursors c SET delivered_to = o_to, delivered_count = v_n
+        UPDATE queen.consumer_cursors c SET delivered_to = o_to, delivered_count = v_n, delivered_digest = v_digest
         WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
     END IF;
     o_status := 'ok';

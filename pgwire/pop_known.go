@@ -1,0 +1,134 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// popKnownSQL is a pop of a partition whose id the caller knows and whose
+// cursor row exists: the common pop, in one prepared statement (generic
+// plan, pgwire.Open) with no function call around it. docs/consumers.md,
+// "The pop", has its rules; in short:
+//
+//   - The cursor row is read without a lock. Nothing after the cursor (or a
+//     live lease) writes nothing: no row version, no lock, no transaction
+//     id, so an empty pop costs PostgreSQL a read and no commit flush.
+//   - With something to deliver the claim is one compare-and-set UPDATE of
+//     the row: only while the cursor is where the read found it and no live
+//     lease holds it. A concurrent claim or ack that changed the row makes
+//     the UPDATE wait for it and then match nothing (READ COMMITTED re-checks
+//     the row): the answer is 'leased', as when a live lease holds it.
+//   - One row version per claim, carrying what the lease delivered: the
+//     range, its count and the digest of its hash entries (migration 0010),
+//     so that a whole-batch acknowledgement is one cursor move.
+//   - What is delivered is consumer_pop_v1's: whole segments after the cursor
+//     until $5 frames, the last cut at the batch, none younger than the
+//     queue's delayedProcessing.
+//   - 'general' sends the pop to consumer_pop_v1: no cursor row yet (the
+//     first pop seeds it from the group's subscription) or a windowBuffer
+//     queue; 'missing': no partition with this id for this tenant.
+//
+// Parameters: partition id, tenant, group, lease (NULL with auto-ack),
+// batch, auto-ack. Answer, one row: status, partition name, last offset,
+// cursor, to, lease expiry, expired, bases, created, payloads.
+const popKnownSQL = `/* queen:pop */ WITH p AS (
+    SELECT p.id, p.name, p.last_offset,
+           queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
+           queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) AS delay_s,
+           queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) AS window_s
+    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+    WHERE p.id = $1 AND q.tenant = $2
+), cur AS (
+    SELECT c.cursor_offset, c.lease_id IS NOT NULL AND c.lease_expires_at <= clock_timestamp() AS expired,
+           c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp() AS free,
+           p.lease_s, p.delay_s, p.window_s
+    FROM p JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $3
+), w AS (
+    SELECT x.base_offset, x.end_offset, x.created_at, x.payload, x.hashes,
+           greatest(x.base_offset - 1, cur.cursor_offset) AS start_at,
+           x.end_offset - greatest(x.base_offset - 1, cur.cursor_offset) AS n
+    FROM cur CROSS JOIN LATERAL (
+        SELECT y.base_offset, y.end_offset, y.created_at, y.payload, y.hashes FROM queen.log_segments y
+        WHERE y.partition_id = $1 AND y.end_offset > cur.cursor_offset
+          AND (cur.delay_s = 0 OR y.created_at <= clock_timestamp() - make_interval(secs => cur.delay_s))
+        ORDER BY y.end_offset
+        LIMIT $5) x
+    WHERE cur.free AND cur.window_s = 0
+), r AS (
+    SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run FROM w
+), d AS (
+    SELECT array_agg(r.base_offset ORDER BY r.end_offset) AS bases, array_agg(r.created_at ORDER BY r.end_offset) AS created,
+           array_agg(r.payload ORDER BY r.end_offset) AS payloads,
+           max(r.start_at + least(r.n, $5 - (r.run - r.n))) AS to_off,
+           coalesce(sum(least(r.n, $5 - (r.run - r.n))), 0)::int4 AS cnt,
+           CASE WHEN bool_and(r.hashes IS NOT NULL) THEN sha256(string_agg(
+               substring(r.hashes FROM ((r.start_at + 1 - r.base_offset) * 16 + 1)::int4 FOR (least(r.n, $5 - (r.run - r.n)) * 16)::int4),
+               ''::bytea ORDER BY r.end_offset)) END AS digest
+    FROM r WHERE r.run - r.n < $5
+), u AS (
+    UPDATE queen.consumer_cursors c SET
+        lease_id         = CASE WHEN $6 THEN NULL ELSE $4::uuid END,
+        lease_expires_at = CASE WHEN $6 THEN NULL ELSE clock_timestamp() + make_interval(secs => cur.lease_s) END,
+        cursor_offset    = CASE WHEN $6 THEN d.to_off ELSE c.cursor_offset END,
+        delivered_to     = d.to_off,
+        delivered_count  = d.cnt,
+        acked_count      = CASE WHEN $6 THEN d.cnt ELSE 0 END,
+        retry_count      = CASE WHEN $6 THEN 0 ELSE c.retry_count END,
+        delivered_digest = d.digest,
+        updated_at       = clock_timestamp()
+    FROM cur, d
+    WHERE c.partition_id = $1 AND c.consumer_group = $3 AND d.cnt > 0
+      AND c.cursor_offset = cur.cursor_offset AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
+    RETURNING c.lease_expires_at, true AS won
+)
+SELECT CASE WHEN p.id IS NULL THEN 'missing'
+            WHEN cur.cursor_offset IS NULL OR cur.window_s > 0 THEN 'general'
+            WHEN NOT cur.free THEN 'leased'
+            WHEN coalesce(d.cnt, 0) = 0 THEN 'empty'
+            WHEN u.won IS NULL THEN 'leased'
+            ELSE 'ok' END,
+       p.name, p.last_offset, cur.cursor_offset, d.to_off, u.lease_expires_at, coalesce(cur.expired, false),
+       d.bases, d.created, d.payloads
+FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN u ON true`
+
+// popGeneral is the status of popKnownSQL that sends a pop to
+// consumer_pop_v1.
+const popGeneral = "general"
+
+// popKnown runs popKnownSQL: ok is false when the pop must go through
+// consumer_pop_v1 (the partition's cursor row does not exist yet, or its
+// queue has a windowBuffer).
+func (db *DB) popKnown(ctx context.Context, req PopRequest) (res PopResult, raw popRaw, ok bool, err error) {
+	var name pgtype.Text
+	var last, cursor, to pgtype.Int8
+	var expires pgtype.Timestamptz
+	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, popKnownSQL, req.PartitionID, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
+			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck).
+			Scan(&res.Status, &name, &last, &cursor, &to, &expires, &res.Expired, &raw.bases, &raw.created, &raw.payloads)
+	})
+	if err != nil {
+		return res, raw, false, fmt.Errorf("pgwire: pop partition id %d for %q: %w", req.PartitionID, req.Group, err)
+	}
+	if res.Status == popGeneral {
+		return res, raw, false, nil
+	}
+	res.PartitionID, res.Partition, res.Last, res.Cursor, res.To = req.PartitionID, name.String, last.Int64, cursor.Int64, to.Int64
+	res.LeaseExpires = expires.Time
+	if res.Status != PopDelivered {
+		res.Expired = false // only a claim takes over an expired lease
+	}
+	return res, raw, true, nil
+}
+
+// popRaw is what a pop statement answers besides PopResult's fields: the
+// delivered segments, in offset order.
+type popRaw struct {
+	bases    []int64
+	created  []time.Time
+	payloads [][]byte
+}
