@@ -105,10 +105,12 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Observer: m, MaxPartitionsPerRequest: cfg.MaxPartitionsPerRequest, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
 	}
+	tail := readside.NewTail(cfg.TailCacheBytes)
 	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
-		Maintenance: b.keeper.Maintenance, Observer: m}); err != nil {
+		Maintenance: b.keeper.Maintenance, Observer: m, Tail: tail}); err != nil {
 		return nil, err
 	}
+	cfg.Fusion.SetOnCommitted(tail.Committed)
 	m.RegisterJetStream(b.js)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)

@@ -114,6 +114,10 @@ type Config struct {
 	// together in one message (QUEEN_FORWARD_GATHER_US). Negative: each
 	// request's alone. Default 200µs.
 	ForwardGather time.Duration
+	// TailCacheBytes bounds the hot tail: segments this bridge committed,
+	// kept to serve pops without a segment read (QUEEN_TAIL_CACHE_BYTES).
+	// Negative: off. Default 64 MiB.
+	TailCacheBytes int64
 	// Registry receives the Prometheus collectors. Default: a new registry.
 	Registry *prometheus.Registry
 	// Logger for the bridge and http targets. Default: disabled.
@@ -147,6 +151,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.TailCacheBytes == 0 {
+		c.TailCacheBytes = 64 << 20
 	}
 	if c.MaxParked == 0 {
 		c.MaxParked = 1024

@@ -144,6 +144,9 @@ func (c *Consumer) Ack(ctx context.Context, tenant tenancy.TenantID, acks []Ack)
 			out[i] = o
 			c.cfg.Observer.Acked(string(acks[i].Status), o.Err == "", o.DeadLettered)
 		}
+		if err == nil && res.Queue != "" {
+			c.noteAcked(g.pid, g.group, res.Cursor)
+		}
 		if err == nil && res.Released && res.Queue != "" {
 			c.cfg.Marks.Released(tenant, res.Queue, res.Partition, g.group, again)
 		}

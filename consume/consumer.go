@@ -17,6 +17,7 @@ type Store interface {
 	Pop(ctx context.Context, req pgwire.PopRequest) (pgwire.PopResult, error)
 	Ack(ctx context.Context, tenant tenancy.TenantID, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
 	AckWhole(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error)
+	PopTail(ctx context.Context, req pgwire.PopRequest, c pgwire.TailClaim) (pgwire.PopResult, bool, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 }
@@ -58,6 +59,9 @@ type Config struct {
 	Maintenance func() bool
 	// Observer counts pops and acks. Default: none.
 	Observer Observer
+	// Tail serves pops of the segments this bridge just committed from
+	// memory (fed by the fusion's commit hook). Default: none.
+	Tail *readside.Tail
 	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
 	// whole batches too (the differential tests compare the two paths).
 	GeneralAcksOnly bool
@@ -101,11 +105,13 @@ type Stats struct {
 	LeaseExpiries uint64 // claims that took over an expired lease
 	Delivered     uint64 // messages delivered by pops
 	WholeAcks     uint64 // whole-batch acknowledgements applied by one cursor move
+	Tail          readside.TailStats
 }
 
 // Stats returns a snapshot.
 func (c *Consumer) Stats() Stats {
-	return Stats{Pops: c.pops.Load(), Claims: c.claims.Load(), LeaseExpiries: c.leaseExpiries.Load(), Delivered: c.delivered.Load(), WholeAcks: c.wholeAcks.Load()}
+	return Stats{Pops: c.pops.Load(), Claims: c.claims.Load(), LeaseExpiries: c.leaseExpiries.Load(), Delivered: c.delivered.Load(), WholeAcks: c.wholeAcks.Load(),
+		Tail: c.cfg.Tail.Stats()}
 }
 
 type noObserver struct{}

@@ -88,7 +88,7 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 	if req.Partition != "" {
 		pr := base
 		pr.Partition, pr.Batch, pr.MaxBytes = req.Partition, req.Batch, req.MaxBytes
-		res, err := c.cfg.DB.Pop(ctx, pr)
+		res, err := c.popOne(ctx, pr)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 		} else {
 			pr.Partition = cand.Name
 		}
-		res, err := c.cfg.DB.Pop(ctx, pr)
+		res, err := c.popOne(ctx, pr)
 		if err != nil {
 			return out, err
 		}

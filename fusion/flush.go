@@ -117,6 +117,9 @@ func (f *Fusion) flush(b *bundle) {
 	if failed != nil {
 		f.logBundleError(failed, len(writes), items)
 	}
+	if fn := f.committed.Load(); fn != nil && err == nil {
+		(*fn)(writes, results) // before the verdicts: a pop woken by the answer finds the segments
+	}
 	// Reopen the partitions only now, after the commit: the next flush of a
 	// partition must not start before this one's offsets are final. Each
 	// shard gets the completion of its own segments.

@@ -22,6 +22,9 @@ type Fusion struct {
 	// extraFields adds fields to the summary line (SetSummaryFields); an
 	// atomic pointer because the bridge sets it after fusion has started.
 	extraFields atomic.Pointer[func(*zerolog.Event)]
+	// committed hears of every committed bundle (SetOnCommitted); atomic for
+	// the same reason.
+	committed atomic.Pointer[func([]segment.Write, []segment.Result)]
 	// yield is SetYield's factor in thousandths; read by every flush.
 	yield atomic.Int64
 	// period numbers the summary periods (from 1); periodParts counts the

@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"github.com/queenbridge/queenbridge/segment"
 	"sync/atomic"
 	"time"
 
@@ -122,6 +123,12 @@ func (f *Fusion) summaryLoop() {
 // SetSummaryFields adds fn's fields to every bundle summary line (the
 // bridge adds what it owns). Safe to call while fusion runs.
 func (f *Fusion) SetSummaryFields(fn func(*zerolog.Event)) { f.extraFields.Store(&fn) }
+
+// SetOnCommitted sets a function called with every bundle the Sink
+// committed (its writes and results, Queued or not), on the flush
+// goroutine before any of its pushes is answered; keep it cheap. The
+// consume room's hot tail is fed so.
+func (f *Fusion) SetOnCommitted(fn func([]segment.Write, []segment.Result)) { f.committed.Store(&fn) }
 
 func (f *Fusion) summaryFields(e *zerolog.Event) {
 	if fn := f.extraFields.Load(); fn != nil {

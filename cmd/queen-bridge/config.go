@@ -40,7 +40,7 @@ type config struct {
 	shards, bundleMax, holdMS       int
 	bundleMaxBytes                  int64
 	inFlightMin, inFlightMax        int
-	recentHashBytes                 int64
+	recentHashBytes, tailCacheBytes int64
 	hotlist                         bool
 	retentionMS                     int
 	maxBodyBytes, maxInflightBytes  int64
@@ -126,6 +126,7 @@ func (c *config) settings() []setting {
 			return err
 		}},
 		{"QUEEN_RETENTION_INTERVAL_MS", "5000", "how often retention removes expired segments, ms (0: never)", num(&c.retentionMS)},
+		{"QUEEN_TAIL_CACHE_BYTES", strconv.Itoa(64 << 20), "memory for the segments this bridge committed last, which serve pops of the hot tail without a segment read; 0 or less: off", num64(&c.tailCacheBytes)},
 		{"QUEEN_MAX_BODY_BYTES", strconv.Itoa(16 << 20), "largest push body", num64(&c.maxBodyBytes)},
 		{"QUEEN_MAX_INFLIGHT_BYTES", strconv.Itoa(256 << 20), "request bodies held in memory at once, HTTP and NATS; past it a request waits 1 s, then 503", num64(&c.maxInflightBytes)},
 		{"QUEEN_BODY_TIMEOUT_MS", "30000", "how long an HTTP body may take to arrive, ms; then 408", num(&c.bodyTimeoutMS)},

@@ -174,7 +174,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
-		MaxInflightBytes: cfg.maxInflightBytes, MaxParked: cfg.maxParkedReads,
+		MaxInflightBytes: cfg.maxInflightBytes, MaxParked: cfg.maxParkedReads, TailCacheBytes: tailBytes(cfg.tailCacheBytes),
 		MaxPartitionsPerRequest: cfg.maxPartitionsPerRequest, BodyTimeout: time.Duration(cfg.bodyTimeoutMS) * time.Millisecond,
 		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, NATSAccounts: accounts, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
@@ -230,4 +230,13 @@ func orOff(addr string) string {
 		return "off"
 	}
 	return addr
+}
+
+// tailBytes maps QUEEN_TAIL_CACHE_BYTES to bridge.Config: 0 there means off
+// (the Config's 0 is its default).
+func tailBytes(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -1,0 +1,312 @@
+package readside
+
+import (
+	"crypto/sha256"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// Tail is the hot tail: the segments this bridge committed most recently,
+// per partition, in memory, so that a pop of a consumer keeping up with its
+// producers is served without reading segments from PostgreSQL (the consume
+// room claims with pgwire.PopTail, which checks what memory cannot know).
+//
+// What it holds for a partition is always one contiguous run of offsets,
+// (start, end]: a commit that does not continue the run (another bridge
+// wrote in between, or ownership moved and came back) starts a new run. So a
+// run never has a hole, and what it delivers after a cursor inside it is
+// exactly what the partition holds there. What memory cannot know is
+// checked by the claim, in the database: that the group's cursor is where
+// the pop believes (a compare-and-set), and that retention has not removed
+// the first segment delivered (it removes a partition's segments oldest
+// first, so the rest are there too). A miss reads PostgreSQL as before.
+//
+// Bounded in bytes (stored blob, hash blob, and the frames once decoded):
+// the oldest segments of all partitions go first. A mutex guards
+// everything; it is held for map and slice work only, never across a
+// database call or a decode.
+type Tail struct {
+	max int64
+
+	mu     sync.Mutex
+	parts  map[int64]*tailPart
+	names  map[tailName]int64
+	order  []tailRef // segments in commit order, for eviction; may hold stale refs
+	bytes  int64
+	nsegs  int
+	hits   atomic.Uint64
+	misses atomic.Uint64
+}
+
+type tailName struct {
+	tenant           tenancy.TenantID
+	queue, partition string
+}
+
+type tailRef struct {
+	pid int64
+	end int64
+}
+
+type tailPart struct {
+	name tailName
+	segs []*TailSegment // contiguous: segs[i+1].Base == segs[i].End+1
+	// cursors are the groups' cursors as this bridge last saw them (a pop's
+	// claim or an ack's answer): the tail claim's expected value.
+	cursors map[string]int64
+}
+
+// TailSegment is one committed segment held in memory.
+type TailSegment struct {
+	Base, End int64
+	CreatedAt time.Time
+	Blob      []byte
+	Hashes    []byte
+
+	once   sync.Once
+	frames []segment.Frame
+	err    error
+}
+
+// Frames decodes the segment once; later calls share the frames.
+func (s *TailSegment) Frames() ([]segment.Frame, error) {
+	s.once.Do(func() { s.frames, s.err = segment.UnpackAll(s.Blob) })
+	return s.frames, s.err
+}
+
+func (s *TailSegment) size() int64 {
+	// The decoded frames are about as large as the payloads again.
+	return int64(2*len(s.Blob)+len(s.Hashes)) + 128
+}
+
+// NewTail makes a tail bounded to maxBytes; 0 or less: nothing is kept.
+func NewTail(maxBytes int64) *Tail {
+	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[tailName]int64{}}
+}
+
+// Committed records the segments of a bundle this bridge committed (the
+// fusion's commit hook): every Queued result with its write.
+func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
+	if t == nil || t.max <= 0 || len(writes) != len(results) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range writes {
+		w, r := &writes[i], &results[i]
+		if r.Status != segment.Queued || r.PartitionID <= 0 || w.Count <= 0 || len(w.Hashes) != int(w.Count)*segment.HashSize {
+			continue
+		}
+		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: w.Blob, Hashes: w.Hashes}
+		p := t.parts[r.PartitionID]
+		if p == nil {
+			p = &tailPart{name: tailName{tenant: w.Tenant, queue: w.Queue, partition: w.Partition}, cursors: map[string]int64{}}
+			t.parts[r.PartitionID] = p
+			t.names[p.name] = r.PartitionID
+		}
+		if n := len(p.segs); n > 0 && p.segs[n-1].End+1 != s.Base {
+			t.dropSegs(p, n) // not a continuation: a new run
+		}
+		p.segs = append(p.segs, s)
+		t.bytes += s.size()
+		t.nsegs++
+		t.order = append(t.order, tailRef{pid: r.PartitionID, end: s.End})
+	}
+	t.evict()
+}
+
+// dropSegs forgets the first n segments of p.
+func (t *Tail) dropSegs(p *tailPart, n int) {
+	for _, s := range p.segs[:n] {
+		t.bytes -= s.size()
+		t.nsegs--
+	}
+	p.segs = append(p.segs[:0:0], p.segs[n:]...)
+}
+
+// evict drops the oldest segments until the bound holds, and compacts the
+// eviction order when stale references outnumber live segments.
+func (t *Tail) evict() {
+	k := 0
+	for ; k < len(t.order) && t.bytes > t.max; k++ {
+		ref := t.order[k]
+		if p := t.parts[ref.pid]; p != nil && len(p.segs) > 0 && p.segs[0].End == ref.end {
+			t.dropSegs(p, 1)
+			if len(p.segs) == 0 {
+				delete(t.parts, ref.pid)
+				delete(t.names, p.name)
+			}
+		}
+	}
+	t.order = t.order[k:]
+	if len(t.order) > 2*t.nsegs+1024 {
+		live := t.order[:0:0]
+		for _, ref := range t.order {
+			if p := t.parts[ref.pid]; p != nil && p.has(ref.end) {
+				live = append(live, ref)
+			}
+		}
+		t.order = live
+	}
+}
+
+func (p *tailPart) has(end int64) bool {
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].End >= end })
+	return i < len(p.segs) && p.segs[i].End == end
+}
+
+// Forget drops what the tail holds of a partition (retention removed its
+// segments here, or it is no longer this bridge's).
+func (t *Tail) Forget(pid int64) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[pid]; p != nil {
+		t.dropSegs(p, len(p.segs))
+		delete(t.parts, pid)
+		delete(t.names, p.name)
+	}
+}
+
+// PartitionID is the id of a partition the tail holds, by name.
+func (t *Tail) PartitionID(tenant tenancy.TenantID, queue, partition string) (int64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pid, ok := t.names[tailName{tenant: tenant, queue: queue, partition: partition}]
+	return pid, ok
+}
+
+// SetCursor records where a group's cursor is on a partition the tail
+// holds, as a claim or an ack just saw it.
+func (t *Tail) SetCursor(pid int64, group string, cursor int64) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[pid]; p != nil {
+		if cursor < 0 {
+			delete(p.cursors, group)
+		} else if _, ok := p.cursors[group]; ok || len(p.cursors) < 64 {
+			p.cursors[group] = cursor
+		}
+	}
+}
+
+// TailTake is what a pop would deliver from memory: the segments after
+// Cursor, whose frames (Cursor, To] are Count messages.
+type TailTake struct {
+	PartitionID int64
+	Partition   string
+	Cursor, To  int64
+	Count       int
+	Segments    []*TailSegment
+	// FirstEnd is the end of the first segment delivered: the claim checks
+	// that it is still stored.
+	FirstEnd int64
+	// Digest is what the claim records (pgwire.AckDigest of the delivered
+	// transactionIds, from the hash blobs).
+	Digest [32]byte
+}
+
+// Take looks up what a pop of up to batch messages for group would deliver
+// from memory: only when the group's cursor is known and inside the run,
+// with something after it. The caller claims it (pgwire.PopTail) and counts
+// the outcome (Note).
+func (t *Tail) Take(pid int64, group string, batch int) (TailTake, bool) {
+	if t == nil || batch <= 0 {
+		return TailTake{}, false
+	}
+	t.mu.Lock()
+	p := t.parts[pid]
+	var cursor int64
+	ok := p != nil && len(p.segs) > 0
+	if ok {
+		cursor, ok = p.cursors[group]
+	}
+	if !ok || cursor < p.segs[0].Base-1 || cursor >= p.segs[len(p.segs)-1].End {
+		t.mu.Unlock()
+		return TailTake{}, false
+	}
+	i := sort.Search(len(p.segs), func(i int) bool { return p.segs[i].End > cursor })
+	take := TailTake{PartitionID: pid, Partition: p.name.partition, Cursor: cursor, FirstEnd: p.segs[i].End}
+	for ; i < len(p.segs) && take.Count < batch; i++ {
+		s := p.segs[i]
+		from := max(s.Base, cursor+1)
+		n := min(s.End-from+1, int64(batch-take.Count))
+		take.Segments = append(take.Segments, s)
+		take.Count += int(n)
+		take.To = from + n - 1
+	}
+	t.mu.Unlock()
+	take.Digest = take.digest(take.To)
+	return take, true
+}
+
+// Cut shortens a take to its first n messages (n ≥ 1), recomputing the
+// digest.
+func (k *TailTake) Cut(n int) {
+	if n <= 0 || n >= k.Count {
+		return
+	}
+	k.To, k.Count = k.Cursor+int64(n), n
+	for len(k.Segments) > 0 && k.Segments[len(k.Segments)-1].Base > k.To {
+		k.Segments = k.Segments[:len(k.Segments)-1]
+	}
+	k.Digest = k.digest(k.To)
+}
+
+// digest hashes the hash entries of (Cursor, to], in offset order.
+func (k *TailTake) digest(to int64) [32]byte {
+	h := sha256.New()
+	for _, s := range k.Segments {
+		from, last := max(s.Base, k.Cursor+1), min(s.End, to)
+		if last < from {
+			continue
+		}
+		h.Write(s.Hashes[(from-s.Base)*segment.HashSize : (last-s.Base+1)*segment.HashSize])
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Note counts a pop served from memory (hit) or one that read PostgreSQL
+// although the tail holds its partition (miss).
+func (t *Tail) Note(hit bool) {
+	if t == nil {
+		return
+	}
+	if hit {
+		t.hits.Add(1)
+	} else {
+		t.misses.Add(1)
+	}
+}
+
+// TailStats are the tail's counters for the metrics.
+type TailStats struct {
+	Hits, Misses uint64
+	Bytes        int64
+	Segments     int
+}
+
+// Stats returns a snapshot.
+func (t *Tail) Stats() TailStats {
+	if t == nil {
+		return TailStats{}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return TailStats{Hits: t.hits.Load(), Misses: t.misses.Load(), Bytes: t.bytes, Segments: t.nsegs}
+}
