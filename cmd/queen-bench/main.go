@@ -105,6 +105,9 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 		_, err := runJetStream(ctx, o, out)
 		return err
 	}
+	if o.consumers == 0 && (o.rate != 0 || o.groups > 1) {
+		return fmt.Errorf("-rate and -groups belong to the consume mode: add -consumers")
+	}
 	if o.consumers > 0 {
 		_, err := runConsume(ctx, o, out)
 		return err
