@@ -56,11 +56,7 @@ func (s *stats) percentiles(from int) (p50, p99, top time.Duration) {
 	s.mu.Lock()
 	l := append([]time.Duration(nil), s.lat[from:]...)
 	s.mu.Unlock()
-	if len(l) == 0 {
-		return 0, 0, 0
-	}
-	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-	return l[len(l)/2], l[len(l)*99/100], l[len(l)-1]
+	return quantiles(l)
 }
 
 // result is one target's run.

@@ -33,12 +33,14 @@ type options struct {
 	run        string
 	js         jsOptions
 
-	consumers         int    // consume mode: consumers of one group (0: off)
-	consumeBatch      int    // messages a pop may deliver
-	consumePartitions int    // partitions a pop may claim
-	consumeGroup      string // the consumer group
-	consumeOnly       bool   // consume what is there; push nothing
-	queuePrefix       string // queues are <queuePrefix><n>
+	consumers         int     // consume mode: consumers of one group (0: off)
+	consumeBatch      int     // messages a pop may deliver
+	consumePartitions int     // partitions a pop may claim
+	consumeGroup      string  // the consumer group
+	consumeOnly       bool    // consume what is there; push nothing
+	queuePrefix       string  // queues are <queuePrefix><n>
+	rate              float64 // consume mode: items/s of the whole push side on a schedule (0: closed loop)
+	groups            int     // consume mode: consumer groups reading the same queues
 }
 
 func main() {
@@ -74,6 +76,8 @@ func main() {
 	flag.IntVar(&o.consumePartitions, "consume-partitions", 1, "consume mode: partitions one pop may claim")
 	flag.StringVar(&o.consumeGroup, "consume-group", "bench", "consume mode: the consumer group")
 	flag.BoolVar(&o.consumeOnly, "consume-only", false, "consume mode: push nothing, consume what earlier runs left (CPU per consumed item)")
+	flag.Float64Var(&o.rate, "rate", 0, "consume mode: open loop, push this many items/s in all on a schedule (requests of -items due at fixed times, taken by whichever client is free; a request whose client was busy is sent late and counted), push-to-delivery from the scheduled time (0: closed loop, each client sends when its answer is back)")
+	flag.IntVar(&o.groups, "groups", 1, "consume mode: this many consumer groups read the same queues at once, named <consume-group>-<i> (one: <consume-group>), each with -consumers consumers of its own; every group drains the same messages")
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
@@ -101,8 +105,12 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 		_, err := runJetStream(ctx, o, out)
 		return err
 	}
+	if o.consumers == 0 && (o.rate != 0 || o.groups > 1) {
+		return fmt.Errorf("-rate and -groups belong to the consume mode: add -consumers")
+	}
 	if o.consumers > 0 {
-		return runConsume(ctx, o, out)
+		_, err := runConsume(ctx, o, out)
+		return err
 	}
 	if !o.compare {
 		_, err := run(ctx, o, out)

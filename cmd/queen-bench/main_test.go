@@ -84,6 +84,11 @@ func TestBenchRejectsBadOptions(t *testing.T) {
 	if err := benchMain(context.Background(), options{compare: true}, &strings.Builder{}); err == nil {
 		t.Error("-compare without -pg-dsn must be refused")
 	}
+	for _, o := range []options{{target: "bridge", rate: 100, groups: 1}, {target: "bridge", groups: 2}} {
+		if err := benchMain(context.Background(), o, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "-consumers") {
+			t.Errorf("-rate %v -groups %d without -consumers: %v, want a refusal", o.rate, o.groups, err)
+		}
+	}
 }
 
 // With -mint the bodies carry no transactionId, so the bridge mints them.
