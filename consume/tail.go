@@ -25,7 +25,7 @@ func (c *Consumer) popOne(ctx context.Context, pr pgwire.PopRequest) (pgwire.Pop
 				var res pgwire.PopResult
 				var claimed bool
 				res, claimed, err = c.cfg.DB.PopTail(ctx, pr, pgwire.TailClaim{Cursor: take.Cursor, To: take.To, Count: take.Count,
-					Digest: take.Digest, FirstEnd: take.FirstEnd})
+					Hashes: take.Hashes, FirstEnd: take.FirstEnd})
 				if err != nil {
 					return res, err
 				}

@@ -2,7 +2,6 @@ package pgwire
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -37,23 +36,21 @@ type WholeAckResult struct {
 	Cursor           int64
 }
 
-// AckDigest is the digest a pop records of what it delivered: sha256 of
-// the transactionIds' 16-byte hashes, in offset order (migration 0010).
-func AckDigest(txids []string) [32]byte {
-	h := sha256.New()
+// AckHashes is what a pop records of what it delivered: the
+// transactionIds' 16-byte hashes, in offset order (migration 0010).
+func AckHashes(txids []string) []byte {
+	out := make([]byte, 0, len(txids)*segment.HashSize)
 	for _, id := range txids {
 		x := segment.Hash(id)
-		h.Write(x[:])
+		out = append(out, x[:]...)
 	}
-	var out [32]byte
-	h.Sum(out[:0])
 	return out
 }
 
 // wholeAckSQL applies many whole-batch acknowledgements, of any partitions
 // and groups, in one statement and one commit: a compare-and-set of each
 // cursor row on what its lease delivered (lease, live expiry, nothing
-// acknowledged yet, count and digest), with the dead letters written in the
+// acknowledged yet, count and hash entries), with the dead letters written in the
 // same statement. No segment is read. docs/consumers.md, "The
 // acknowledgement", has its rules; in short:
 //
@@ -73,12 +70,12 @@ func AckDigest(txids []string) [32]byte {
 //     consumer_ack_v1, which gives each item its exact answer.
 //
 // Parameters: parallel arrays per acknowledgement (tenant, partition id,
-// group, lease, count, digest, status, first index into the flat
+// group, lease, count, hash entries, status, first index into the flat
 // transactionId and error arrays), then those two arrays. Answer, a row per
 // applied acknowledgement: ordinal, cursor, dead-lettered, queue, partition.
 const wholeAckSQL = `/* queen:ack */ WITH v AS (
     SELECT * FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::uuid[], $5::int4[], $6::bytea[], $7::text[], $8::int4[])
-        WITH ORDINALITY AS v(tenant, pid, grp, lease, n, digest, status, first, ord)
+        WITH ORDINALITY AS v(tenant, pid, grp, lease, n, hashes, status, first, ord)
 ), l AS (
     SELECT v.ord, v.status, v.first, c.partition_id, c.consumer_group, c.delivered_to, c.delivered_count, c.retry_count,
            q.id AS qid, q.name AS qname, p.name AS pname,
@@ -87,7 +84,7 @@ const wholeAckSQL = `/* queen:ack */ WITH v AS (
     JOIN queen.log_partitions p ON p.id = v.pid
     JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = v.tenant
     WHERE c.lease_id = v.lease AND c.lease_expires_at > clock_timestamp() AND c.acked_count = 0
-      AND c.delivered_count = v.n AND c.delivered_digest = v.digest AND c.delivered_to - c.cursor_offset = v.n
+      AND c.delivered_count = v.n AND c.delivered_hashes = v.hashes AND c.delivered_to - c.cursor_offset = v.n
     ORDER BY c.partition_id, c.consumer_group
     FOR UPDATE OF c
 ), o AS (
@@ -127,14 +124,14 @@ func (db *DB) AckWhole(ctx context.Context, acks []WholeAck) ([]WholeAckResult, 
 	groups := make([]string, n)
 	leases := make([]pgtype.UUID, n)
 	counts := make([]int32, n)
-	digests := make([][]byte, n)
+	hashes := make([][]byte, n)
 	statuses := make([]string, n)
 	firsts := make([]int32, n)
 	var txids, errs []string
 	for i, a := range acks {
-		d := AckDigest(a.TransactionIDs)
+		d := AckHashes(a.TransactionIDs)
 		tenants[i], pids[i], groups[i] = pgtype.UUID{Bytes: a.Tenant, Valid: true}, a.PID, a.Group
-		leases[i], counts[i], digests[i] = pgtype.UUID{Bytes: a.Lease, Valid: true}, int32(len(a.TransactionIDs)), d[:]
+		leases[i], counts[i], hashes[i] = pgtype.UUID{Bytes: a.Lease, Valid: true}, int32(len(a.TransactionIDs)), d
 		statuses[i], firsts[i] = a.Status, int32(len(txids))
 		txids = append(txids, a.TransactionIDs...)
 		for k := range a.TransactionIDs {
@@ -147,7 +144,7 @@ func (db *DB) AckWhole(ctx context.Context, acks []WholeAck) ([]WholeAckResult, 
 	}
 	out := make([]WholeAckResult, n)
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, wholeAckSQL, tenants, pids, groups, leases, counts, digests, statuses, firsts, txids, errs)
+		rows, err := conn.Query(ctx, wholeAckSQL, tenants, pids, groups, leases, counts, hashes, statuses, firsts, txids, errs)
 		if err != nil {
 			return err
 		}

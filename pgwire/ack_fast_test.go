@@ -36,8 +36,8 @@ func TestWholeBatchAck(t *testing.T) {
 	if r.Status != pgwire.PopDelivered || fmt.Sprint(txids(r.Messages)) != "[b c d e]" || r.Cursor != 1 || r.To != 5 || r.Partition != "p" {
 		t.Fatalf("pop by id: %+v", r)
 	}
-	if n := count(t, db.Pool(), fmt.Sprintf(`SELECT count(*) FROM queen.consumer_cursors WHERE partition_id = %d AND delivered_digest IS NOT NULL`, pid)); n != 1 {
-		t.Fatalf("no digest recorded")
+	if n := count(t, db.Pool(), fmt.Sprintf(`SELECT count(*) FROM queen.consumer_cursors WHERE partition_id = %d AND delivered_hashes IS NOT NULL`, pid)); n != 1 {
+		t.Fatalf("no hash entries recorded")
 	}
 	// Reordered, partial, wrong lease: not applied, nothing written.
 	bad := []pgwire.WholeAck{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -16,9 +17,10 @@ import (
 // BenchmarkConsumeBackendCPU compares what consuming a batch costs the
 // PostgreSQL backend with what pushing it costs, at the same batch size
 // (100 frames of 200 bytes): push is one bundle call writing the batch as
-// one segment; consume is one pop of 100 (consumer_pop_v1) and one batch
-// acknowledgement of them (consumer_ack_v1), over a backlog stored in
-// segments of `frames` frames; pop-autoack is the pop alone. Metrics: backend-µs/call (a push, or a pop
+// one segment; consume is one pop of 100 by partition id (the one-statement
+// pop, popKnownSQL) and its whole-batch acknowledgement (wholeAckSQL, one
+// cursor move), over a backlog stored in segments of `frames` frames;
+// pop-autoack is a pop alone through consumer_pop_v1. Metrics: backend-µs/call (a push, or a pop
 // and its ack) and backend-µs/item.
 // Run with: go test ./pgwire -run '^$' -bench ConsumeBackendCPU -benchtime 300x
 func BenchmarkConsumeBackendCPU(b *testing.B) {
@@ -82,35 +84,49 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// The group's first pop seeds its cursor row (consumer_pop_v1);
+			// every later one is the one-statement pop by partition id.
+			first, err := db.Pop(ctx, PopRequest{Queue: queue, Partition: "p", Group: "g", Batch: batch, AutoAck: true})
+			if err != nil || first.Status != PopDelivered {
+				b.Fatalf("first pop: %+v %v", first, err)
+			}
+			pid := first.PartitionID
 			tenant := pgtype.UUID{Valid: true}
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
 				var status string
-				var pid, cursor, to int64
+				var cursor, to pgtype.Int8
 				lease := uuid.New()
-				if err := conn.QueryRow(ctx, `SELECT o_status, o_pid, o_cursor, o_to FROM queen.consumer_pop_v1($1, $2, 'p', 0, 'g', $3, $4, false, 'all', NULL)`,
-					tenant, queue, pgtype.UUID{Bytes: lease, Valid: true}, batch).Scan(&status, &pid, &cursor, &to); err != nil {
+				var name pgtype.Text
+				var last pgtype.Int8
+				var expires pgtype.Timestamptz
+				var expired bool
+				var bases []int64
+				var created []time.Time
+				var payloads [][]byte
+				if err := conn.QueryRow(ctx, popKnownSQL, pid, tenant, "g", pgtype.UUID{Bytes: lease, Valid: true}, batch, false).
+					Scan(&status, &name, &last, &cursor, &to, &expires, &expired, &bases, &created, &payloads); err != nil {
 					return err
 				}
-				if status != PopDelivered || to-cursor != batch {
-					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor, to)
+				if status != PopDelivered || to.Int64-cursor.Int64 != batch {
+					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor.Int64, to.Int64)
 				}
-				var hashes []byte
-				txids := make([]string, 0, batch)
-				for off := cursor + 1; off <= to; off++ {
-					id := fmt.Sprint("t", off)
-					h := segment.Hash(id)
-					hashes = append(hashes, h[:]...)
-					txids = append(txids, id)
+				ids := make([]string, 0, batch)
+				for off := cursor.Int64 + 1; off <= to.Int64; off++ {
+					ids = append(ids, fmt.Sprint("t", off))
 				}
-				statuses, errs := make([]string, batch), make([]pgtype.Text, batch)
-				var released bool
-				var moved int64
-				if err := conn.QueryRow(ctx, `SELECT o_released, o_cursor FROM queen.consumer_ack_v1($1, $2, 'g', $3, $4, $5, $6, $7)`,
-					tenant, pid, pgtype.UUID{Bytes: lease, Valid: true}, hashes, statuses, errs, txids).Scan(&released, &moved); err != nil {
+				d := AckHashes(ids)
+				rows, err := conn.Query(ctx, wholeAckSQL, []pgtype.UUID{tenant}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
+					[]int32{batch}, [][]byte{d}, []string{"completed"}, []int32{0}, ids, make([]string, batch))
+				if err != nil {
 					return err
 				}
-				if !released || moved != to {
-					return fmt.Errorf("ack: released %v, cursor %d, want %d", released, moved, to)
+				n := 0
+				for rows.Next() {
+					n++
+				}
+				rows.Close()
+				if rows.Err() != nil || n != 1 {
+					return fmt.Errorf("whole-batch ack: %d rows, %v", n, rows.Err())
 				}
 				return nil
 			})

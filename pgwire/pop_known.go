@@ -23,11 +23,12 @@ import (
 //     the UPDATE wait for it and then match nothing (READ COMMITTED re-checks
 //     the row): the answer is 'leased', as when a live lease holds it.
 //   - One row version per claim, carrying what the lease delivered: the
-//     range, its count and the digest of its hash entries (migration 0010),
+//     range, its count and its hash entries (migration 0010),
 //     so that a whole-batch acknowledgement is one cursor move.
 //   - What is delivered is consumer_pop_v1's: whole segments after the cursor
 //     until $5 frames, the last cut at the batch, none younger than the
-//     queue's delayedProcessing.
+//     queue's delayedProcessing. Only the segments delivered are read: two
+//     index probes find the range first (f, e).
 //   - 'general' sends the pop to consumer_pop_v1: no cursor row yet (the
 //     first pop seeds it from the group's subscription) or a windowBuffer
 //     queue; 'missing': no partition with this id for this tenant.
@@ -47,28 +48,43 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
            c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp() AS free,
            p.lease_s, p.delay_s, p.window_s
     FROM p JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $3
-), w AS (
-    SELECT x.base_offset, x.end_offset, x.created_at, x.payload, x.hashes,
-           greatest(x.base_offset - 1, cur.cursor_offset) AS start_at,
-           x.end_offset - greatest(x.base_offset - 1, cur.cursor_offset) AS n
+), f AS (
+    -- The first segment after the cursor (retention may have left the
+    -- cursor below it): where the delivery starts.
+    SELECT greatest(cur.cursor_offset, y.base_offset - 1) AS start_at
     FROM cur CROSS JOIN LATERAL (
-        SELECT y.base_offset, y.end_offset, y.created_at, y.payload, y.hashes FROM queen.log_segments y
-        WHERE y.partition_id = $1 AND y.end_offset > cur.cursor_offset
-          AND (cur.delay_s = 0 OR y.created_at <= clock_timestamp() - make_interval(secs => cur.delay_s))
-        ORDER BY y.end_offset
-        LIMIT $5) x
+        SELECT z.base_offset FROM queen.log_segments z
+        WHERE z.partition_id = $1 AND z.end_offset > cur.cursor_offset
+        ORDER BY z.end_offset LIMIT 1) y
     WHERE cur.free AND cur.window_s = 0
+), e AS (
+    -- The segment holding the batch's last offset (none: the partition ends
+    -- before it). Offsets after the first stored segment have no holes, so
+    -- the segments needed are exactly those ending in (cursor, e.last]: one
+    -- index range, no segment read that is not delivered.
+    SELECT coalesce((SELECT z.end_offset FROM queen.log_segments z
+                     WHERE z.partition_id = $1 AND z.end_offset >= f.start_at + $5
+                     ORDER BY z.end_offset LIMIT 1), 9223372036854775807) AS last
+    FROM f
+), w AS (
+    SELECT y.base_offset, y.end_offset, y.created_at, y.payload, y.hashes,
+           greatest(y.base_offset - 1, cur.cursor_offset) AS start_at,
+           y.end_offset - greatest(y.base_offset - 1, cur.cursor_offset) AS n
+    FROM cur CROSS JOIN e JOIN queen.log_segments y
+        ON y.partition_id = $1 AND y.end_offset > cur.cursor_offset AND y.end_offset <= e.last
+    WHERE cur.delay_s = 0 OR y.created_at <= clock_timestamp() - make_interval(secs => cur.delay_s)
 ), r AS (
     SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run FROM w
 ), d AS (
-    SELECT array_agg(r.base_offset ORDER BY r.end_offset) AS bases, array_agg(r.created_at ORDER BY r.end_offset) AS created,
-           array_agg(r.payload ORDER BY r.end_offset) AS payloads,
+    -- r is in offset order (its window sorted it), and aggregates read
+    -- their input in that order: no aggregate sorts again.
+    SELECT array_agg(r.base_offset) AS bases, array_agg(r.created_at) AS created, array_agg(r.payload) AS payloads,
            max(r.start_at + least(r.n, $5 - (r.run - r.n))) AS to_off,
            coalesce(sum(least(r.n, $5 - (r.run - r.n))), 0)::int4 AS cnt,
-           CASE WHEN bool_and(r.hashes IS NOT NULL) THEN sha256(string_agg(
+           CASE WHEN bool_and(r.hashes IS NOT NULL) THEN string_agg(
                substring(r.hashes FROM ((r.start_at + 1 - r.base_offset) * 16 + 1)::int4 FOR (least(r.n, $5 - (r.run - r.n)) * 16)::int4),
-               ''::bytea ORDER BY r.end_offset)) END AS digest
-    FROM r WHERE r.run - r.n < $5
+               ''::bytea) END AS hashes
+    FROM (SELECT * FROM r WHERE r.run - r.n < $5 ORDER BY r.end_offset) r
 ), u AS (
     UPDATE queen.consumer_cursors c SET
         lease_id         = CASE WHEN $6 THEN NULL ELSE $4::uuid END,
@@ -78,7 +94,7 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
         delivered_count  = d.cnt,
         acked_count      = CASE WHEN $6 THEN d.cnt ELSE 0 END,
         retry_count      = CASE WHEN $6 THEN 0 ELSE c.retry_count END,
-        delivered_digest = d.digest,
+        delivered_hashes = d.hashes,
         updated_at       = clock_timestamp()
     FROM cur, d
     WHERE c.partition_id = $1 AND c.consumer_group = $3 AND d.cnt > 0

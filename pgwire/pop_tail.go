@@ -18,10 +18,10 @@ import (
 // (retention removes a partition's segments oldest first, so the rest are
 // too); otherwise it answers no row and writes nothing, and the pop reads
 // PostgreSQL (popKnownSQL). The row records what is delivered as the other
-// pops do: range, count and digest.
+// pops do: range, count and hash entries.
 //
 // Parameters: partition id, tenant, group, lease (NULL with auto-ack),
-// auto-ack, expected cursor, to, count, digest, first segment's end. Answer,
+// auto-ack, expected cursor, to, count, hash entries, first segment's end. Answer,
 // one row when claimed: partition name, last offset, lease expiry, expired.
 const popTailSQL = `/* queen:pop-tail */ WITH p AS (
     SELECT p.id, p.name, p.last_offset,
@@ -42,7 +42,7 @@ const popTailSQL = `/* queen:pop-tail */ WITH p AS (
         delivered_count  = $8,
         acked_count      = CASE WHEN $5 THEN $8::int4 ELSE 0 END,
         retry_count      = CASE WHEN $5 THEN 0 ELSE c.retry_count END,
-        delivered_digest = $9,
+        delivered_hashes = $9,
         updated_at       = clock_timestamp()
     FROM p
     WHERE c.partition_id = $1 AND c.consumer_group = $3 AND c.cursor_offset = $6
@@ -58,7 +58,8 @@ FROM u CROSS JOIN p LEFT JOIN cur ON true`
 type TailClaim struct {
 	Cursor, To int64
 	Count      int
-	Digest     [32]byte
+	// Hashes are the delivered messages' hash entries, in offset order.
+	Hashes []byte
 	// FirstEnd is the end offset of the first segment delivered.
 	FirstEnd int64
 }
@@ -72,7 +73,7 @@ func (db *DB) PopTail(ctx context.Context, req PopRequest, c TailClaim) (res Pop
 	var expires pgtype.Timestamptz
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, popTailSQL, req.PartitionID, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
-			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.AutoAck, c.Cursor, c.To, int32(c.Count), c.Digest[:], c.FirstEnd).
+			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.AutoAck, c.Cursor, c.To, int32(c.Count), c.Hashes, c.FirstEnd).
 			Scan(&name, &last, &expires, &res.Expired)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

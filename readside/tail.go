@@ -1,7 +1,6 @@
 package readside
 
 import (
-	"crypto/sha256"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -214,9 +213,9 @@ type TailTake struct {
 	// FirstEnd is the end of the first segment delivered: the claim checks
 	// that it is still stored.
 	FirstEnd int64
-	// Digest is what the claim records (pgwire.AckDigest of the delivered
+	// Hashes is what the claim records (pgwire.AckHashes of the delivered
 	// transactionIds, from the hash blobs).
-	Digest [32]byte
+	Hashes []byte
 }
 
 // Take looks up what a pop of up to batch messages for group would deliver
@@ -249,12 +248,12 @@ func (t *Tail) Take(pid int64, group string, batch int) (TailTake, bool) {
 		take.To = from + n - 1
 	}
 	t.mu.Unlock()
-	take.Digest = take.digest(take.To)
+	take.Hashes = take.hashes(take.To)
 	return take, true
 }
 
-// Cut shortens a take to its first n messages (n ≥ 1), recomputing the
-// digest.
+// Cut shortens a take to its first n messages (n ≥ 1), recomputing its
+// hash entries.
 func (k *TailTake) Cut(n int) {
 	if n <= 0 || n >= k.Count {
 		return
@@ -263,22 +262,20 @@ func (k *TailTake) Cut(n int) {
 	for len(k.Segments) > 0 && k.Segments[len(k.Segments)-1].Base > k.To {
 		k.Segments = k.Segments[:len(k.Segments)-1]
 	}
-	k.Digest = k.digest(k.To)
+	k.Hashes = k.hashes(k.To)
 }
 
-// digest hashes the hash entries of (Cursor, to], in offset order.
-func (k *TailTake) digest(to int64) [32]byte {
-	h := sha256.New()
+// hashes are the hash entries of (Cursor, to], in offset order.
+func (k *TailTake) hashes(to int64) []byte {
+	h := make([]byte, 0, (to-k.Cursor)*segment.HashSize)
 	for _, s := range k.Segments {
 		from, last := max(s.Base, k.Cursor+1), min(s.End, to)
 		if last < from {
 			continue
 		}
-		h.Write(s.Hashes[(from-s.Base)*segment.HashSize : (last-s.Base+1)*segment.HashSize])
+		h = append(h, s.Hashes[(from-s.Base)*segment.HashSize:(last-s.Base+1)*segment.HashSize]...)
 	}
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	return h
 }
 
 // Note counts a pop served from memory (hit) or one that read PostgreSQL

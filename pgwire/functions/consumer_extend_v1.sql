@@ -6,7 +6,6 @@
 CREATE OR REPLACE FUNCTION queen.consumer_extend_v1(p_tenant uuid, p_lease uuid, p_seconds integer) RETURNS timestamptz
 LANGUAGE sql
 SET plan_cache_mode = force_generic_plan
-SET enable_seqscan = off
 AS $$
     WITH held AS (
         SELECT c.partition_id, c.consumer_group FROM queen.consumer_cursors c

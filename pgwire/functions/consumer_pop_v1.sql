@@ -9,7 +9,7 @@
 --      another pop is claiming right now is held);
 --   4. reads up to p_batch messages after the cursor (segments, in offset
 --      order), not younger than delayedProcessing, and records what the
---      lease delivered (with its digest, migration 0010, so that a whole-batch
+--      lease delivered (with its hash entries, migration 0010, so that a whole-batch
 --      acknowledgement needs no segment read); with nothing to deliver it
 --      releases the lease; with
 --      p_auto_ack the cursor moves past what is delivered and no lease is
@@ -59,7 +59,7 @@ DECLARE
     v_mode    text;
     v_after   timestamptz;
     v_n       bigint := 0;
-    v_digest  bytea;
+    v_hashes  bytea;
 BEGIN
     -- Two statements, each keyed: a CASE in one WHERE would keep either
     -- index from being used.
@@ -95,11 +95,15 @@ BEGIN
         v_seed := 0;
         -- Queue mode is stored too (always from the beginning), so that
         -- retention knows every group that reads the queue.
-        INSERT INTO queen.consumer_subscriptions (queue_id, consumer_group, mode, start_after)
-        VALUES (v_qid, p_group,
-                CASE WHEN p_group = '__QUEUE_MODE__' THEN 'all' WHEN p_sub_from IS NOT NULL THEN 'from' WHEN p_sub_mode = 'new' THEN 'new' ELSE 'all' END,
-                CASE WHEN p_group = '__QUEUE_MODE__' THEN NULL WHEN p_sub_from IS NOT NULL THEN p_sub_from WHEN p_sub_mode = 'new' THEN clock_timestamp() END)
-        ON CONFLICT (queue_id, consumer_group) DO NOTHING;
+        -- Looked up first: an insert, even one that finds the row, waits for
+        -- every concurrent first pop of the group inserting it too.
+        IF NOT EXISTS (SELECT 1 FROM queen.consumer_subscriptions sub WHERE sub.queue_id = v_qid AND sub.consumer_group = p_group) THEN
+            INSERT INTO queen.consumer_subscriptions (queue_id, consumer_group, mode, start_after)
+            VALUES (v_qid, p_group,
+                    CASE WHEN p_group = '__QUEUE_MODE__' THEN 'all' WHEN p_sub_from IS NOT NULL THEN 'from' WHEN p_sub_mode = 'new' THEN 'new' ELSE 'all' END,
+                    CASE WHEN p_group = '__QUEUE_MODE__' THEN NULL WHEN p_sub_from IS NOT NULL THEN p_sub_from WHEN p_sub_mode = 'new' THEN clock_timestamp() END)
+            ON CONFLICT (queue_id, consumer_group) DO NOTHING;
+        END IF;
         IF p_group <> '__QUEUE_MODE__' THEN
             SELECT sub.mode, sub.start_after INTO v_mode, v_after FROM queen.consumer_subscriptions sub
             WHERE sub.queue_id = v_qid AND sub.consumer_group = p_group;
@@ -122,7 +126,7 @@ BEGIN
         lease_id = CASE WHEN p_auto_ack THEN NULL ELSE p_lease END,
         lease_expires_at = CASE WHEN p_auto_ack THEN NULL ELSE clock_timestamp() + make_interval(secs => v_lease_s) END,
         delivered_to = c.cursor_offset, delivered_count = 0, acked_count = 0,
-        delivered_digest = NULL, updated_at = clock_timestamp()
+        delivered_hashes = NULL, updated_at = clock_timestamp()
     FROM (SELECT x.partition_id, x.consumer_group, x.lease_id IS NOT NULL AS expired FROM queen.consumer_cursors x
           WHERE x.partition_id = o_pid AND x.consumer_group = p_group
             AND (x.lease_id IS NULL OR x.lease_expires_at <= clock_timestamp())
@@ -143,10 +147,10 @@ BEGIN
     SELECT coalesce(array_agg(d.base_offset ORDER BY d.end_offset), '{}'), coalesce(array_agg(d.created_at ORDER BY d.end_offset), '{}'),
            coalesce(array_agg(d.payload ORDER BY d.end_offset), '{}'), coalesce(max(d.start_at + least(d.n, p_batch - (d.run - d.n))), o_cursor),
            coalesce(sum(least(d.n, p_batch - (d.run - d.n))), 0),
-           CASE WHEN bool_and(d.hashes IS NOT NULL) THEN sha256(string_agg(
+           CASE WHEN bool_and(d.hashes IS NOT NULL) THEN string_agg(
                substring(d.hashes FROM ((d.start_at + 1 - d.base_offset) * 16 + 1)::integer FOR (least(d.n, p_batch - (d.run - d.n)) * 16)::integer),
-               ''::bytea ORDER BY d.end_offset)) END
-    INTO o_bases, o_created, o_payloads, o_to, v_n, v_digest
+               ''::bytea ORDER BY d.end_offset) END
+    INTO o_bases, o_created, o_payloads, o_to, v_n, v_hashes
     FROM (
         SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run
         FROM (
@@ -170,10 +174,10 @@ BEGIN
     END IF;
     IF p_auto_ack THEN
         UPDATE queen.consumer_cursors c SET cursor_offset = o_to, delivered_to = o_to,
-            delivered_count = v_n, acked_count = v_n, retry_count = 0, delivered_digest = v_digest, updated_at = clock_timestamp()
+            delivered_count = v_n, acked_count = v_n, retry_count = 0, delivered_hashes = v_hashes, updated_at = clock_timestamp()
         WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
     ELSE
-        UPDATE queen.consumer_cursors c SET delivered_to = o_to, delivered_count = v_n, delivered_digest = v_digest
+        UPDATE queen.consumer_cursors c SET delivered_to = o_to, delivered_count = v_n, delivered_hashes = v_hashes
         WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
     END IF;
     o_status := 'ok';

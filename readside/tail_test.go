@@ -1,0 +1,111 @@
+package readside_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// tailWrite is a committed segment of n frames t<base>..t<base+n-1> of p.
+func tailWrite(pid, base int64, n int) (segment.Write, segment.Result) {
+	fr := make([]segment.Frame, n)
+	for i := range fr {
+		fr[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprint("t", base+int64(i)), Payload: []byte(`{"x":1}`)}
+	}
+	w := segment.Write{Queue: "q", Partition: fmt.Sprint("p", pid), Count: int32(n), Hashes: segment.AppendHashes(nil, fr), Blob: segment.Pack(nil, fr)}
+	return w, segment.Result{Status: segment.Queued, PartitionID: pid, BaseOffset: base, CreatedAt: time.Now()}
+}
+
+func commit(t *readside.Tail, segs ...[3]int64) {
+	var ws []segment.Write
+	var rs []segment.Result
+	for _, s := range segs {
+		w, r := tailWrite(s[0], s[1], int(s[2]))
+		ws, rs = append(ws, w), append(rs, r)
+	}
+	t.Committed(ws, rs)
+}
+
+func ids(from, to int64) []string {
+	var out []string
+	for o := from; o <= to; o++ {
+		out = append(out, fmt.Sprint("t", o))
+	}
+	return out
+}
+
+// A take delivers what follows the group's cursor inside one contiguous
+// run, cut at the batch, with the digest a pop of the same offsets records;
+// a commit that does not continue the run starts a new one; a cursor
+// outside the run, or unknown, takes nothing.
+func TestTailTakesInsideOneContiguousRun(t *testing.T) {
+	tail := readside.NewTail(1 << 20)
+	commit(tail, [3]int64{1, 1, 5}, [3]int64{1, 6, 5}, [3]int64{2, 1, 3})
+	if _, ok := tail.Take(1, "g", 10); ok {
+		t.Fatal("a take with no cursor known")
+	}
+	tail.SetCursor(1, "g", 3)
+	k, ok := tail.Take(1, "g", 4)
+	if !ok || k.Cursor != 3 || k.To != 7 || k.Count != 4 || k.FirstEnd != 5 || len(k.Segments) != 2 || k.Partition != "p1" {
+		t.Fatalf("take: %+v %v", k, ok)
+	}
+	if !bytes.Equal(k.Hashes, pgwire.AckHashes(ids(4, 7))) {
+		t.Fatal("the digest differs from the one of the delivered transactionIds")
+	}
+	k.Cut(1)
+	if k.To != 4 || k.Count != 1 || len(k.Segments) != 1 || !bytes.Equal(k.Hashes, pgwire.AckHashes(ids(4, 4))) {
+		t.Fatalf("cut: %+v", k)
+	}
+	// Another writer's segment (11..12) is not here: ours at 13 starts a new run.
+	commit(tail, [3]int64{1, 13, 2})
+	if _, ok := tail.Take(1, "g", 4); ok {
+		t.Fatal("a take across a hole")
+	}
+	tail.SetCursor(1, "g", 12)
+	if k, ok := tail.Take(1, "g", 10); !ok || k.To != 14 || k.Count != 2 {
+		t.Fatalf("take of the new run: %+v %v", k, ok)
+	}
+	tail.SetCursor(1, "g", 14)
+	if _, ok := tail.Take(1, "g", 10); ok {
+		t.Fatal("a take with nothing after the cursor")
+	}
+	if pid, ok := tail.PartitionID([16]byte{}, "q", "p2"); !ok || pid != 2 {
+		t.Fatalf("partition by name: %d %v", pid, ok)
+	}
+	tail.Forget(2)
+	if _, ok := tail.PartitionID([16]byte{}, "q", "p2"); ok {
+		t.Fatal("a forgotten partition is still named")
+	}
+}
+
+// The tail keeps to its bound by dropping the oldest segments first, and
+// a take never reaches below what it still holds.
+func TestTailEvictsOldestFirst(t *testing.T) {
+	tail := readside.NewTail(4000)
+	for base := int64(1); base <= 200; base += 10 {
+		commit(tail, [3]int64{1, base, 10})
+	}
+	st := tail.Stats()
+	if st.Bytes > 4000 || st.Segments == 0 || st.Segments >= 20 {
+		t.Fatalf("stats after eviction: %+v", st)
+	}
+	tail.SetCursor(1, "g", 0)
+	if _, ok := tail.Take(1, "g", 10); ok {
+		t.Fatal("a take below the oldest segment held")
+	}
+	tail.SetCursor(1, "g", 190)
+	if k, ok := tail.Take(1, "g", 100); !ok || k.To != 200 || !bytes.Equal(k.Hashes, pgwire.AckHashes(ids(191, 200))) {
+		t.Fatalf("take of the newest: %+v %v", k, ok)
+	}
+	if none := readside.NewTail(0); none.Stats().Segments != 0 {
+		t.Fatal("a tail of 0 bytes keeps something")
+	} else if commit(none, [3]int64{1, 1, 1}); none.Stats().Segments != 0 {
+		t.Fatal("a tail of 0 bytes kept a segment")
+	}
+}
