@@ -1,0 +1,233 @@
+package pgwire_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// Two whole-batch statements over the same cursor rows, given in opposite
+// orders, run at the same moment, many times. Both lock in ascending
+// (partition, group), so neither deadlocks and the second to lock waits
+// for the first at the lowest row and then finds that nothing it was given
+// still matches: every round, one statement applies every acknowledgement
+// and the other none. Locking in input order would deadlock, or split the
+// rows between the two.
+func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	const parts, rounds = 12, 40
+	groups := []string{"g1", "g2"}
+	var writes []segment.Write
+	for p := 0; p < parts; p++ {
+		writes = append(writes, write("order.q", fmt.Sprint("p", p), fmt.Sprint("seed-", p)))
+	}
+	pids := make([]int64, parts)
+	for i, r := range push(t, db, writes...) {
+		pids[i] = r.PartitionID
+	}
+	// Seed the cursor rows (the first pop of a group goes through
+	// consumer_pop_v1) and acknowledge the seeds.
+	for _, g := range groups {
+		for p := range pids {
+			r := pop(t, db, pgwire.PopRequest{Queue: "order.q", Partition: fmt.Sprint("p", p), Group: g, SubscriptionMode: "all"})
+			if r.Status != pgwire.PopDelivered {
+				t.Fatalf("seed pop: %+v", r)
+			}
+			ack(t, db, r.PartitionID, g, nil, completed(txids(r.Messages)...)...)
+		}
+	}
+	for round := 0; round < rounds; round++ {
+		writes = writes[:0]
+		for p := 0; p < parts; p++ {
+			name := fmt.Sprint("p", p)
+			writes = append(writes, write("order.q", name, fmt.Sprintf("r%d-%s-a", round, name), fmt.Sprintf("r%d-%s-b", round, name)))
+		}
+		push(t, db, writes...)
+		var acks []pgwire.WholeAck
+		for _, g := range groups {
+			l := lease() // one lease per group, over every partition, as one pop of several partitions has
+			for _, pid := range pids {
+				r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: g, Lease: l})
+				if r.Status != pgwire.PopDelivered || len(r.Messages) != 2 {
+					t.Fatalf("round %d: pop of %d for %s: %+v", round, pid, g, r)
+				}
+				acks = append(acks, pgwire.WholeAck{PID: pid, Group: g, Lease: l, Status: "completed", TransactionIDs: txids(r.Messages)})
+			}
+		}
+		reversed := slices.Clone(acks)
+		slices.Reverse(reversed)
+		inputs := [2][]pgwire.WholeAck{acks, reversed}
+		var res [2][]pgwire.WholeAckResult
+		var errs [2]error
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for k := range inputs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res[k], errs[k] = db.AckWhole(ctx, inputs[k])
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for k, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: statement %d: %v", round, k, err)
+			}
+		}
+		var applied [2]int
+		for k := range res {
+			for _, r := range res[k] {
+				if r.Applied {
+					applied[k]++
+				}
+			}
+		}
+		if !(applied[0] == len(acks) && applied[1] == 0) && !(applied[0] == 0 && applied[1] == len(acks)) {
+			t.Fatalf("round %d: the statements applied %d and %d of %d acknowledgements each: one should apply all, the other none",
+				round, applied[0], applied[1], len(acks))
+		}
+		for i := range acks {
+			a, b := res[0][i], res[1][len(acks)-1-i]
+			if a.Applied == b.Applied {
+				t.Fatalf("round %d: the acknowledgement of %d for %s applied %v and %v", round, acks[i].PID, acks[i].Group, a.Applied, b.Applied)
+			}
+		}
+		if n := count(t, db.Pool(), `SELECT count(*) FROM queen.consumer_cursors WHERE lease_id IS NOT NULL OR cursor_offset <> delivered_to`); n != 0 {
+			t.Fatalf("round %d: %d cursor rows not moved to what their lease delivered", round, n)
+		}
+	}
+}
+
+// TestWholeAckStatementLocksInAscendingOrder reads the generic plan of the
+// whole-batch acknowledgement, as the bridge's connections make it, on a
+// fresh database and after statistics of a few hundred cursor rows: the
+// cursor rows are locked (LockRows) as they come out of a sort by
+// (partition, group), or of a join that keeps that order, so every such
+// statement locks in the one order.
+func TestWholeAckStatementLocksInAscendingOrder(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	check := func(when string) {
+		t.Helper()
+		conn, err := db.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if _, err := conn.Exec(ctx, "PREPARE whole_plan(uuid[], int8[], text[], uuid[], int4[], bytea[], text[], int4[], text[], text[]) AS "+pgwire.WholeAckSQL); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Exec(ctx, "DEALLOCATE whole_plan")
+		rows, err := conn.Query(ctx, `EXPLAIN (COSTS OFF) EXECUTE whole_plan(
+			'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{2,1}', '{g,g}',
+			'{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000001}', '{1,1}', '{"\\x00","\\x00"}',
+			'{completed,completed}', '{0,1}', '{a,b}', '{"",""}')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := lockedInOrder(plan); err != nil {
+			t.Fatalf("%s: %v:\n%s", when, err, strings.Join(plan, "\n"))
+		}
+	}
+	check("fresh database")
+	var writes []segment.Write
+	for p := 0; p < 300; p++ {
+		writes = append(writes, write("plan.w", fmt.Sprint("p", p), fmt.Sprint("t", p)))
+	}
+	for i := range push(t, db, writes...) {
+		for _, g := range []string{"a", "b"} {
+			pop(t, db, pgwire.PopRequest{Queue: "plan.w", Partition: writes[i].Partition, Group: g, SubscriptionMode: "all"})
+		}
+	}
+	if _, err := db.Pool().Exec(ctx, "ANALYZE queen.consumer_cursors, queen.log_partitions, queen.queues"); err != nil {
+		t.Fatal(err)
+	}
+	check("six hundred cursor rows, analysed")
+}
+
+// lockedInOrder checks that the plan has one LockRows node whose input
+// comes in ascending (partition, group): a Sort by them, or a Merge Join on
+// them, reached through Nested Loops only (which keep their outer input's
+// order). LockRows locks the rows in the order its input hands them over.
+func lockedInOrder(plan []string) error {
+	at := -1
+	for i, line := range plan {
+		if strings.Contains(line, "LockRows") {
+			if at >= 0 {
+				return fmt.Errorf("two LockRows nodes")
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		return fmt.Errorf("no LockRows node")
+	}
+	for node := firstChild(plan, at); ; node = firstChild(plan, node) {
+		if node < 0 {
+			return fmt.Errorf("the input of LockRows reaches no Sort or Merge Join")
+		}
+		name := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(plan[node]), "->"))
+		detail := strings.Join(details(plan, node), "\n")
+		switch {
+		case strings.HasPrefix(name, "Nested Loop"):
+			continue
+		case strings.HasPrefix(name, "Sort"):
+			if strings.Contains(detail, "Sort Key: c.partition_id, c.consumer_group") || strings.Contains(detail, "Sort Key: v.pid, v.grp") {
+				return nil
+			}
+			return fmt.Errorf("the rows are sorted by something else: %s", detail)
+		case strings.HasPrefix(name, "Merge Join"):
+			if strings.Contains(detail, "Merge Cond: ((v.pid = c.partition_id) AND (v.grp = c.consumer_group)") ||
+				strings.Contains(detail, "Merge Cond: ((c.partition_id = v.pid) AND (c.consumer_group = v.grp)") {
+				return nil
+			}
+			return fmt.Errorf("the rows are merged on something else: %s", detail)
+		default:
+			return fmt.Errorf("the input of LockRows passes %q, which may not keep the order", name)
+		}
+	}
+}
+
+// indentOf is where a plan line's text (or its "->") starts.
+func indentOf(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }
+
+// firstChild is the line of node i's first (outer) input, or -1.
+func firstChild(plan []string, i int) int {
+	for k := i + 1; k < len(plan) && indentOf(plan[k]) > indentOf(plan[i]); k++ {
+		if strings.HasPrefix(strings.TrimSpace(plan[k]), "->") {
+			return k
+		}
+	}
+	return -1
+}
+
+// details are node i's lines before its first input: its conditions and keys.
+func details(plan []string, i int) []string {
+	var out []string
+	for k := i + 1; k < len(plan) && indentOf(plan[k]) > indentOf(plan[i]) && !strings.HasPrefix(strings.TrimSpace(plan[k]), "->"); k++ {
+		out = append(out, strings.TrimSpace(plan[k]))
+	}
+	return out
+}
