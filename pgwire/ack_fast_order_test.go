@@ -231,3 +231,56 @@ func details(plan []string, i int) []string {
 	}
 	return out
 }
+
+// Concurrent requests fused into one statement may carry the same whole
+// batch twice, with different statuses (a client resending its ack). The
+// row is locked once per acknowledgement, each lock after the update of the
+// one before, so the second finds the row updated by this very statement
+// and drops out: exactly one applies, and the other writes nothing (no dead
+// letters of its own), as if the two had come one after the other.
+func TestTheSameWholeBatchTwiceInOneStatement(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	push(t, db, write("twice.q", "p", "seed"))
+	first := pop(t, db, pgwire.PopRequest{Queue: "twice.q", Partition: "p", Group: "g", SubscriptionMode: "all"})
+	pid := first.PartitionID
+	ack(t, db, pid, "g", nil, completed("seed")...)
+	for _, pair := range [][2]string{{"completed", "dlq"}, {"dlq", "completed"}, {"retry", "dlq"}, {"dlq", "failed"}, {"dlq", "dlq"}} {
+		push(t, db, write("twice.q", "p", pair[0]+"-"+pair[1]+"-1", pair[0]+"-"+pair[1]+"-2"))
+		l := lease()
+		r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: "g", Lease: l})
+		ids := txids(r.Messages)
+		if len(ids) != 2 {
+			t.Fatalf("%v: popped %+v", pair, r)
+		}
+		res := wholeAck(t, db,
+			pgwire.WholeAck{PID: pid, Group: "g", Lease: l, Status: pair[0], TransactionIDs: ids, Errors: []string{"first", "first"}},
+			pgwire.WholeAck{PID: pid, Group: "g", Lease: l, Status: pair[1], TransactionIDs: ids, Errors: []string{"second", "second"}})
+		if res[0].Applied == res[1].Applied {
+			t.Fatalf("%v: applied %v and %v", pair, res[0].Applied, res[1].Applied)
+		}
+		won, msg := pair[0], "first"
+		if res[1].Applied {
+			won, msg = pair[1], "second"
+		}
+		dead := count(t, db.Pool(), `SELECT count(*) FROM queen.dead_letters WHERE partition_id = $1 AND message_offset > $2`, pid, r.Cursor)
+		mine := count(t, db.Pool(), `SELECT count(*) FROM queen.dead_letters WHERE partition_id = $1 AND message_offset > $2 AND error_message = $3`, pid, r.Cursor, msg)
+		if want := map[bool]int64{true: 2, false: 0}[won == "dlq"]; dead != want || mine != want {
+			t.Fatalf("%v: %s applied; %d dead letters, %d of them its own, want %d", pair, won, dead, mine, want)
+		}
+		var cursor, retries int64
+		var leased bool
+		if err := db.Pool().QueryRow(ctx, `SELECT cursor_offset, retry_count, lease_id IS NOT NULL FROM queen.consumer_cursors
+			WHERE partition_id = $1 AND consumer_group = 'g'`, pid).Scan(&cursor, &retries, &leased); err != nil {
+			t.Fatal(err)
+		}
+		moves := won == "completed" || won == "dlq"
+		if leased || (moves && cursor != r.To) || (!moves && cursor != r.Cursor) || retries != map[bool]int64{true: 1, false: 0}[won == "failed"] {
+			t.Fatalf("%v: %s applied; cursor %d (delivered (%d, %d]), retry count %d, lease held %v", pair, won, cursor, r.Cursor, r.To, retries, leased)
+		}
+		if !moves {
+			ack(t, db, pid, "g", nil, completed(ids...)...)
+		}
+	}
+}
