@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
@@ -17,13 +18,14 @@ import (
 // (partition, group), so neither deadlocks and the second to lock waits
 // for the first at the lowest row and then finds that nothing it was given
 // still matches: every round, one statement applies every acknowledgement
-// and the other none. Locking in input order would deadlock, or split the
-// rows between the two.
+// and the other none. Locking in input order would deadlock (a round whose
+// statements are made to overlap surely does), or split the rows between
+// the two.
 func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	ctx := context.Background()
-	const parts, rounds = 12, 40
+	const parts, rounds = 12, 30
 	groups := []string{"g1", "g2"}
 	var writes []segment.Write
 	for p := 0; p < parts; p++ {
@@ -43,6 +45,17 @@ func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
 			}
 			ack(t, db, r.PartitionID, g, nil, completed(txids(r.Messages)...)...)
 		}
+	}
+	// Cursor rows of other groups, leased, as a busy deployment has, and
+	// statistics of them: the plan then reaches the rows by key for each
+	// acknowledgement as given (a nested loop over them), where only the
+	// sort keeps the lock order.
+	if _, err := db.Pool().Exec(ctx, `INSERT INTO queen.consumer_cursors (partition_id, consumer_group, lease_id, lease_expires_at, delivered_to, delivered_count)
+		SELECT p, 'other' || k, gen_random_uuid(), now() + interval '1 hour', 1, 1 FROM unnest($1::int8[]) p, generate_series(1, 200) k`, pids); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, "ANALYZE queen.consumer_cursors, queen.log_partitions, queen.queues"); err != nil {
+		t.Fatal(err)
 	}
 	for round := 0; round < rounds; round++ {
 		writes = writes[:0]
@@ -67,6 +80,26 @@ func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
 		inputs := [2][]pgwire.WholeAck{acks, reversed}
 		var res [2][]pgwire.WholeAckResult
 		var errs [2]error
+		// Every other round a row in the middle is held by another
+		// transaction until both statements wait for a lock, so that they
+		// surely overlap; the other rounds run free.
+		release := func() {}
+		if round%2 == 1 {
+			tx, err := db.Pool().Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM queen.consumer_cursors WHERE partition_id = $1 AND consumer_group = 'g1' FOR UPDATE`, pids[parts/2]); err != nil {
+				t.Fatal(err)
+			}
+			release = func() {
+				waitForLockWaits(t, db, 2)
+				if err := tx.Rollback(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for k := range inputs {
@@ -78,6 +111,7 @@ func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
 			}()
 		}
 		close(start)
+		release()
 		wg.Wait()
 		for k, err := range errs {
 			if err != nil {
@@ -102,9 +136,23 @@ func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
 				t.Fatalf("round %d: the acknowledgement of %d for %s applied %v and %v", round, acks[i].PID, acks[i].Group, a.Applied, b.Applied)
 			}
 		}
-		if n := count(t, db.Pool(), `SELECT count(*) FROM queen.consumer_cursors WHERE lease_id IS NOT NULL OR cursor_offset <> delivered_to`); n != 0 {
+		if n := count(t, db.Pool(), `SELECT count(*) FROM queen.consumer_cursors WHERE consumer_group IN ('g1', 'g2') AND (lease_id IS NOT NULL OR cursor_offset <> delivered_to)`); n != 0 {
 			t.Fatalf("round %d: %d cursor rows not moved to what their lease delivered", round, n)
 		}
+	}
+}
+
+// waitForLockWaits polls until n whole-batch acknowledgements of the
+// test's database wait for a lock.
+func waitForLockWaits(t *testing.T, db *pgwire.DB, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for count(t, db.Pool(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND wait_event_type = 'Lock' AND query LIKE '/* queen:ack */%'`) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d whole-batch acknowledgements never came to wait for a lock together", n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
