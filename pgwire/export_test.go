@@ -65,3 +65,7 @@ func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) str
 	}
 	return db.migrate(ctx, ms, fns)
 }
+
+// WholeAckSQL is the whole-batch acknowledgement statement, for the test
+// that reads its plan.
+const WholeAckSQL = wholeAckSQL
