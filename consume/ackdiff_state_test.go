@@ -25,7 +25,7 @@ func (r *diffRun) cursors(group string) (map[int64]cursorRow, map[int64][16]byte
 	r.t.Helper()
 	rows, err := r.db.Pool().Query(r.ctx, `SELECT c.partition_id, c.cursor_offset, c.lease_id IS NOT NULL,
 			coalesce(c.lease_expires_at > clock_timestamp(), false), c.delivered_to, c.delivered_count, c.acked_count,
-			c.retry_count, c.delivered_digest, c.lease_id
+			c.retry_count, c.delivered_hashes, c.lease_id
 		FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id JOIN queen.queues q ON q.id = p.queue_id
 		WHERE q.name = $1 AND q.tenant = $2 AND c.consumer_group = $3`, r.queue, pgtype.UUID{Bytes: diffTenant, Valid: true}, group)
 	if err != nil {
@@ -92,7 +92,7 @@ func (r *diffRun) compare() {
 	}
 	for _, c := range fast {
 		if c.held && c.digest == "" {
-			r.cov.add("a delivery without a digest") // cut by maxBytes: its acknowledgements take the general path
+			r.cov.add("a delivery without hash entries") // cut by maxBytes: its acknowledgements take the general path
 		}
 	}
 	r.rows, r.rowLeases = fast, leases

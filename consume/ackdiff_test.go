@@ -69,7 +69,7 @@ func TestWholeBatchAcksAgreeWithTheGeneralPath(t *testing.T) {
 		"kind:whole", "kind:whole-two", "kind:split", "kind:partial", "kind:mixed", "kind:reordered", "kind:unknown",
 		"kind:repeat", "kind:doubled", "kind:stale", "kind:old", "kind:nolease", "kind:badstatus", "expire",
 		"fast:completed", "fast:failed", "fast:failed-at-limit", "fast:dlq", "fast:retry",
-		"acked an expired lease", "pop took over an expired lease", "a delivery without a digest",
+		"acked an expired lease", "pop took over an expired lease", "a delivery without hash entries",
 		"err:lease expired or not held", "err:transactionId is not among the messages delivered after the cursor",
 		"err:status must be completed, success, failed, dlq or retry",
 	} {
@@ -248,7 +248,7 @@ func (r *diffRun) play(st diffAckStep) {
 // expectWhole counts the groups of a request that the fast path should
 // apply, judging by the fast side's cursor rows before the step: all that
 // its lease delivered, in order, one status, the lease live and nothing of
-// it acknowledged yet, and a digest recorded (none after a cut answer).
+// it acknowledged yet, and hash entries recorded (none after a cut answer).
 func (r *diffRun) expectWhole(refs []ackRef) int {
 	type key struct {
 		pid int64
