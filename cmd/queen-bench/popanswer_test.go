@@ -32,6 +32,9 @@ func realAnswer(n int) []byte {
 	return jsonapi.ClosePop(out)
 }
 
+// warmAnswer is what differ's decoder reads first.
+var warmAnswer = realAnswer(3)
+
 // referenceDecode is how pop read an answer before popDecoder:
 // encoding/json, an empty answer being no messages.
 func referenceDecode(answer []byte) (*poppedWire, error) {
@@ -51,7 +54,7 @@ func referenceDecode(answer []byte) (*poppedWire, error) {
 func differ(t *testing.T, answer []byte) (*poppedWire, error) {
 	t.Helper()
 	var d popDecoder
-	if _, err := d.decode(realAnswer(3)); err != nil {
+	if _, err := d.decode(warmAnswer); err != nil {
 		t.Fatal(err)
 	}
 	got, err := d.decode(answer)
