@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,31 +11,39 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// consumer pops and acknowledges over one transport.
+// consumer pops and acknowledges over one transport. A group's consumer is
+// shared; each consuming goroutine works with its own(), whose buffers it
+// reuses from one pop and acknowledgement to the next.
 type consumer struct {
 	o      options
 	group  string
 	nc     *nats.Conn
 	client *http.Client
+
+	dec      popDecoder
+	popQueue string       // the queue popBody and popURL are for
+	popBody  []byte       // over NATS
+	popURL   string       // over HTTP
+	answer   bytes.Buffer // over HTTP: the last pop answer
+	ackBody  []byte
+	ackIn    bytes.Buffer // over HTTP: the last acknowledgement answer
 }
 
-type poppedWire struct {
-	Messages []struct {
-		TransactionID string          `json:"transactionId"`
-		PartitionID   string          `json:"partitionId"`
-		LeaseID       string          `json:"leaseId"`
-		Data          json.RawMessage `json:"data"`
-	} `json:"messages"`
+// own is a consumer of the same group for one goroutine.
+func (c *consumer) own() *consumer {
+	return &consumer{o: c.o, group: c.group, nc: c.nc, client: c.client}
 }
 
 // pop asks for up to -consume-batch messages of queue, waiting up to a
-// second.
+// second. The answer is valid until the next pop.
 func (c *consumer) pop(queue string) (*poppedWire, error) {
+	if queue != c.popQueue || (c.popBody == nil && c.popURL == "") {
+		c.popQueue = queue
+		c.popBody, c.popURL = c.popRequest(queue)
+	}
 	var answer []byte
 	if c.nc != nil {
-		body := fmt.Sprintf(`{"queue":%q,"consumerGroup":%q,"batch":%d,"partitions":%d,"wait":true,"timeout":1000}`,
-			queue, c.group, c.o.consumeBatch, c.o.consumePartitions)
-		m, err := c.nc.Request(c.o.prefix+".v1.pop", []byte(body), 30*time.Second)
+		m, err := c.nc.Request(c.o.prefix+".v1.pop", c.popBody, 30*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -46,39 +52,77 @@ func (c *consumer) pop(queue string) (*poppedWire, error) {
 		}
 		answer = m.Data
 	} else {
-		q := url.Values{"consumerGroup": {c.group}, "batch": {strconv.Itoa(c.o.consumeBatch)}, "partitions": {strconv.Itoa(c.o.consumePartitions)},
-			"wait": {"true"}, "timeout": {"1000"}}
-		resp, err := c.client.Get("http://" + c.o.httpAddr + "/api/v1/pop/queue/" + url.PathEscape(queue) + "?" + q.Encode())
+		resp, err := c.client.Get(c.popURL)
 		if err != nil {
 			return nil, err
 		}
-		answer, err = io.ReadAll(resp.Body)
+		c.answer.Reset()
+		_, err = c.answer.ReadFrom(resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return nil, err
 		}
+		answer = c.answer.Bytes()
 		if resp.StatusCode == http.StatusNoContent {
-			return &poppedWire{}, nil
-		}
-		if resp.StatusCode != http.StatusOK {
+			answer = nil
+		} else if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("pop: HTTP %d: %s", resp.StatusCode, answer)
 		}
 	}
-	var p poppedWire
-	if len(answer) == 0 {
-		return &p, nil
-	}
-	if err := json.Unmarshal(answer, &p); err != nil {
+	p, err := c.dec.decode(answer)
+	if err != nil {
 		return nil, fmt.Errorf("pop answer: %w", err)
 	}
-	return &p, nil
+	return p, nil
+}
+
+// popRequest is the body (NATS) or the URL (HTTP) of a pop of queue.
+func (c *consumer) popRequest(queue string) (body []byte, u string) {
+	if c.nc != nil {
+		return fmt.Appendf(nil, `{"queue":%q,"consumerGroup":%q,"batch":%d,"partitions":%d,"wait":true,"timeout":1000}`,
+			queue, c.group, c.o.consumeBatch, c.o.consumePartitions), ""
+	}
+	q := url.Values{"consumerGroup": {c.group}, "batch": {strconv.Itoa(c.o.consumeBatch)}, "partitions": {strconv.Itoa(c.o.consumePartitions)},
+		"wait": {"true"}, "timeout": {"1000"}}
+	return nil, "http://" + c.o.httpAddr + "/api/v1/pop/queue/" + url.PathEscape(queue) + "?" + q.Encode()
 }
 
 // ack acknowledges a batch in one request and answers how many succeeded.
 func (c *consumer) ack(p *poppedWire) (int, error) {
-	body := make([]byte, 0, 64+len(p.Messages)*120)
+	body := appendAckBody(c.ackBody[:0], c.group, p)
+	c.ackBody = body
+	var answer []byte
+	if c.nc != nil {
+		// Request has copied body into the connection's buffer when it
+		// returns: the next ack may reuse it.
+		m, err := c.nc.Request(c.o.prefix+".v1.ack", body, 30*time.Second)
+		if err != nil {
+			return 0, err
+		}
+		answer = m.Data
+	} else {
+		// A RoundTripper may still read a request body after it answers:
+		// this one is the request's own.
+		resp, err := c.client.Post("http://"+c.o.httpAddr+"/api/v1/ack/batch", "application/json", bytes.NewReader(bytes.Clone(body)))
+		if err != nil {
+			return 0, err
+		}
+		c.ackIn.Reset()
+		_, err = c.ackIn.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		answer = c.ackIn.Bytes()
+	}
+	return bytes.Count(answer, []byte(`"success":true`)), nil
+}
+
+// appendAckBody appends the batch acknowledgement of every message of p,
+// completed, for group.
+func appendAckBody(body []byte, group string, p *poppedWire) []byte {
 	body = append(body, `{"consumerGroup":`...)
-	body = strconv.AppendQuote(body, c.group)
+	body = strconv.AppendQuote(body, group)
 	body = append(body, `,"acknowledgments":[`...)
 	for i, m := range p.Messages {
 		if i > 0 {
@@ -89,26 +133,7 @@ func (c *consumer) ack(p *poppedWire) (int, error) {
 		body = strconv.AppendQuote(append(body, `,"leaseId":`...), m.LeaseID)
 		body = append(body, `,"status":"completed"}`...)
 	}
-	body = append(body, `]}`...)
-	var answer []byte
-	if c.nc != nil {
-		m, err := c.nc.Request(c.o.prefix+".v1.ack", body, 30*time.Second)
-		if err != nil {
-			return 0, err
-		}
-		answer = m.Data
-	} else {
-		resp, err := c.client.Post("http://"+c.o.httpAddr+"/api/v1/ack/batch", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return 0, err
-		}
-		answer, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-	}
-	return bytes.Count(answer, []byte(`"success":true`)), nil
+	return append(body, `]}`...)
 }
 
 // sentAt reads the send time a producer put in the payload.

@@ -125,7 +125,7 @@ func runConsume(ctx context.Context, o options, out io.Writer) (*consumeResult, 
 	}
 	for g, c := range consumers {
 		for k := range o.consumers {
-			cwg.Go(func() { consume(consuming, c, queueName(o, k%o.queues), &st.groups.consumed[g], st) })
+			cwg.Go(func() { consume(consuming, c.own(), queueName(o, k%o.queues), &st.groups.consumed[g], st) })
 		}
 	}
 	pushDone := make(chan struct{})
@@ -253,8 +253,10 @@ func produce(ctx, pushing context.Context, p int, producer *bridgeTarget, gen *g
 }
 
 // consume is one consumer of one group on one queue: pop, acknowledge the
-// batch, count it and its push-to-delivery latencies, until ctx ends.
+// batch, count it and its push-to-delivery latencies, until ctx ends. c is
+// the goroutine's own (consumer.own): it reuses its buffers.
 func consume(ctx context.Context, c *consumer, queue string, acked *atomic.Int64, st *consumeStats) {
+	var lat []time.Duration // reused: st.delivery takes a copy
 	for ctx.Err() == nil {
 		p, err := c.pop(queue)
 		if err != nil {
@@ -269,7 +271,7 @@ func consume(ctx context.Context, c *consumer, queue string, acked *atomic.Int64
 			continue
 		}
 		now := time.Now()
-		var lat []time.Duration
+		lat = lat[:0]
 		for _, m := range p.Messages {
 			if t, ok := sentAt(m.Data); ok {
 				lat = append(lat, now.Sub(t))
