@@ -17,7 +17,7 @@ type Store interface {
 	Pop(ctx context.Context, req pgwire.PopRequest) (pgwire.PopResult, error)
 	Ack(ctx context.Context, tenant tenancy.TenantID, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
 	AckWhole(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error)
-	PopTail(ctx context.Context, req pgwire.PopRequest, c pgwire.TailClaim) (pgwire.PopResult, bool, error)
+	PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 }

@@ -83,8 +83,8 @@ func (s *fakeStore) AckWhole(_ context.Context, acks []pgwire.WholeAck) ([]pgwir
 	return fn(acks)
 }
 
-func (s *fakeStore) PopTail(context.Context, pgwire.PopRequest, pgwire.TailClaim) (pgwire.PopResult, bool, error) {
-	return pgwire.PopResult{}, false, nil
+func (s *fakeStore) PopTail(_ context.Context, _ pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
+	return make([]pgwire.PopResult, len(claims)), nil
 }
 
 func (s *fakeStore) ExtendLease(_ context.Context, _ tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error) {

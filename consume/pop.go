@@ -102,12 +102,19 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 	if err != nil {
 		return nil, err
 	}
-	var out []pgwire.PopResult
+	out, cands, err := c.claimTailRound(ctx, tenant, req, base, cands)
+	if err != nil {
+		return nil, err
+	}
 	left, bytesLeft := req.Batch, req.MaxBytes
+	for i := range out {
+		left -= len(out[i].Messages)
+		bytesLeft -= messagesCost(out[i].Messages, out[i].Partition, req.Group, req.MaxBytes)
+	}
 	for i, cand := range cands {
 		// A further partition is claimed only while half the byte bound is
 		// left: each delivers at least one message.
-		if i >= maxClaimTries || len(out) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(out) > 0 && bytesLeft < req.MaxBytes/2) {
+		if i+len(out) >= maxClaimTries || len(out) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(out) > 0 && bytesLeft < req.MaxBytes/2) {
 			break
 		}
 		pr := base
@@ -126,11 +133,7 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 		if res.Status == pgwire.PopDelivered {
 			out = append(out, res)
 			left -= len(res.Messages)
-			if req.MaxBytes > 0 { // without a bound (0), the next claim is given none either
-				for i := range res.Messages {
-					bytesLeft -= pgwire.PopCost(&res.Messages[i].Frame, res.Partition, req.Group)
-				}
-			}
+			bytesLeft -= messagesCost(res.Messages, res.Partition, req.Group, req.MaxBytes) // none without a bound
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 )
@@ -12,32 +13,18 @@ import (
 // through the database's pop. Either way it notes the cursor it saw, so
 // that the next pop can be served from memory.
 func (c *Consumer) popOne(ctx context.Context, pr pgwire.PopRequest) (pgwire.PopResult, error) {
-	t := c.cfg.Tail
-	if t != nil && pr.PartitionID == 0 && pr.Partition != "" {
+	if t := c.cfg.Tail; t != nil && pr.PartitionID == 0 && pr.Partition != "" {
 		if pid, ok := t.PartitionID(pr.Tenant, pr.Queue, pr.Partition); ok {
 			pr.PartitionID = pid
 		}
 	}
-	if t != nil && pr.PartitionID > 0 {
-		if take, ok := t.Take(pr.PartitionID, pr.Group, pr.Batch); ok {
-			msgs, err := tailMessages(&take, pr)
-			if err == nil {
-				var res pgwire.PopResult
-				var claimed bool
-				res, claimed, err = c.cfg.DB.PopTail(ctx, pr, pgwire.TailClaim{Cursor: take.Cursor, To: take.To, Count: take.Count,
-					Hashes: take.Hashes, FirstEnd: take.FirstEnd})
-				if err != nil {
-					return res, err
-				}
-				if claimed {
-					t.Note(true)
-					res.Messages = msgs
-					c.noteCursor(pr, res)
-					return res, nil
-				}
-			}
-			t.Note(false)
-			t.SetCursor(pr.PartitionID, pr.Group, -1) // wrong, or unusable: learn it again
+	if claim, msgs, ok := c.tailTake(pr); ok {
+		res, err := c.claimTails(ctx, pr, []pgwire.TailClaim{claim}, [][]pgwire.Message{msgs})
+		if err != nil {
+			return pgwire.PopResult{}, err
+		}
+		if res[0].Status == pgwire.PopDelivered {
+			return res[0], nil
 		}
 	}
 	res, err := c.cfg.DB.Pop(ctx, pr)
@@ -45,6 +32,117 @@ func (c *Consumer) popOne(ctx context.Context, pr pgwire.PopRequest) (pgwire.Pop
 		c.noteCursor(pr, res)
 	}
 	return res, err
+}
+
+// tailTake looks up what the hot tail would deliver for pr (by partition
+// id), with its messages cut at pr.MaxBytes.
+func (c *Consumer) tailTake(pr pgwire.PopRequest) (pgwire.TailClaim, []pgwire.Message, bool) {
+	t := c.cfg.Tail
+	if t == nil || pr.PartitionID <= 0 {
+		return pgwire.TailClaim{}, nil, false
+	}
+	take, ok := t.Take(pr.PartitionID, pr.Group, pr.Batch)
+	if !ok {
+		return pgwire.TailClaim{}, nil, false
+	}
+	msgs, err := tailMessages(&take, pr)
+	if err != nil || len(msgs) == 0 {
+		t.Note(false)
+		t.SetCursor(pr.PartitionID, pr.Group, -1)
+		return pgwire.TailClaim{}, nil, false
+	}
+	return pgwire.TailClaim{PartitionID: pr.PartitionID, Cursor: take.Cursor, To: take.To, Count: take.Count,
+		Hashes: take.Hashes, FirstEnd: take.FirstEnd}, msgs, true
+}
+
+// claimTails claims deliveries from the hot tail in one statement (one or
+// many partitions of one pop, under its lease). out[i] answers claims[i]:
+// delivered with msgs[i], or Status "" when the database did not match it
+// (the tail forgets the cursor it had; the caller reads PostgreSQL).
+func (c *Consumer) claimTails(ctx context.Context, pr pgwire.PopRequest, claims []pgwire.TailClaim, msgs [][]pgwire.Message) ([]pgwire.PopResult, error) {
+	out, err := c.cfg.DB.PopTail(ctx, pr, claims)
+	if err != nil {
+		return nil, err
+	}
+	t := c.cfg.Tail
+	for i := range out {
+		if out[i].Status != pgwire.PopDelivered {
+			t.Note(false)
+			t.SetCursor(claims[i].PartitionID, pr.Group, -1) // wrong, or unusable: learn it again
+			continue
+		}
+		t.Note(true)
+		out[i].Messages = msgs[i]
+		c.noteCursor(pr, out[i])
+	}
+	return out, nil
+}
+
+// claimTailRound is the part of an any-partition pop's round the hot tail
+// can serve: takes of the candidates it holds (within the round's bounds),
+// claimed together in one statement. It answers what was delivered and the
+// candidates left for the database, in order.
+func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, req PopRequest, base pgwire.PopRequest,
+	cands []readside.Candidate) ([]pgwire.PopResult, []readside.Candidate, error) {
+	if c.cfg.Tail == nil {
+		return nil, cands, nil
+	}
+	var claims []pgwire.TailClaim
+	var msgs [][]pgwire.Message
+	var from []readside.Candidate
+	var rest []readside.Candidate
+	left, bytesLeft := req.Batch, req.MaxBytes
+	for i, cand := range cands {
+		if i >= maxClaimTries || len(claims) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(claims) > 0 && bytesLeft < req.MaxBytes/2) {
+			rest = append(rest, cands[i:]...)
+			break
+		}
+		pr := base
+		pr.Batch, pr.MaxBytes, pr.PartitionID = left, bytesLeft, cand.ID
+		if pr.PartitionID == 0 {
+			pr.PartitionID, _ = c.cfg.Tail.PartitionID(tenant, req.Queue, cand.Name)
+		}
+		claim, m, ok := c.tailTake(pr)
+		if !ok {
+			rest = append(rest, cand)
+			continue
+		}
+		claims, msgs, from = append(claims, claim), append(msgs, m), append(from, cand)
+		left -= len(m)
+		bytesLeft -= messagesCost(m, cand.Name, req.Group, req.MaxBytes)
+	}
+	if len(claims) == 0 {
+		return nil, rest, nil
+	}
+	res, err := c.claimTails(ctx, base, claims, msgs)
+	if err != nil {
+		return nil, cands, err
+	}
+	var out []pgwire.PopResult
+	var missed []readside.Candidate
+	for i, r := range res {
+		if r.Status != pgwire.PopDelivered {
+			missed = append(missed, from[i])
+			continue
+		}
+		c.count(r)
+		c.cfg.Marks.Outcome(tenant, req.Queue, req.Group, from[i], r)
+		out = append(out, r)
+	}
+	return out, append(missed, rest...), nil
+}
+
+// messagesCost is what msgs add to an answer bounded to maxBytes (0: no
+// bound, nothing is counted).
+func messagesCost(msgs []pgwire.Message, partition, group string, maxBytes int64) int64 {
+	if maxBytes <= 0 {
+		return 0
+	}
+	var n int64
+	for i := range msgs {
+		n += pgwire.PopCost(&msgs[i].Frame, partition, group)
+	}
+	return n
 }
 
 // noteCursor records the group's cursor a pop saw: after an auto-ack

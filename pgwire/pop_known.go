@@ -22,6 +22,9 @@ import (
 //     lease holds it. A concurrent claim or ack that changed the row makes
 //     the UPDATE wait for it and then match nothing (READ COMMITTED re-checks
 //     the row): the answer is 'leased', as when a live lease holds it.
+//   - A claim under a lease commits asynchronously (synchronous_commit off
+//     for its transaction): losing it in a crash is its lease ending early,
+//     and the acknowledgement's synchronous commit flushes it first.
 //   - One row version per claim, carrying what the lease delivered: the
 //     range, its count and its hash entries (migration 0010),
 //     so that a whole-batch acknowledgement is one cursor move.
@@ -100,6 +103,11 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
     WHERE c.partition_id = $1 AND c.consumer_group = $3 AND d.cnt > 0
       AND c.cursor_offset = cur.cursor_offset AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
     RETURNING c.lease_expires_at, true AS won
+), async AS (
+    -- A claim under a lease commits without waiting for its flush (the
+    -- docs' "Claims commit asynchronously"); an auto-ack pop, whose claim
+    -- is the delivery's end, waits as every acknowledgement does.
+    SELECT set_config('synchronous_commit', 'off', true) WHERE NOT $6 AND EXISTS (SELECT 1 FROM u)
 )
 SELECT CASE WHEN p.id IS NULL THEN 'missing'
             WHEN cur.cursor_offset IS NULL OR cur.window_s > 0 THEN 'general'
@@ -109,7 +117,8 @@ SELECT CASE WHEN p.id IS NULL THEN 'missing'
             ELSE 'ok' END,
        p.name, p.last_offset, cur.cursor_offset, d.to_off, u.lease_expires_at, coalesce(cur.expired, false),
        d.bases, d.created, d.payloads
-FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN u ON true`
+FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN u ON true
+     LEFT JOIN async ON true`
 
 // popGeneral is the status of popKnownSQL that sends a pop to
 // consumer_pop_v1.

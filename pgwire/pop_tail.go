@@ -2,87 +2,113 @@ package pgwire
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// popTailSQL claims a delivery the bridge serves from its own memory (the
-// hot tail, readside.Tail): one compare-and-set UPDATE of the cursor row
-// with no segment read. It applies only when the cursor is where the
-// bridge believes, no live lease holds the row, the queue neither delays
+// popTailSQL claims deliveries the bridge serves from its own memory (the
+// hot tail, readside.Tail), of one or many partitions for one group under
+// one lease, in one statement: a compare-and-set of each cursor row with no
+// segment read. A partition's claim applies only when its cursor is where
+// the bridge believes, no live lease holds the row, the queue neither delays
 // nor windows its messages, and the first segment delivered is still stored
 // (retention removes a partition's segments oldest first, so the rest are
-// too); otherwise it answers no row and writes nothing, and the pop reads
-// PostgreSQL (popKnownSQL). The row records what is delivered as the other
-// pops do: range, count and hash entries.
+// too); otherwise it answers no row for it and writes nothing, and the pop
+// reads PostgreSQL (popKnownSQL). The rows are locked in ascending
+// partition id (l is sorted and locked above the sort), the one lock order.
+// Each row records what is delivered as the other pops do: range, count and
+// hash entries. A claim under a lease commits asynchronously, as
+// popKnownSQL's.
 //
-// Parameters: partition id, tenant, group, lease (NULL with auto-ack),
-// auto-ack, expected cursor, to, count, hash entries, first segment's end. Answer,
-// one row when claimed: partition name, last offset, lease expiry, expired.
-const popTailSQL = `/* queen:pop-tail */ WITH p AS (
-    SELECT p.id, p.name, p.last_offset,
-           queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
-           queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) AS delay_s,
-           queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) AS window_s
-    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-    WHERE p.id = $1 AND q.tenant = $2
-), cur AS (
-    SELECT c.lease_id IS NOT NULL AS expired FROM queen.consumer_cursors c
-    WHERE c.partition_id = $1 AND c.consumer_group = $3
+// Parameters: tenant, group, lease (NULL with auto-ack), auto-ack, then per
+// partition: id, expected cursor, to, count, hash entries, first segment's
+// end. Answer, a row per claimed partition: ordinal, name, last offset,
+// lease expiry, expired.
+const popTailSQL = `/* queen:pop-tail */ WITH v AS (
+    SELECT * FROM unnest($5::int8[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::int8[])
+        WITH ORDINALITY AS v(pid, cur, to_off, n, h, fe, ord)
+), l AS (
+    SELECT v.ord, v.pid, v.to_off, v.n, v.h, p.name, p.last_offset, c.lease_id IS NOT NULL AS expired,
+           queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s
+    FROM v JOIN queen.consumer_cursors c ON c.partition_id = v.pid AND c.consumer_group = $2
+    JOIN queen.log_partitions p ON p.id = v.pid
+    JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = $1
+    WHERE c.cursor_offset = v.cur AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
+      AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
+      AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
+      AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = v.pid AND s.end_offset = v.fe)
+    ORDER BY c.partition_id
+    FOR UPDATE OF c
 ), u AS (
     UPDATE queen.consumer_cursors c SET
-        lease_id         = CASE WHEN $5 THEN NULL ELSE $4::uuid END,
-        lease_expires_at = CASE WHEN $5 THEN NULL ELSE clock_timestamp() + make_interval(secs => p.lease_s) END,
-        cursor_offset    = CASE WHEN $5 THEN $7::int8 ELSE c.cursor_offset END,
-        delivered_to     = $7,
-        delivered_count  = $8,
-        acked_count      = CASE WHEN $5 THEN $8::int4 ELSE 0 END,
-        retry_count      = CASE WHEN $5 THEN 0 ELSE c.retry_count END,
-        delivered_hashes = $9,
+        lease_id         = CASE WHEN $4 THEN NULL ELSE $3::uuid END,
+        lease_expires_at = CASE WHEN $4 THEN NULL ELSE clock_timestamp() + make_interval(secs => l.lease_s) END,
+        cursor_offset    = CASE WHEN $4 THEN l.to_off ELSE c.cursor_offset END,
+        delivered_to     = l.to_off,
+        delivered_count  = l.n,
+        acked_count      = CASE WHEN $4 THEN l.n ELSE 0 END,
+        retry_count      = CASE WHEN $4 THEN 0 ELSE c.retry_count END,
+        delivered_hashes = l.h,
         updated_at       = clock_timestamp()
-    FROM p
-    WHERE c.partition_id = $1 AND c.consumer_group = $3 AND c.cursor_offset = $6
-      AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
-      AND p.delay_s = 0 AND p.window_s = 0
-      AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = $1 AND s.end_offset = $10)
-    RETURNING c.lease_expires_at
+    FROM l
+    WHERE c.partition_id = l.pid AND c.consumer_group = $2
+    RETURNING l.ord, l.name, l.last_offset, c.lease_expires_at, l.expired
+), async AS (
+    SELECT set_config('synchronous_commit', 'off', true) WHERE NOT $4 AND EXISTS (SELECT 1 FROM u)
 )
-SELECT p.name, p.last_offset, u.lease_expires_at, coalesce(cur.expired, false)
-FROM u CROSS JOIN p LEFT JOIN cur ON true`
+SELECT u.* FROM u LEFT JOIN async ON true`
 
-// TailClaim is a delivery served from the bridge's memory, to be claimed.
+// TailClaim is a delivery of one partition served from the bridge's
+// memory, to be claimed.
 type TailClaim struct {
-	Cursor, To int64
-	Count      int
+	PartitionID int64
+	Cursor, To  int64
+	Count       int
 	// Hashes are the delivered messages' hash entries, in offset order.
 	Hashes []byte
 	// FirstEnd is the end offset of the first segment delivered.
 	FirstEnd int64
 }
 
-// PopTail claims a delivery the bridge serves from memory (popTailSQL).
-// ok is false when it did not apply (nothing was written): the pop then
-// reads PostgreSQL. The answer has no messages; the caller adds them.
-func (db *DB) PopTail(ctx context.Context, req PopRequest, c TailClaim) (res PopResult, ok bool, err error) {
-	var name pgtype.Text
-	var last pgtype.Int8
-	var expires pgtype.Timestamptz
-	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, popTailSQL, req.PartitionID, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
-			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.AutoAck, c.Cursor, c.To, int32(c.Count), c.Hashes, c.FirstEnd).
-			Scan(&name, &last, &expires, &res.Expired)
+// PopTail claims deliveries the bridge serves from memory (popTailSQL), for
+// req's tenant, group, lease and auto-ack. out[i] answers claims[i]: Status
+// PopDelivered when it applied (without messages: the caller adds them),
+// "" when it did not (nothing was written; the pop reads PostgreSQL).
+func (db *DB) PopTail(ctx context.Context, req PopRequest, claims []TailClaim) ([]PopResult, error) {
+	n := len(claims)
+	pids, curs, tos, firsts := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	counts, hashes := make([]int32, n), make([][]byte, n)
+	for i, c := range claims {
+		pids[i], curs[i], tos[i], firsts[i], counts[i], hashes[i] = c.PartitionID, c.Cursor, c.To, c.FirstEnd, int32(c.Count), c.Hashes
+	}
+	out := make([]PopResult, n)
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, popTailSQL, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
+			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.AutoAck, pids, curs, tos, counts, hashes, firsts)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ord int64
+			var r PopResult
+			var expires pgtype.Timestamptz
+			if err := rows.Scan(&ord, &r.Partition, &r.Last, &expires, &r.Expired); err != nil {
+				return err
+			}
+			if ord < 1 || ord > int64(n) || out[ord-1].Status != "" {
+				return fmt.Errorf("%w: claim %d answered twice or out of range", ErrBadResult, ord)
+			}
+			c := claims[ord-1]
+			r.Status, r.PartitionID, r.Cursor, r.To, r.LeaseExpires = PopDelivered, c.PartitionID, c.Cursor, c.To, expires.Time
+			out[ord-1] = r
+		}
+		return rows.Err()
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return res, false, nil
-	}
 	if err != nil {
-		return res, false, fmt.Errorf("pgwire: pop partition id %d for %q from memory: %w", req.PartitionID, req.Group, err)
+		return nil, fmt.Errorf("pgwire: pop of %d partitions for %q from memory: %w", n, req.Group, err)
 	}
-	res.Status, res.PartitionID, res.Partition, res.Last = PopDelivered, req.PartitionID, name.String, last.Int64
-	res.Cursor, res.To, res.LeaseExpires = c.Cursor, c.To, expires.Time
-	return res, true, nil
+	return out, nil
 }
