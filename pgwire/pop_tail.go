@@ -16,8 +16,12 @@ import (
 // nor windows its messages, and the first segment delivered is still stored
 // (retention removes a partition's segments oldest first, so the rest are
 // too); otherwise it answers no row for it and writes nothing, and the pop
-// reads PostgreSQL (popKnownSQL). The rows are locked in ascending
-// partition id (l is sorted and locked above the sort), the one lock order.
+// reads PostgreSQL (popKnownSQL). Each partition's row is looked up and
+// locked by a lateral subquery (a subquery that locks is never flattened
+// into a join, so it stays keyed look-ups whatever the generic plan guesses
+// of the arrays' length), one partition after the other in ascending id
+// (v is sorted), the one lock order; the UPDATE finds the locked rows by
+// their ctid.
 // Each row records what is delivered as the other pops do: range, count and
 // hash entries. A claim under a lease commits asynchronously, as
 // popKnownSQL's.
@@ -29,18 +33,21 @@ import (
 const popTailSQL = `/* queen:pop-tail */ WITH v AS (
     SELECT * FROM unnest($5::int8[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::int8[])
         WITH ORDINALITY AS v(pid, cur, to_off, n, h, fe, ord)
+    ORDER BY pid
 ), l AS (
-    SELECT v.ord, v.pid, v.to_off, v.n, v.h, p.name, p.last_offset, c.lease_id IS NOT NULL AS expired,
-           queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s
-    FROM v JOIN queen.consumer_cursors c ON c.partition_id = v.pid AND c.consumer_group = $2
-    JOIN queen.log_partitions p ON p.id = v.pid
-    JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = $1
-    WHERE c.cursor_offset = v.cur AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
-      AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
-      AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
-      AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = v.pid AND s.end_offset = v.fe)
-    ORDER BY c.partition_id
-    FOR UPDATE OF c
+    SELECT v.ord, v.pid, v.to_off, v.n, v.h, x.*
+    FROM v CROSS JOIN LATERAL (
+        SELECT c.ctid AS tid, p.name, p.last_offset, c.lease_id IS NOT NULL AS expired,
+               queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s
+        FROM queen.consumer_cursors c
+        JOIN queen.log_partitions p ON p.id = c.partition_id
+        JOIN queen.queues q ON q.id = p.queue_id
+        WHERE c.partition_id = v.pid AND c.consumer_group = $2 AND q.tenant = $1
+          AND c.cursor_offset = v.cur AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
+          AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
+          AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
+          AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = v.pid AND s.end_offset = v.fe)
+        FOR UPDATE OF c) x
 ), u AS (
     UPDATE queen.consumer_cursors c SET
         lease_id         = CASE WHEN $4 THEN NULL ELSE $3::uuid END,
@@ -53,7 +60,7 @@ const popTailSQL = `/* queen:pop-tail */ WITH v AS (
         delivered_hashes = l.h,
         updated_at       = clock_timestamp()
     FROM l
-    WHERE c.partition_id = l.pid AND c.consumer_group = $2
+    WHERE c.ctid = l.tid
     RETURNING l.ord, l.name, l.last_offset, c.lease_expires_at, l.expired
 ), async AS (
     SELECT set_config('synchronous_commit', 'off', true) WHERE NOT $4 AND EXISTS (SELECT 1 FROM u)
