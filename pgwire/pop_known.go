@@ -44,7 +44,10 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
            queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
            queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) AS delay_s,
            queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) AS window_s
-    FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+    -- The queue by its key, then its tenant checked: joined plainly, the
+    -- generic plan reads the tenant's every queue (queues_tenant_name_key).
+    FROM queen.log_partitions p
+    CROSS JOIN LATERAL (SELECT x.tenant, x.other_options FROM queen.queues x WHERE x.id = p.queue_id OFFSET 0) q
     WHERE p.id = $1 AND q.tenant = $2
 ), cur AS (
     SELECT c.cursor_offset, c.lease_id IS NOT NULL AND c.lease_expires_at <= clock_timestamp() AS expired,
