@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -100,12 +99,22 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 				var last pgtype.Int8
 				var expires pgtype.Timestamptz
 				var expired bool
-				var bases []int64
-				var created []time.Time
-				var payloads [][]byte
-				if err := conn.QueryRow(ctx, popKnownSQL, pid, tenant, "g", pgtype.UUID{Bytes: lease, Valid: true}, batch, false).
-					Scan(&status, &name, &last, &cursor, &to, &expires, &expired, &bases, &created, &payloads); err != nil {
+				var base pgtype.Int8
+				var created pgtype.Timestamptz
+				var payload []byte
+				rows, err := conn.Query(ctx, popKnownSQL, pid, tenant, "g", pgtype.UUID{Bytes: lease, Valid: true}, batch, false)
+				if err != nil {
 					return err
+				}
+				for rows.Next() {
+					if err := rows.Scan(&status, &name, &last, &cursor, &to, &expires, &expired, &base, &created, &payload); err != nil {
+						rows.Close()
+						return err
+					}
+				}
+				rows.Close()
+				if rows.Err() != nil {
+					return rows.Err()
 				}
 				if status != PopDelivered || to.Int64-cursor.Int64 != batch {
 					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor.Int64, to.Int64)
@@ -115,7 +124,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 					ids = append(ids, fmt.Sprint("t", off))
 				}
 				d := AckHashes(ids)
-				rows, err := conn.Query(ctx, wholeAckSQL, []pgtype.UUID{tenant}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
+				rows, err = conn.Query(ctx, wholeAckSQL, []pgtype.UUID{tenant}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
 					[]int32{batch}, [][]byte{d}, []string{"completed"}, []int32{0}, ids, make([]string, batch))
 				if err != nil {
 					return err

@@ -37,8 +37,10 @@ import (
 //     queue; 'missing': no partition with this id for this tenant.
 //
 // Parameters: partition id, tenant, group, lease (NULL with auto-ack),
-// batch, auto-ack. Answer, one row: status, partition name, last offset,
-// cursor, to, lease expiry, expired, bases, created, payloads.
+// batch, auto-ack. Answer: status, partition name, last offset, cursor, to,
+// lease expiry, expired, and a delivered segment (base offset, created,
+// payload): a row per segment in offset order when it delivered, else one
+// row without a segment.
 const popKnownSQL = `/* queen:pop */ WITH p AS (
     SELECT p.id, p.name, p.last_offset,
            queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
@@ -73,7 +75,7 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
                      ORDER BY z.end_offset LIMIT 1), 9223372036854775807) AS last
     FROM f
 ), w AS (
-    SELECT y.base_offset, y.end_offset, y.created_at, y.payload, y.hashes,
+    SELECT y.base_offset, y.end_offset, y.hashes,
            greatest(y.base_offset - 1, cur.cursor_offset) AS start_at,
            y.end_offset - greatest(y.base_offset - 1, cur.cursor_offset) AS n
     FROM cur CROSS JOIN e JOIN queen.log_segments y
@@ -82,9 +84,10 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
 ), r AS (
     SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run FROM w
 ), d AS (
+    -- What is delivered, without its payloads (they go out as rows, once):
     -- r is in offset order (its window sorted it), and aggregates read
     -- their input in that order: no aggregate sorts again.
-    SELECT array_agg(r.base_offset) AS bases, array_agg(r.created_at) AS created, array_agg(r.payload) AS payloads,
+    SELECT max(r.end_offset) AS last_end,
            max(r.start_at + least(r.n, $5 - (r.run - r.n))) AS to_off,
            coalesce(sum(least(r.n, $5 - (r.run - r.n))), 0)::int4 AS cnt,
            CASE WHEN bool_and(r.hashes IS NOT NULL) THEN string_agg(
@@ -119,9 +122,16 @@ SELECT CASE WHEN p.id IS NULL THEN 'missing'
             WHEN u.won IS NULL THEN 'leased'
             ELSE 'ok' END,
        p.name, p.last_offset, cur.cursor_offset, d.to_off, u.lease_expires_at, coalesce(cur.expired, false),
-       d.bases, d.created, d.payloads
+       s.base_offset, s.created_at, s.payload
 FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN u ON true
-     LEFT JOIN async ON true`
+     LEFT JOIN async ON true
+     LEFT JOIN LATERAL (
+         -- The delivered segments, one row each, straight from the index
+         -- range: their payloads are copied once, into the answer.
+         SELECT y.base_offset, y.created_at, y.payload FROM queen.log_segments y
+         WHERE u.won AND y.partition_id = $1 AND y.end_offset > cur.cursor_offset AND y.end_offset <= d.last_end
+           AND (cur.delay_s = 0 OR y.created_at <= clock_timestamp() - make_interval(secs => cur.delay_s))
+         ORDER BY y.end_offset) s ON true`
 
 // popGeneral is the status of popKnownSQL that sends a pop to
 // consumer_pop_v1.
@@ -135,9 +145,24 @@ func (db *DB) popKnown(ctx context.Context, req PopRequest) (res PopResult, raw 
 	var last, cursor, to pgtype.Int8
 	var expires pgtype.Timestamptz
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, popKnownSQL, req.PartitionID, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
-			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck).
-			Scan(&res.Status, &name, &last, &cursor, &to, &expires, &res.Expired, &raw.bases, &raw.created, &raw.payloads)
+		rows, err := conn.Query(ctx, popKnownSQL, req.PartitionID, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
+			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var base pgtype.Int8
+			var created pgtype.Timestamptz
+			var payload []byte
+			if err := rows.Scan(&res.Status, &name, &last, &cursor, &to, &expires, &res.Expired, &base, &created, &payload); err != nil {
+				return err
+			}
+			if base.Valid {
+				raw.bases, raw.created, raw.payloads = append(raw.bases, base.Int64), append(raw.created, created.Time), append(raw.payloads, payload)
+			}
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return res, raw, false, fmt.Errorf("pgwire: pop partition id %d for %q: %w", req.PartitionID, req.Group, err)
