@@ -1,8 +1,10 @@
 // Package jsonapi is all of the public API's JSON, both ways, and nothing
 // else writes or parses it: push bodies in (decoded in place on
 // internal/jsonscan, every item validated before any is returned, payloads
-// left as sub-slices of the body), the requests of reads, pops,
-// acknowledgements, lease extensions, dead letters, configure and
+// left as sub-slices of the body), acknowledgements (the bodies clients
+// send read on internal/jsonscan too, anything it is not sure of by
+// encoding/json, to which a differential fuzz target holds it), the
+// requests of reads, pops, lease extensions, dead letters, configure and
 // maintenance (bodies and query parameters, each error naming what was
 // wrong), and out push results, read and pop answers, ack results, the
 // lease, dead-letter, configure, maintenance and health answers, the

@@ -122,6 +122,11 @@ func TestParseUUID(t *testing.T) {
 		{in: uuidAText[:35], err: `not a UUID: "01234567-89ab-cdef-0123-456789abcde"`},
 		{in: "0123456789abcdef0123456789abcdeg", err: `not a UUID: "0123456789abcdef0123456789abcdeg"`},
 		{in: "+123456789abcdef0123456789abcdef", err: `not a UUID: "+123456789abcdef0123456789abcdef"`},
+		{in: "-0123456789abcdef0123456789abcdef---", want: uuidA},
+		{in: "01234567-89AB-CDEF-0123-456789ABCDEF", want: uuidA},
+		{in: "01234567-89ab-cdef-0123-456789abcdeg", err: `not a UUID: "01234567-89ab-cdef-0123-456789abcdeg"`},
+		{in: "0123456-789ab-cdef-0123-456789abcdef", want: uuidA},
+		{in: "01234567-89ab-cdef-0123-456789abcdef0", err: `not a UUID: "01234567-89ab-cdef-0123-456789abcdef0"`},
 	} {
 		got, err := ParseUUID(c.in)
 		wantBad(t, err, c.err)
