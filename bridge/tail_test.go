@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/ownership"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Two bridges write the same partitions, their pushes alternating in runs
@@ -135,5 +137,75 @@ func TestTailWhileOwnershipMoves(t *testing.T) {
 	t.Logf("%d acknowledgement calls", run.acks.Load())
 	if hits == 0 {
 		t.Fatal("no pop was served from the tail: the run shows nothing about it")
+	}
+}
+
+// check judges the run against PostgreSQL: every stored message was
+// delivered once, under one lease, and acknowledged once; per partition
+// the deliveries are offsets 1, 2, ... up to its last; every cursor is at
+// its partition's end with no lease and what the last lease delivered
+// ending there.
+func (r *tailRun) check(t *testing.T, n *node, per int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.errs {
+		t.Error(e)
+	}
+	rows, err := n.db.Pool().Query(context.Background(), `SELECT p.name, s.base_offset, s.payload FROM queen.log_segments s
+		JOIN queen.log_partitions p ON p.id = s.partition_id JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1`, r.queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offset := map[string]int64{}  // transactionId -> offset
+	last := map[string]int64{}    // partition -> last offset stored
+	stored := map[string]string{} // transactionId -> partition
+	for rows.Next() {
+		var part string
+		var base int64
+		var blob []byte
+		if err := rows.Scan(&part, &base, &blob); err != nil {
+			t.Fatal(err)
+		}
+		frames, err := segment.UnpackAll(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range frames {
+			if _, ok := stored[f.TransactionID]; ok {
+				t.Errorf("%s stored twice", f.TransactionID)
+			}
+			stored[f.TransactionID], offset[f.TransactionID] = part, base+int64(i)
+			last[part] = max(last[part], base+int64(i))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if len(stored) != per*len(r.parts) {
+		t.Errorf("%d messages stored, want %d", len(stored), per*len(r.parts))
+	}
+	for tx := range stored {
+		if len(r.leases[tx]) != 1 || r.acked[tx] != 1 {
+			t.Errorf("%s delivered under leases %v, acknowledged %d times", tx, r.leases[tx], r.acked[tx])
+		}
+	}
+	for _, part := range r.parts {
+		got := r.order[part]
+		for i, tx := range got {
+			if stored[tx] != part || offset[tx] != int64(i+1) {
+				t.Errorf("partition %s: delivery %d is %s (stored in %q at %d), want offset %d", part, i, tx, stored[tx], offset[tx], i+1)
+				break
+			}
+		}
+		if int64(len(got)) != last[part] {
+			t.Errorf("partition %s: %d deliveries, last offset %d", part, len(got), last[part])
+		}
+	}
+	if bad := n.count(`SELECT count(*) FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id
+		JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1 AND c.consumer_group = $2
+		AND (c.cursor_offset <> p.last_offset OR c.delivered_to <> p.last_offset OR c.lease_id IS NOT NULL)`, r.queue, r.group); bad != 0 {
+		t.Errorf("%d cursors not at their partition's end", bad)
 	}
 }
