@@ -1,0 +1,311 @@
+package consume
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// The hot tail against a real PostgreSQL: each tailBridge is the consumer
+// side of one bridge (a Consumer with a tail of its own, fed as the
+// fusion's commit hook feeds it); several share one database, as bridges
+// do. Every test ends with a pop served from memory, so that what it shows
+// of the misses is not a tail that never serves.
+
+func openTailDB(t *testing.T) *pgwire.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: testenv.NewDatabase(t), MaxConns: 4, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// watchStore is the database, with every refused tail claim checked to
+// have written nothing on its cursor row (no row version, no lock, no
+// column changed).
+type watchStore struct {
+	*pgwire.DB
+	t                *testing.T
+	refused, applied int
+}
+
+func (s *watchStore) row(ctx context.Context, pid int64, group string) string {
+	var out string
+	err := s.Pool().QueryRow(ctx, `SELECT coalesce((SELECT concat_ws('|', xmin::text, xmax::text, cursor_offset,
+		coalesce(lease_id::text, '-'), delivered_to, delivered_count, acked_count, coalesce(encode(delivered_hashes, 'hex'), '-'),
+		updated_at::text) FROM queen.consumer_cursors WHERE partition_id = $1 AND consumer_group = $2), '')`, pid, group).Scan(&out)
+	if err != nil {
+		s.t.Errorf("cursor row: %v", err)
+	}
+	return out
+}
+
+func (s *watchStore) PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
+	before := make([]string, len(claims))
+	for i, c := range claims {
+		before[i] = s.row(ctx, c.PartitionID, req.Group)
+	}
+	out, err := s.DB.PopTail(ctx, req, claims)
+	if err != nil {
+		return out, err
+	}
+	for i, r := range out {
+		if r.Status == pgwire.PopDelivered {
+			s.applied++
+			continue
+		}
+		s.refused++
+		if after := s.row(ctx, claims[i].PartitionID, req.Group); after != before[i] {
+			s.t.Errorf("a refused tail claim (%+v) wrote the cursor row:\n before %s\n after  %s", claims[i], before[i], after)
+		}
+	}
+	return out, nil
+}
+
+type tailBridge struct {
+	t     *testing.T
+	db    *pgwire.DB
+	store *watchStore
+	tail  *readside.Tail
+	c     *Consumer
+}
+
+// newTailBridge starts one bridge's consumer side on db, with an empty
+// tail: a bridge as it starts, or restarts.
+func newTailBridge(t *testing.T, db *pgwire.DB) *tailBridge {
+	t.Helper()
+	reads, err := readside.New(readside.Config{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reads.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
+	b := &tailBridge{t: t, db: db, store: &watchStore{DB: db, t: t}, tail: readside.NewTail(1 << 20)}
+	if b.c, err = New(Config{DB: b.store, Reads: reads, Payloads: plainPayloads{}, Tail: b.tail}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// push writes one segment of txids as this bridge's fusion does: one
+// bundle committed, then handed to the commit hook.
+func (b *tailBridge) push(queue, partition string, txids ...string) segment.Result {
+	b.t.Helper()
+	frames := make([]segment.Frame, len(txids))
+	for i, tx := range txids {
+		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(`{}`)}
+	}
+	w := []segment.Write{{Queue: queue, Partition: partition, Count: int32(len(frames)),
+		Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}}
+	res, err := b.db.PushBundle(context.Background(), w)
+	if err != nil || res[0].Status != segment.Queued {
+		b.t.Fatalf("push %v: %+v %v", txids, res, err)
+	}
+	b.tail.Committed(w, res)
+	return res[0]
+}
+
+// pop pops the partition for group g and answers the delivery's
+// transactionIds; the offsets must be consecutive, after the cursor, up to
+// the delivery's end (retention may have removed what followed the
+// cursor).
+func (b *tailBridge) pop(queue, partition string) (Popped, []string) {
+	b.t.Helper()
+	p, err := b.c.Pop(context.Background(), [16]byte{}, PopRequest{Queue: queue, Partition: partition, Group: "g",
+		Batch: 10, Partitions: 1, SubscriptionMode: "all"})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var txs []string
+	for _, part := range p.Parts {
+		for i, m := range part.Messages {
+			if m.Offset != part.To-int64(len(part.Messages)-1-i) || m.Offset <= part.Cursor {
+				b.t.Fatalf("delivery after %d to %d: message %d at offset %d", part.Cursor, part.To, i, m.Offset)
+			}
+			txs = append(txs, m.Frame.TransactionID)
+		}
+	}
+	return p, txs
+}
+
+// ack acknowledges a whole delivery, as Queen's clients do.
+func (b *tailBridge) ack(p Popped) {
+	b.t.Helper()
+	var acks []Ack
+	for _, part := range p.Parts {
+		for _, m := range part.Messages {
+			acks = append(acks, Ack{TransactionID: m.Frame.TransactionID, PartitionID: part.PartitionID, Group: "g", Lease: &p.Lease, Status: Completed})
+		}
+	}
+	out := b.c.Ack(context.Background(), [16]byte{}, acks)
+	for i, o := range out {
+		if o.Err != "" || (i == len(out)-1 && !o.LeaseReleased) {
+			b.t.Fatalf("ack %d of %d: %+v", i, len(out), o)
+		}
+	}
+}
+
+// wantPop pops, wants exactly want delivered, and the tail's counters to
+// have moved by hits and misses; it acknowledges the delivery.
+func (b *tailBridge) wantPop(queue, partition string, hits, misses uint64, want ...string) {
+	b.t.Helper()
+	before := b.c.Stats().Tail
+	p, got := b.pop(queue, partition)
+	after := b.c.Stats().Tail
+	if !slices.Equal(got, want) {
+		b.t.Fatalf("delivered %v, want %v", got, want)
+	}
+	if after.Hits-before.Hits != hits || after.Misses-before.Misses != misses {
+		b.t.Fatalf("the pop of %v counted %d hits and %d misses, want %d and %d", want, after.Hits-before.Hits, after.Misses-before.Misses, hits, misses)
+	}
+	if len(want) > 0 {
+		b.ack(p)
+	}
+}
+
+// Retention removed the first segments the tail would deliver: the claim
+// is refused and writes nothing, and the pop reads PostgreSQL and delivers
+// what is left (the cursor skips ahead, as without the tail).
+func TestTailClaimAfterRetentionReadsPostgreSQL(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	ctx := context.Background()
+	minute, none := int32(60), int32(0)
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", pgwire.QueueUpdate{RetentionSeconds: &minute, DedupWindowSeconds: &none}); err != nil {
+		t.Fatal(err)
+	}
+	a := newTailBridge(t, db)
+	pid := a.push("r", "p", "m1", "m2").PartitionID
+	a.wantPop("r", "p", 0, 0, "m1", "m2") // the group's first pop seeds its cursor row
+	a.push("r", "p", "m3", "m4")
+	a.push("r", "p", "m5")
+	a.push("r", "p", "m6", "m7")
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes'
+		WHERE partition_id = $1 AND end_offset <= 4`, pid); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := db.RetentionStep(ctx, 16, 1000); err != nil || res.Segments != 2 {
+		t.Fatalf("retention: %+v %v", res, err)
+	}
+	a.wantPop("r", "p", 0, 1, "m5", "m6", "m7")
+	if a.store.refused != 1 {
+		t.Fatalf("%d refused claims, want 1", a.store.refused)
+	}
+	a.push("r", "p", "m8")
+	a.wantPop("r", "p", 1, 0, "m8")
+	// The same, with every segment the tail holds after the cursor removed.
+	a.push("r", "p", "m9")
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes'
+		WHERE partition_id = $1`, pid); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := db.RetentionStep(ctx, 16, 1000); err != nil || res.Segments == 0 {
+		t.Fatalf("retention: %+v %v", res, err)
+	}
+	a.wantPop("r", "p", 0, 1)
+	a.push("r", "p", "m10")
+	a.wantPop("r", "p", 0, 1, "m10") // the tail still holds m9 before it: refused again
+	a.push("r", "p", "m11")
+	a.wantPop("r", "p", 1, 0, "m11")
+}
+
+// A bridge that restarts has an empty tail: its pops read PostgreSQL and
+// deliver what its earlier life wrote and nobody consumed, in order; once
+// it has seen the group's cursor, its new commits are served from memory.
+func TestTailAfterRestartStartsEmpty(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a := newTailBridge(t, db)
+	a.push("q", "p", "m1", "m2")
+	a.wantPop("q", "p", 0, 0, "m1", "m2")
+	a.push("q", "p", "m3")
+	a.wantPop("q", "p", 1, 0, "m3")
+	a.push("q", "p", "m4", "m5")
+	a.push("q", "p", "m6")
+
+	a = newTailBridge(t, db) // restarted
+	a.wantPop("q", "p", 0, 0, "m4", "m5", "m6")
+	// The cursor that acknowledgement left is not kept: the tail held
+	// nothing of the partition then. The next pop reads PostgreSQL and
+	// learns it.
+	a.push("q", "p", "m7")
+	a.wantPop("q", "p", 0, 0, "m7")
+	a.push("q", "p", "m8")
+	a.wantPop("q", "p", 1, 0, "m8")
+}
+
+// Another bridge's acknowledgement moved the cursor after this bridge saw
+// it: the claim from memory is refused and writes nothing, and the pop
+// reads PostgreSQL; nothing is delivered twice.
+func TestTailStaleCursorReadsPostgreSQL(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a, b := newTailBridge(t, db), newTailBridge(t, db)
+	a.push("q", "p", "m1", "m2", "m3")
+	a.wantPop("q", "p", 0, 0, "m1", "m2", "m3") // a sees the cursor at 3
+	a.push("q", "p", "m4", "m5", "m6")
+	b.wantPop("q", "p", 0, 0, "m4", "m5", "m6") // through b: the cursor is at 6
+	a.push("q", "p", "m7", "m8")
+	a.wantPop("q", "p", 0, 1, "m7", "m8")
+	if a.store.refused != 1 || a.store.applied != 0 {
+		t.Fatalf("a's claims: %d refused, %d applied; want 1 and 0", a.store.refused, a.store.applied)
+	}
+	a.push("q", "p", "m9")
+	a.wantPop("q", "p", 1, 0, "m9")
+
+	// Stale under a lease: b holds m10 when a, which saw the cursor at 9,
+	// pops. The cursor is still 9; the live lease refuses the claim.
+	a.push("q", "p", "m10")
+	held, got := b.pop("q", "p")
+	if !slices.Equal(got, []string{"m10"}) {
+		t.Fatalf("b's pop: %v", got)
+	}
+	a.wantPop("q", "p", 0, 1)
+	b.ack(held)
+	a.push("q", "p", "m11")
+	a.wantPop("q", "p", 0, 0, "m11") // a forgot the cursor it had; the pop learns it
+	a.push("q", "p", "m12")
+	a.wantPop("q", "p", 1, 0, "m12")
+}
+
+// Another bridge wrote between two of this bridge's commits: the tail
+// starts a new run, and a cursor before the other writer's segment is not
+// served from memory (it would skip that segment); the pop reads
+// PostgreSQL and delivers every message in offset order.
+func TestTailNeverServesAcrossAnotherWritersSegment(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a, b := newTailBridge(t, db), newTailBridge(t, db)
+	a.push("q", "p", "m1", "m2")
+	a.wantPop("q", "p", 0, 0, "m1", "m2")
+	b.push("q", "p", "m3", "m4")
+	a.push("q", "p", "m5", "m6")
+	a.wantPop("q", "p", 0, 0, "m3", "m4", "m5", "m6")
+	a.push("q", "p", "m7")
+	a.wantPop("q", "p", 1, 0, "m7")
+	// b's tail holds 3..4, then its next commit is a new run.
+	b.push("q", "p", "m8")
+	b.wantPop("q", "p", 0, 0, "m8")
+	b.push("q", "p", "m9")
+	a.push("q", "p", "m10")
+	b.wantPop("q", "p", 1, 0, "m9")  // b's run ends at 9
+	a.wantPop("q", "p", 0, 0, "m10") // a saw the cursor at 7: before its run
+	a.push("q", "p", "m11")
+	a.wantPop("q", "p", 1, 0, "m11")
+}
