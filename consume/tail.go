@@ -1,7 +1,10 @@
 package consume
 
 import (
+	"cmp"
 	"context"
+	"math"
+	"slices"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -87,6 +90,7 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 	if c.cfg.Tail == nil {
 		return nil, cands, nil
 	}
+	cands = c.deepestFirst(req, cands)
 	var claims []pgwire.TailClaim
 	var msgs [][]pgwire.Message
 	var from []readside.Candidate
@@ -130,6 +134,37 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 		out = append(out, r)
 	}
 	return out, append(missed, rest...), nil
+}
+
+// deepestWindow is how many of an any-partition pop's candidates, from its
+// rotating start, are ordered by what they hold.
+const deepestWindow = maxClaimTries
+
+// deepestFirst orders the first candidates of a pop that claims fewer
+// partitions than it has candidates by what each holds after the group's
+// cursor, most first (stable, so the rotation decides among equals). A
+// partition whose pending count the tail does not know (its cursor is below
+// what the tail holds, or unknown) goes first: it is the one furthest
+// behind. Consumers that keep up then take full batches from the partitions
+// that gathered most, instead of a few messages from whichever partition the
+// rotation names; every partition still comes into the window as the
+// rotation moves, and its count grows while it waits.
+func (c *Consumer) deepestFirst(req PopRequest, cands []readside.Candidate) []readside.Candidate {
+	if req.Partitions >= len(cands) || len(cands) < 2 {
+		return cands
+	}
+	n := min(len(cands), deepestWindow)
+	depth := make(map[int64]int64, n)
+	for _, cand := range cands[:n] {
+		d, known := c.cfg.Tail.Pending(cand.ID, req.Group)
+		if !known || cand.ID == 0 {
+			d = math.MaxInt64
+		}
+		depth[cand.ID] = d
+	}
+	out := slices.Clone(cands)
+	slices.SortStableFunc(out[:n], func(a, b readside.Candidate) int { return cmp.Compare(depth[b.ID], depth[a.ID]) })
+	return out
 }
 
 // messagesCost is what msgs add to an answer bounded to maxBytes (0: no

@@ -202,6 +202,27 @@ func (t *Tail) SetCursor(pid int64, group string, cursor int64) {
 	}
 }
 
+// Pending is how many messages the tail holds after the group's cursor on
+// a partition; known is false when it holds no run there or does not know
+// the cursor, or the cursor is below the run (the partition may then hold
+// far more, in PostgreSQL).
+func (t *Tail) Pending(pid int64, group string) (n int64, known bool) {
+	if t == nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[pid]
+	if p == nil || len(p.segs) == 0 {
+		return 0, false
+	}
+	cursor, ok := p.cursors[group]
+	if !ok || cursor < p.segs[0].Base-1 {
+		return 0, false
+	}
+	return max(p.segs[len(p.segs)-1].End-cursor, 0), true
+}
+
 // TailTake is what a pop would deliver from memory: the segments after
 // Cursor, whose frames (Cursor, To] are Count messages.
 type TailTake struct {

@@ -23,6 +23,9 @@
 #               compare-models.sh's slow model): every fsync and fdatasync
 #               lasts at least this many µs, e.g. 1000 for a 1 ms flush
 #   OUT         a new temporary directory: every report, log and the summary
+#   BRIDGE_BIN  (empty) a queen-bridge binary to measure instead of building
+#               this tree's (an earlier version's, for a before/after with the
+#               same load generator)
 # Run it under /work/coord/measure (or any exclusive lock) on a quiet machine.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
@@ -31,7 +34,7 @@ TRANSPORT=${TRANSPORT:-nats}
 SLOWSYNC_US=${SLOWSYNC_US:-}
 OUT=${OUT:-$(mktemp -d /tmp/queen-consume-XXXXXX)}
 mkdir -p "$OUT/bin" && chmod 755 "$OUT" # the cluster runs as postgres when we are root
-go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge
+if [ -n "${BRIDGE_BIN:-}" ]; then cp "$BRIDGE_BIN" "$OUT/bin/queen-bridge"; else go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge; fi
 go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
 slow=()
 if [ -n "$SLOWSYNC_US" ]; then
