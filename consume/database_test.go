@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
@@ -29,14 +30,7 @@ func TestPopAndAckThroughPostgreSQL(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: testenv.NewDatabase(t), MaxConns: 4, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := testkit.OpenDB(t, testenv.NewDatabase(t), 4)
 	frames := make([]segment.Frame, 3)
 	for i := range frames {
 		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprint("tx", i), Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
@@ -21,17 +21,7 @@ import (
 
 func openTailDB(t *testing.T) *pgwire.DB {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: testenv.NewDatabase(t), MaxConns: 4, AcquireTimeout: time.Minute, StatementTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return testkit.OpenDB(t, testenv.NewDatabase(t), 4)
 }
 
 // watchStore is the database, with every refused tail claim checked to
