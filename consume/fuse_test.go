@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
@@ -87,13 +88,7 @@ func (r *rig) queued() int {
 // waitFor polls cond until it holds, failing the test after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: gave up", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, what, time.Minute, cond)
 }
 
 // checkWholeAnswers checks that every ack of a request was answered as

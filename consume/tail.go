@@ -154,16 +154,24 @@ func (c *Consumer) deepestFirst(req PopRequest, cands []readside.Candidate) []re
 		return cands
 	}
 	n := min(len(cands), deepestWindow)
-	depth := make(map[int64]int64, n)
-	for _, cand := range cands[:n] {
+	type deep struct {
+		cand  readside.Candidate
+		depth int64
+	}
+	window := make([]deep, n)
+	for i, cand := range cands[:n] {
 		d, known := c.cfg.Tail.Pending(cand.ID, req.Group)
 		if !known || cand.ID == 0 {
 			d = math.MaxInt64
 		}
-		depth[cand.ID] = d
+		window[i] = deep{cand, d}
 	}
-	out := slices.Clone(cands)
-	slices.SortStableFunc(out[:n], func(a, b readside.Candidate) int { return cmp.Compare(depth[b.ID], depth[a.ID]) })
+	slices.SortStableFunc(window, func(a, b deep) int { return cmp.Compare(b.depth, a.depth) })
+	out := make([]readside.Candidate, len(cands))
+	for i := range window {
+		out[i] = window[i].cand
+	}
+	copy(out[n:], cands[n:])
 	return out
 }
 

@@ -29,40 +29,19 @@ func notJSON(err error) error {
 	return &BadRequest{msg: "body is not JSON: " + err.Error(), cause: err}
 }
 
-// members walks the object at the cursor (a '{'), calling fn with each
-// member's name (unescaped) with the cursor on its value; fn consumes the
-// value. The name is only valid during the call: switch on string(name)
-// does not allocate.
+// members walks the object at the cursor (jsonscan.Scanner.Members):
+// fn's errors come back as fn returned them, the scanner's as the 400 for
+// a body that does not parse.
 func members(s *jsonscan.Scanner, fn func(name []byte) error) error {
-	s.Next() // '{'
-	if s.Peek() == '}' {
-		s.Next()
-		return nil
+	err := s.Members(fn)
+	var m *jsonscan.MemberError
+	if errors.As(err, &m) {
+		return m.Err
 	}
-	for {
-		key, esc, err := s.Str()
-		if err != nil {
-			return notJSON(err)
-		}
-		if err := s.Consume(':'); err != nil {
-			return notJSON(err)
-		}
-		if esc {
-			key = []byte(jsonscan.Unescape(key))
-		}
-		if err := fn(key); err != nil {
-			return err
-		}
-		switch s.Peek() {
-		case '}':
-			s.Next()
-			return nil
-		case ',':
-			s.Next()
-		default:
-			return notJSON(s.ErrAt("expected ',' or '}'"))
-		}
+	if err != nil {
+		return notJSON(err)
 	}
+	return nil
 }
 
 // skip consumes one value; what it is does not matter, only that it parses.

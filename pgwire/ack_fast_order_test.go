@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -146,14 +147,10 @@ func TestWholeAcksInOppositeOrdersNeverDeadlock(t *testing.T) {
 // test's database wait for a lock.
 func waitForLockWaits(t *testing.T, db *pgwire.DB, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for count(t, db.Pool(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-		AND wait_event_type = 'Lock' AND query LIKE '/* queen:ack */%'`) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d whole-batch acknowledgements never came to wait for a lock together", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, fmt.Sprintf("%d whole-batch acknowledgements to wait for a lock together", n), time.Minute, func() bool {
+		return count(t, db.Pool(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '/* queen:ack */%'`) == n
+	})
 }
 
 // TestWholeAckStatementLocksInAscendingOrder reads the generic plan of the

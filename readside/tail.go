@@ -159,21 +159,6 @@ func (p *tailPart) has(end int64) bool {
 	return i < len(p.segs) && p.segs[i].End == end
 }
 
-// Forget drops what the tail holds of a partition (retention removed its
-// segments here, or it is no longer this bridge's).
-func (t *Tail) Forget(pid int64) {
-	if t == nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if p := t.parts[pid]; p != nil {
-		t.dropSegs(p, len(p.segs))
-		delete(t.parts, pid)
-		delete(t.names, p.name)
-	}
-}
-
 // PartitionID is the id of a partition the tail holds, by name.
 func (t *Tail) PartitionID(tenant tenancy.TenantID, queue, partition string) (int64, bool) {
 	if t == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -231,37 +232,13 @@ func isName(name []byte, want string) bool {
 	return string(name) == want || bytes.EqualFold(name, []byte(want))
 }
 
-// object walks the object at the cursor (a '{'), calling member with each
-// member's name (unescaped, valid during the call only) and the cursor on
-// its value, which member consumes.
+// object walks the object at the cursor (jsonscan.Scanner.Members),
+// answering member's errors as member returned them.
 func object(s *jsonscan.Scanner, member func(name []byte) error) error {
-	s.Next() // '{'
-	if s.Peek() == '}' {
-		s.Next()
-		return nil
+	err := s.Members(member)
+	var m *jsonscan.MemberError
+	if errors.As(err, &m) {
+		return m.Err
 	}
-	for {
-		name, escaped, err := s.Str()
-		if err != nil {
-			return err
-		}
-		if err := s.Consume(':'); err != nil {
-			return err
-		}
-		if escaped {
-			name = []byte(jsonscan.Unescape(name))
-		}
-		if err := member(name); err != nil {
-			return err
-		}
-		switch s.Peek() {
-		case '}':
-			s.Next()
-			return nil
-		case ',':
-			s.Next()
-		default:
-			return s.ErrAt("expected ',' or '}'")
-		}
-	}
+	return err
 }
