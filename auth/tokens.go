@@ -28,6 +28,9 @@ const (
 	ActionMetrics
 	ActionReadMaintenance
 	ActionSetMaintenance
+	// ActionAdmin: Queen's ADMIN routes (queue and consumer-group deletes,
+	// maintenance, stats refresh).
+	ActionAdmin
 )
 
 // Principal is who a request acts as.
@@ -39,7 +42,7 @@ type Principal struct {
 // May reports whether p may do a.
 func (p Principal) May(a Action) bool {
 	switch a {
-	case ActionSetMaintenance:
+	case ActionSetMaintenance, ActionAdmin:
 		return p.Role == RoleAdmin
 	default:
 		return p.Role == RoleTenant || p.Role == RoleAdmin

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
@@ -35,6 +36,7 @@ type Bridge struct {
 	reads    *readside.Reads
 	pusher   *push.Pusher      // the push call
 	consumer *consume.Consumer // Queen's consumer API
+	admin    *admin.Admin      // Queen's admin routes
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
@@ -108,6 +110,10 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	tail := readside.NewTail(cfg.TailCacheBytes)
 	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
 		Maintenance: b.keeper.Maintenance, Observer: m, Tail: tail}); err != nil {
+		return nil, err
+	}
+	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Reads: b.reads, Keeper: b.keeper,
+		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	cfg.Fusion.SetOnCommitted(tail.Committed)

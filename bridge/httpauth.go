@@ -62,6 +62,7 @@ var actionText = map[auth.Action]string{
 	auth.ActionMetrics:         "read metrics",
 	auth.ActionReadMaintenance: "read maintenance mode",
 	auth.ActionSetMaintenance:  "switch maintenance mode (admin tokens only)",
+	auth.ActionAdmin:           "use an admin route (admin tokens only)",
 }
 
 // isJSONMediaType reports whether a Content-Type with parameters (a

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
@@ -31,6 +32,15 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/ack/batch", b.guard(auth.ActionRead, b.httpAck(true)))
 	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend()))
 	mux.Handle("GET /api/v1/dlq", b.guard(auth.ActionRead, b.httpDLQ))
+	for _, rt := range b.admin.Routes() { // Queen's admin routes (SPEC §12)
+		a := auth.ActionRead
+		if rt.Admin {
+			a = auth.ActionAdmin
+		}
+		mux.Handle(rt.Method+" "+rt.Pattern, b.guard(a, b.withBody(func(ctx context.Context, tenant tenancy.TenantID, r *http.Request, body []byte) (int, []byte) {
+			return rt.Serve(ctx, tenant, admin.Request{Path: r.PathValue, Query: r.URL.Query(), Body: body})
+		})))
+	}
 	// Queen's transactions (ack and push in one call) are not served: say
 	// so, in JSON.
 	for _, route := range []string{"/api/v1/transaction", "/api/v1/transaction/"} {
