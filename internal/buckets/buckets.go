@@ -1,7 +1,3 @@
-// Package buckets is the one rule that bridges and partition-aware clients
-// must compute alike: which ownership bucket a partition falls into. It
-// imports nothing of the project, so that the client, which imports
-// nothing of the service, can share it.
 package buckets
 
 import "github.com/zeebo/xxh3"

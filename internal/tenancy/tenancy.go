@@ -1,6 +1,3 @@
-// Package tenancy holds the one type every room names a tenant by. It
-// imports nothing of the project, so that the core (pgwire, segment,
-// spool) may use it too.
 package tenancy
 
 import "github.com/google/uuid"
