@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -38,6 +39,24 @@ func TestImportsFollowArchitecture(t *testing.T) {
 	}
 	if errs := checkImports(pkgs, allowed, external); len(errs) > 0 {
 		t.Fatalf("imports that docs/architecture.md does not allow:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestEveryPackageHasADocFile: each package says in its doc.go what it owns,
+// what it must not import, its goroutines and its failure model
+// (DESIGN.md's house style).
+func TestEveryPackageHasADocFile(t *testing.T) {
+	pkgs, err := listPackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		if p.Name == "main" || strings.Contains(p.ImportPath, "/internal/test") {
+			continue
+		}
+		if !slices.Contains(p.GoFiles, "doc.go") {
+			t.Errorf("%s has no doc.go", p.ImportPath)
+		}
 	}
 }
 
@@ -94,6 +113,9 @@ func rules(doc []byte, name string) (map[string][]string, error) {
 
 type listedPackage struct {
 	ImportPath string
+	Dir        string
+	Name       string
+	GoFiles    []string
 	Imports    []string
 }
 
