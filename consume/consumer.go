@@ -21,6 +21,8 @@ type Store interface {
 	PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
+	SeekGroup(ctx context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error)
+	DeleteGroup(ctx context.Context, tenant tenancy.TenantID, group, queue string, subscriptions bool) ([]pgwire.GroupPartition, error)
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
