@@ -124,7 +124,7 @@ func (a *Admin) serveDeleteGroup(ctx context.Context, tenant tenancy.TenantID, r
 	if err := checkGroupPath(group, queue); err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
-	meta := jsonapi.DeleteMetadata(req.Query.Get, req.Query.Has)
+	meta := jsonapi.DeleteMetadata(req.Query.Get)
 	parts, err := a.cfg.Consumer.DeleteGroup(ctx, tenant, group, queue, meta)
 	if err != nil {
 		return groupFailed(err)

@@ -168,14 +168,12 @@ func ParseMinLagSeconds(get func(string) string) (int64, error) {
 	return n, err
 }
 
-// DeleteMetadata reads a group delete's deleteMetadata: absent is true, as
-// on Queen; given, only "true" and "1" are true.
-func DeleteMetadata(get func(string) string, has func(string) bool) bool {
-	if !has("deleteMetadata") {
-		return true
-	}
+// DeleteMetadata reads a group delete's deleteMetadata: absent (or empty,
+// which Queen's server cannot tell from absent) is true, as on Queen;
+// otherwise only "true" and "1" are true.
+func DeleteMetadata(get func(string) string) bool {
 	v := get("deleteMetadata")
-	return v == "true" || v == "1"
+	return v == "" || v == "true" || v == "1"
 }
 
 // GroupDeleted is a group delete's answer: {"success","consumerGroup",
