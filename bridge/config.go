@@ -114,6 +114,10 @@ type Config struct {
 	// together in one message (QUEEN_FORWARD_GATHER_US). Negative: each
 	// request's alone. Default 200µs.
 	ForwardGather time.Duration
+	// DefaultSubscriptionMode is where a consumer group's first pop of a
+	// queue starts when it names no subscriptionMode: "all", or "new" (and
+	// its alias "new-only") (QUEEN_DEFAULT_SUBSCRIPTION_MODE). Default "all".
+	DefaultSubscriptionMode string
 	// TailCacheBytes bounds the hot tail: segments this bridge committed,
 	// kept to serve pops without a segment read (QUEEN_TAIL_CACHE_BYTES).
 	// Negative: off. Default 64 MiB.

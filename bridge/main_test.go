@@ -68,6 +68,7 @@ type nodeOpts struct {
 	beat     time.Duration                 // Config.Heartbeat
 	fwdTO    time.Duration                 // Config.ForwardTimeout
 	streams  []jetstream.Stream            // Config.JetStream
+	subMode  string                        // Config.DefaultSubscriptionMode
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -118,7 +119,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
 		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParked: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
-		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams}, m)
+		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams, DefaultSubscriptionMode: o.subMode}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

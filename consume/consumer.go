@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,8 @@ type Store interface {
 	PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
+	SeekGroup(ctx context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error)
+	DeleteGroup(ctx context.Context, tenant tenancy.TenantID, group, queue string, subscriptions bool) ([]pgwire.GroupPartition, error)
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
@@ -62,6 +65,11 @@ type Config struct {
 	// Tail serves pops of the segments this bridge just committed from
 	// memory (fed by the fusion's commit hook). Default: none.
 	Tail *readside.Tail
+	// DefaultSubscriptionMode is where a named group's first pop of a queue
+	// starts when the pop names no subscriptionMode
+	// (QUEEN_DEFAULT_SUBSCRIPTION_MODE): "all" (from the beginning), or
+	// "new" and its alias "new-only" (at the end). Default "all".
+	DefaultSubscriptionMode string
 	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
 	// whole batches too (the differential tests compare the two paths).
 	GeneralAcksOnly bool
@@ -92,6 +100,16 @@ func New(cfg Config) (*Consumer, error) {
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
+	}
+	switch cfg.DefaultSubscriptionMode {
+	case "", "all":
+		cfg.DefaultSubscriptionMode = "all"
+	case "new", "new-only":
+		cfg.DefaultSubscriptionMode = "new"
+	default:
+		// An operator's setting, unlike a pop's parameter: a typo here would
+		// silently replay whole queues to every new group.
+		return nil, fmt.Errorf("consume: DefaultSubscriptionMode must be all, new or new-only, got %q", cfg.DefaultSubscriptionMode)
 	}
 	c := &Consumer{cfg: cfg}
 	c.fuser.run = cfg.DB.AckWhole

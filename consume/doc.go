@@ -1,9 +1,11 @@
 // Package consume is Queen's consumer API behind the front door: pops
 // (claiming partitions for a consumer group under a lease, reading after
 // the group's cursor), acknowledgements (grouped per partition, group and
-// lease, applied in the one lock order), lease extension and the dead
-// letters. It answers with its own result types (Popped, AckOutcome,
-// DeadLetters), and renders them for the wire through jsonapi (answers.go).
+// lease, applied in the one lock order), lease extension, the dead
+// letters, and the admin routes' seeks and deletes of a group's cursors
+// (groups.go), which the read side's marks and the hot tail must hear of.
+// It answers with its own result types (Popped, AckOutcome, DeadLetters),
+// and renders them for the wire through jsonapi (answers.go).
 //
 // What it asks of others: pgwire runs each claim, ack, extension and
 // dead-letter read (through the Store interface, which *pgwire.DB

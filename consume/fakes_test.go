@@ -33,6 +33,7 @@ type fakeStore struct {
 	whole    func(acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error) // nil: none applies
 	extend   func(lease [16]byte, seconds int) (time.Time, bool, error)
 	dead     func() ([]pgwire.DeadLetter, int64, error)
+	groups   func(seek *pgwire.SeekRequest) ([]pgwire.GroupPartition, error) // seeks and deletes (seek nil)
 }
 
 type ackCall struct {
@@ -93,6 +94,14 @@ func (s *fakeStore) ExtendLease(_ context.Context, _ tenancy.TenantID, lease [16
 
 func (s *fakeStore) DeadLetters(context.Context, tenancy.TenantID, string, string, int, int) ([]pgwire.DeadLetter, int64, error) {
 	return s.dead()
+}
+
+func (s *fakeStore) SeekGroup(_ context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error) {
+	return s.groups(&req)
+}
+
+func (s *fakeStore) DeleteGroup(context.Context, tenancy.TenantID, string, string, bool) ([]pgwire.GroupPartition, error) {
+	return s.groups(nil)
 }
 
 func (s *fakeStore) popCalls() []pgwire.PopRequest {

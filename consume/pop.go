@@ -21,8 +21,11 @@ type PopRequest struct {
 	Batch, Partitions int
 	// MaxBytes bounds the whole answer (pgwire.PopCost of each message); 0:
 	// no bound. At least one message is delivered.
-	MaxBytes         int64
-	AutoAck          bool
+	MaxBytes int64
+	AutoAck  bool
+	// SubscriptionMode "all" or "new" ("": Config.DefaultSubscriptionMode)
+	// and SubscriptionFrom (zero: none) say where a named group's first
+	// pop of the queue starts.
 	SubscriptionMode string
 	SubscriptionFrom time.Time
 	// Wait > 0: with nothing to deliver, park until a push to the queue is
@@ -65,6 +68,9 @@ func (c *Consumer) Pop(ctx context.Context, tenant tenancy.TenantID, req PopRequ
 	}
 	if !req.AutoAck {
 		out.Lease = uuid.New()
+	}
+	if req.SubscriptionMode == "" {
+		req.SubscriptionMode = c.cfg.DefaultSubscriptionMode
 	}
 	k := readside.Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
 	parts, err := readside.Park(c.cfg.Reads, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {

@@ -61,7 +61,9 @@ func ParsePopQuery(get func(string) string) (PopRequest, error) {
 }
 
 // Validate checks a pop and fills in its defaults: batch 1, timeout 30 s,
-// group __QUEUE_MODE__, subscription mode all, partitions 1.
+// group __QUEUE_MODE__, partitions 1. A subscriptionMode given becomes
+// "all" or "new" (SubscriptionMode); an absent one stays "", for the
+// consumer's configured default; subscriptionFrom "now" makes it "new".
 func (r *PopRequest) Validate() error {
 	if err := CheckName("queue", r.Queue, r.Queue != ""); err != nil {
 		return err
@@ -95,12 +97,8 @@ func (r *PopRequest) Validate() error {
 	case r.TimeoutMs < 0 || int64(r.TimeoutMs) > maxWait.Milliseconds():
 		return Badf("timeout must be 0..%d ms, got %d", maxWait.Milliseconds(), r.TimeoutMs)
 	}
-	switch r.SubscriptionMode {
-	case "":
-		r.SubscriptionMode = "all"
-	case "all", "new":
-	default:
-		return Badf("subscriptionMode must be all or new, got %q", r.SubscriptionMode)
+	if r.SubscriptionMode != "" {
+		r.SubscriptionMode = SubscriptionMode(r.SubscriptionMode)
 	}
 	switch r.SubscriptionFrom {
 	case "":
@@ -116,6 +114,18 @@ func (r *PopRequest) Validate() error {
 		r.From = t
 	}
 	return nil
+}
+
+// SubscriptionMode is what a pop's subscriptionMode means (SPEC §12.6):
+// "new" and Queen's documented alias "new-only" start a new group at the
+// end ("new"); every other value, Queen's "all" and "from_beginning" and
+// typos alike, starts it at the beginning ("all"). Never an error: Queen
+// refuses none, and its clients send values of their own.
+func SubscriptionMode(v string) string {
+	if v == "new" || v == "new-only" {
+		return "new"
+	}
+	return "all"
 }
 
 // PoppedMessage is one message of a pop answer.

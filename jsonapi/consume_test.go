@@ -77,7 +77,10 @@ func TestPopRequestValidate(t *testing.T) {
 	long := strings.Repeat("x", 256)
 	from := time.Date(2026, 11, 30, 14, 0, 0, 500000000, time.FixedZone("", 2*3600))
 	// base is what Validate makes of a pop that names only its queue.
-	base := PopRequest{Queue: "q", Batch: 1, TimeoutMs: 30000, ConsumerGroup: QueueModeGroup, SubscriptionMode: "all", Partitions: 1}
+	// An absent subscriptionMode stays "": the consumer applies its
+	// configured default (QUEEN_DEFAULT_SUBSCRIPTION_MODE).
+	base := PopRequest{Queue: "q", Batch: 1, TimeoutMs: 30000, ConsumerGroup: QueueModeGroup, Partitions: 1}
+	all := func(r *PopRequest) { r.SubscriptionMode = "all" }
 	with := func(f func(*PopRequest)) PopRequest { r := base; f(&r); return r }
 	for _, c := range []struct {
 		name   string
@@ -110,13 +113,18 @@ func TestPopRequestValidate(t *testing.T) {
 		{name: "timeout negative", in: PopRequest{Queue: "q", TimeoutMs: -1}, err: "timeout must be 0..300000 ms, got -1"},
 		{name: "bounds in order", in: PopRequest{Queue: "q", Batch: -1, Partitions: -1, TimeoutMs: -1}, err: "batch must be 1..10000, got -1"},
 
-		{name: "mode all", in: PopRequest{Queue: "q", SubscriptionMode: "all"}, want: base},
+		{name: "mode all", in: PopRequest{Queue: "q", SubscriptionMode: "all"}, want: with(all)},
 		{name: "mode new", in: PopRequest{Queue: "q", SubscriptionMode: "new"}, want: with(func(r *PopRequest) { r.SubscriptionMode = "new" })},
-		// SPEC 12.6 (not yet implemented) turns this refusal into mode all.
-		{name: "mode unknown", in: PopRequest{Queue: "q", SubscriptionMode: "from_beginning"}, err: `subscriptionMode must be all or new, got "from_beginning"`},
+		{name: "mode new-only", in: PopRequest{Queue: "q", SubscriptionMode: "new-only"}, want: with(func(r *PopRequest) { r.SubscriptionMode = "new" })},
+		// SPEC 12.6: any other value reads from the beginning; none is an error.
+		{name: "mode from_beginning", in: PopRequest{Queue: "q", SubscriptionMode: "from_beginning"}, want: with(all)},
+		{name: "mode NEW", in: PopRequest{Queue: "q", SubscriptionMode: "NEW"}, want: with(all)},
+		{name: "mode typo", in: PopRequest{Queue: "q", SubscriptionMode: "nwe"}, want: with(all)},
+		{name: "from a time with mode new", in: PopRequest{Queue: "q", SubscriptionMode: "new-only", SubscriptionFrom: "2026-01-02T03:04:05Z"},
+			want: with(func(r *PopRequest) { r.SubscriptionMode, r.SubscriptionFrom = "new", "2026-01-02T03:04:05Z" }), wantAt: atWhole},
 		{name: "from now", in: PopRequest{Queue: "q", SubscriptionFrom: "now"},
 			want: with(func(r *PopRequest) { r.SubscriptionMode, r.SubscriptionFrom = "new", "now" })},
-		{name: "from now beats mode all", in: PopRequest{Queue: "q", SubscriptionMode: "all", SubscriptionFrom: "now"},
+		{name: "from now beats mode all", in: PopRequest{Queue: "q", SubscriptionMode: "from_beginning", SubscriptionFrom: "now"},
 			want: with(func(r *PopRequest) { r.SubscriptionMode, r.SubscriptionFrom = "new", "now" })},
 		{name: "from a time", in: PopRequest{Queue: "q", SubscriptionFrom: "2026-11-30T14:00:00.5+02:00"},
 			want: with(func(r *PopRequest) { r.SubscriptionFrom = "2026-11-30T14:00:00.5+02:00" }), wantAt: from},

@@ -10,7 +10,8 @@
 // lease, dead-letter, configure, maintenance and health answers, the
 // owners' table and error bodies, written by hand without reflection where
 // they are on a hot path. The name rules (queue, partition, transactionId,
-// traceId) and the answer statuses live here too.
+// traceId) and the answer statuses live here too. The consumer-group
+// admin routes' parameters, bodies and answers are admin_groups.go's.
 //
 // It holds no state and starts no goroutine; it must not import the rooms,
 // fusion, pgwire, NATS, net/http or Prometheus. The rooms render through

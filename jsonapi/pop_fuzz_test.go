@@ -63,8 +63,12 @@ func FuzzParsePopQuery(f *testing.F) {
 			t.Fatalf("partitions %d let through", r.Partitions)
 		case r.TimeoutMs < 1 || r.TimeoutMs > 300000:
 			t.Fatalf("timeout %d let through", r.TimeoutMs)
-		case r.SubscriptionMode != "all" && r.SubscriptionMode != "new":
+		case r.SubscriptionMode != "all" && r.SubscriptionMode != "new" && r.SubscriptionMode != "":
 			t.Fatalf("subscriptionMode %q let through", r.SubscriptionMode)
+		case mode == "" && from != "now" && r.SubscriptionMode != "":
+			t.Fatalf("no subscriptionMode is %q, not the consumer's default", r.SubscriptionMode)
+		case (mode == "new" || mode == "new-only" || from == "now") != (r.SubscriptionMode == "new"):
+			t.Fatalf("subscriptionMode %q, subscriptionFrom %q is mode %q", mode, from, r.SubscriptionMode)
 		case from == "now" && r.SubscriptionMode != "new":
 			t.Fatalf("subscriptionFrom now is mode %q", r.SubscriptionMode)
 		case (from == "" || from == "now") != r.From.IsZero():

@@ -69,3 +69,10 @@ func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) str
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
 const WholeAckSQL = wholeAckSQL
+
+// DeleteGroupSQL and SeekSQL are the consumer-group statements, for the
+// test that reads their plans.
+const (
+	DeleteGroupSQL = deleteGroupSQL
+	SeekSQL        = seekSQL
+)

@@ -50,6 +50,7 @@ type config struct {
 	forwardTimeoutMS                int
 	forwardGatherUS                 int
 	dedupWindowS                    int
+	defaultSubscriptionMode         string
 	encryptionKeyHex                string
 	httpTokens, httpAdminTokens     string
 	metricsAddr                     string
@@ -137,6 +138,14 @@ func (c *config) settings() []setting {
 		{"QUEEN_FORWARD_TIMEOUT_MS", "2000", "how long a bridge waits for a partition's owner to answer a forward, ms; then it writes the items itself", num(&c.forwardTimeoutMS)},
 		{"QUEEN_FORWARD_GATHER_US", "200", "forwards to one owner leave at most once per this many µs: a lone one at once, others gathered into one message (negative: every request's alone)", num(&c.forwardGatherUS)},
 		{"QUEEN_DEFAULT_DEDUP_WINDOW_S", "60", "deduplication window of queues created by a push, seconds", num(&c.dedupWindowS)},
+		{"QUEEN_DEFAULT_SUBSCRIPTION_MODE", "all", "where a consumer group's first pop of a queue starts when the pop names no subscriptionMode: all (the beginning), or new / new-only (the end)", func(v string) error {
+			switch v {
+			case "", "all", "new", "new-only":
+				c.defaultSubscriptionMode = v
+				return nil
+			}
+			return fmt.Errorf("must be all, new or new-only")
+		}},
 		{"QUEEN_ENCRYPTION_KEY", "", "AES-256 keys for encrypted queues: 64 hex characters, or id:hex,... (ids 0..255; the highest encrypts, all decrypt)", str(&c.encryptionKeyHex)},
 		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding QUEEN_ENCRYPTION_KEY's value (entries separated by commas or lines), instead of the variable", str(&c.encryptionKeyFile)},
 		{"QUEEN_HTTP_TOKENS", "", "tenant bearer tokens for HTTP: token=tenant-uuid,... (none here and in QUEEN_HTTP_ADMIN_TOKENS: no authentication)", str(&c.httpTokens)},

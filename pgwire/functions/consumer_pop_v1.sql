@@ -116,8 +116,8 @@ BEGIN
                     ORDER BY y.end_offset DESC LIMIT 1) x;
             END IF;
         END IF;
-        INSERT INTO queen.consumer_cursors (partition_id, consumer_group, cursor_offset, delivered_to)
-        VALUES (o_pid, p_group, v_seed, v_seed)
+        INSERT INTO queen.consumer_cursors (partition_id, consumer_group, cursor_offset, delivered_to, start_offset)
+        VALUES (o_pid, p_group, v_seed, v_seed, v_seed)
         ON CONFLICT (partition_id, consumer_group) DO NOTHING;
     END IF;
 

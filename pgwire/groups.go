@@ -1,0 +1,250 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
+
+// Consumer groups as Queen's admin routes see them (SPEC §12.3): the
+// cursors read with their lag, and the changes an operator makes to them
+// (delete, seek, the subscription's start). docs/admin-groups.md has the
+// rules.
+
+// GroupCursor is one consumer group's cursor on one partition, with what
+// the admin routes show of it. Lag is read from the partition's high-water
+// mark and one primary-key probe of the segment after the cursor: no
+// segment is scanned.
+type GroupCursor struct {
+	Group, Queue, Partition string
+	PartitionID             int64
+	// Last is the partition's high-water mark; Cursor the last acknowledged
+	// offset; Start where seeding or the last seek put the cursor.
+	Last, Cursor, Start int64
+	// Lease is the live lease holding the partition for the group, if
+	// LeaseLive.
+	Lease     [16]byte
+	LeaseLive bool
+	UpdatedAt time.Time
+	// Lag is the messages stored after the cursor; OldestAt the createdAt
+	// of the first of them (zero when none) and LagSeconds its age by the
+	// database's clock.
+	Lag        int64
+	OldestAt   time.Time
+	LagSeconds int64
+	// The group's subscription on the queue: Mode "all", "new" or "from"
+	// ("" when none is stored), its start and when it was made.
+	SubMode           string
+	SubAt, SubCreated time.Time
+}
+
+// groupCursorsSQL reads a tenant's cursors (of one group, or of every group
+// when $2 is ”), by group, queue and partition name. The segment after
+// the cursor is found through the primary key (partition, end_offset): its
+// createdAt is the oldest message's after the cursor, and its base bounds
+// the lag when retention removed what followed the cursor.
+const groupCursorsSQL = `/* queen:groups */ SELECT c.consumer_group, q.name, p.name, p.id, p.last_offset, c.cursor_offset,
+       coalesce(c.start_offset, 0), c.lease_id, c.lease_id IS NOT NULL AND c.lease_expires_at > clock_timestamp(), c.updated_at,
+       CASE WHEN n.base_offset IS NULL THEN 0 ELSE greatest(p.last_offset - greatest(c.cursor_offset, n.base_offset - 1), 0) END,
+       n.created_at, coalesce(floor(extract(epoch FROM clock_timestamp() - n.created_at)), 0)::int8,
+       coalesce(s.mode, ''), s.start_after, s.created_at
+FROM queen.queues q
+JOIN queen.log_partitions p ON p.queue_id = q.id
+JOIN queen.consumer_cursors c ON c.partition_id = p.id
+LEFT JOIN queen.consumer_subscriptions s ON s.queue_id = q.id AND s.consumer_group = c.consumer_group
+LEFT JOIN LATERAL (SELECT y.base_offset, y.created_at FROM queen.log_segments y
+                   WHERE y.partition_id = p.id AND y.end_offset > c.cursor_offset AND p.last_offset > c.cursor_offset
+                   ORDER BY y.end_offset LIMIT 1) n ON true
+WHERE q.tenant = $1 AND ($2 = '' OR c.consumer_group = $2)
+ORDER BY c.consumer_group, q.name, p.name`
+
+// GroupCursors reads the tenant's cursors of group ("": every group).
+func (db *DB) GroupCursors(ctx context.Context, tenant tenancy.TenantID, group string) ([]GroupCursor, error) {
+	var out []GroupCursor
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0]
+		rows, err := conn.Query(ctx, groupCursorsSQL, pgtype.UUID{Bytes: tenant, Valid: true}, group)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g GroupCursor
+			var lease pgtype.UUID
+			var oldest, subAt, subCreated pgtype.Timestamptz
+			if err := rows.Scan(&g.Group, &g.Queue, &g.Partition, &g.PartitionID, &g.Last, &g.Cursor, &g.Start, &lease, &g.LeaseLive,
+				&g.UpdatedAt, &g.Lag, &oldest, &g.LagSeconds, &g.SubMode, &subAt, &subCreated); err != nil {
+				return err
+			}
+			g.Lease, g.LeaseLive = lease.Bytes, g.LeaseLive && lease.Valid
+			g.OldestAt, g.SubAt, g.SubCreated = oldest.Time, subAt.Time, subCreated.Time
+			if !oldest.Valid {
+				g.LagSeconds = 0
+			}
+			out = append(out, g)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: cursors of consumer group %q: %w", group, err)
+	}
+	return out, nil
+}
+
+// GroupPartition is a partition whose cursor a delete or a seek changed:
+// the consume room tells the read side and forgets the hot tail's note of
+// it.
+type GroupPartition struct {
+	Queue, Partition string
+	PartitionID      int64
+	// Cursor is where a seek put the cursor (0 after a delete).
+	Cursor int64
+}
+
+// deleteGroupSQL removes a group's cursors, leases with them, on the
+// tenant's queues (every queue when $3 is ”), and with $4 its
+// subscriptions there too. Dead letters stay. The cursor rows are locked
+// first, in ascending (partition, group) (the lock is taken over the
+// sorted rows), the one lock order; no partition row is locked.
+const deleteGroupSQL = `/* queen:group-delete */ WITH l AS MATERIALIZED (
+    SELECT c.partition_id, c.consumer_group, q.name AS qname, p.name AS pname
+    FROM queen.queues q
+    JOIN queen.log_partitions p ON p.queue_id = q.id
+    JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2
+    WHERE q.tenant = $1 AND ($3 = '' OR q.name = $3)
+    ORDER BY c.partition_id, c.consumer_group
+    FOR UPDATE OF c
+), d AS (
+    DELETE FROM queen.consumer_cursors c USING l
+    WHERE c.partition_id = l.partition_id AND c.consumer_group = l.consumer_group
+    RETURNING l.qname, l.pname, c.partition_id
+), s AS (
+    DELETE FROM queen.consumer_subscriptions s USING queen.queues q
+    WHERE $4 AND s.queue_id = q.id AND s.consumer_group = $2 AND q.tenant = $1 AND ($3 = '' OR q.name = $3)
+)
+SELECT d.qname, d.pname, d.partition_id FROM d ORDER BY d.partition_id`
+
+// DeleteGroup removes group's cursors (and leases) on the tenant's queue
+// ("": on every queue of the tenant), and with subscriptions its stored
+// subscriptions there, in one transaction. It answers the partitions whose
+// cursor went.
+func (db *DB) DeleteGroup(ctx context.Context, tenant tenancy.TenantID, group, queue string, subscriptions bool) ([]GroupPartition, error) {
+	out, err := db.groupPartitions(ctx, deleteGroupSQL, pgtype.UUID{Bytes: tenant, Valid: true}, group, queue, subscriptions)
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: delete consumer group %q (queue %q): %w", group, queue, err)
+	}
+	return out, nil
+}
+
+// SeekRequest moves a group's cursors on a queue of a tenant: on every
+// partition of the queue, or on Partition alone.
+type SeekRequest struct {
+	Tenant       tenancy.TenantID
+	Group, Queue string
+	Partition    string // "": every partition of the queue
+	ToEnd        bool   // to the high-water mark; else to At
+	At           time.Time
+}
+
+// seekSQL sets a group's cursor on partitions of a queue, making the cursor
+// rows the group lacks: to the high-water mark ($5), or to the offset
+// before the first stored message created after $6 (the high-water mark
+// when none is). The last segment created at or before $6 is found looking
+// back from the end; createdAt grows with the offset (the stamp is taken
+// under the partition's lock), so the next one is the first created after
+// it. With none at or before, the cursor goes before the first stored
+// segment.
+//
+// Every seeked row forgets its delivery: no lease, nothing delivered,
+// acknowledged or retried, no hash entries, so no acknowledgement of a
+// lease from before the seek matches it (the whole-batch compare-and-set
+// checks the lease, consumer_ack_v1 the lease and the delivered range).
+// start_offset records the seek. The rows are written in ascending
+// partition id (the insert takes its input in that order and locks each
+// conflicting row as it comes), the one lock order; partition rows are
+// read, not locked.
+const seekSQL = `/* queen:group-seek */ WITH t AS MATERIALIZED (
+    SELECT p.id, p.name, q.name AS qname,
+           CASE WHEN $5 THEN p.last_offset ELSE coalesce(
+               (SELECT y.end_offset FROM queen.log_segments y
+                WHERE y.partition_id = p.id AND y.created_at <= $6 ORDER BY y.end_offset DESC LIMIT 1),
+               (SELECT y.base_offset - 1 FROM queen.log_segments y
+                WHERE y.partition_id = p.id ORDER BY y.end_offset LIMIT 1),
+               p.last_offset) END AS target
+    FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+    WHERE q.tenant = $1 AND q.name = $3 AND ($4 = '' OR p.name = $4)
+), u AS (
+    INSERT INTO queen.consumer_cursors AS c (partition_id, consumer_group, cursor_offset, delivered_to, start_offset)
+    SELECT t.id, $2, t.target, t.target, t.target FROM t ORDER BY t.id
+    ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
+        cursor_offset = EXCLUDED.cursor_offset, delivered_to = EXCLUDED.delivered_to, start_offset = EXCLUDED.start_offset,
+        delivered_count = 0, acked_count = 0, retry_count = 0, delivered_hashes = NULL,
+        lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+    RETURNING c.partition_id, c.cursor_offset
+)
+SELECT t.qname, t.name, u.partition_id, u.cursor_offset FROM u JOIN t ON t.id = u.partition_id ORDER BY u.partition_id`
+
+// SeekGroup moves the group's cursors as req says, in one statement
+// (seekSQL), and answers the partitions it set. None: no such queue (or
+// partition) of the tenant.
+func (db *DB) SeekGroup(ctx context.Context, req SeekRequest) ([]GroupPartition, error) {
+	at := pgtype.Timestamptz{Time: req.At, Valid: !req.ToEnd}
+	out, err := db.groupPartitions(ctx, seekSQL, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group, req.Queue, req.Partition, req.ToEnd, at)
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: seek consumer group %q on %s: %w", req.Group, req.Queue, err)
+	}
+	return out, nil
+}
+
+// groupPartitions runs a statement answering (queue, partition, id[, cursor])
+// rows.
+func (db *DB) groupPartitions(ctx context.Context, sql string, args ...any) ([]GroupPartition, error) {
+	var out []GroupPartition
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0]
+		rows, err := conn.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var g GroupPartition
+			dst := []any{&g.Queue, &g.Partition, &g.PartitionID, &g.Cursor}
+			if err := rows.Scan(dst[:len(rows.FieldDescriptions())]...); err != nil {
+				return err
+			}
+			out = append(out, g)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// setSubscriptionSQL sets the start of every stored subscription of a group
+// on the tenant's queues; an 'all' one becomes 'from' the time (the caller
+// asked for a start). Queue mode has no subscription to move: its seeding
+// ignores subscriptions.
+const setSubscriptionSQL = `/* queen:group-subscription */ UPDATE queen.consumer_subscriptions s SET
+    start_after = $3, mode = CASE WHEN s.mode = 'all' THEN 'from' ELSE s.mode END
+FROM queen.queues q
+WHERE q.id = s.queue_id AND q.tenant = $1 AND s.consumer_group = $2 AND s.consumer_group <> '` + QueueMode + `'`
+
+// SetSubscriptionStart makes at the start of every stored subscription of
+// group on the tenant's queues: where the partitions it has no cursor on
+// yet start. It moves no cursor. It answers how many it changed.
+func (db *DB) SetSubscriptionStart(ctx context.Context, tenant tenancy.TenantID, group string, at time.Time) (int64, error) {
+	var n int64
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		tag, err := conn.Exec(ctx, setSubscriptionSQL, pgtype.UUID{Bytes: tenant, Valid: true}, group, at)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pgwire: subscription of consumer group %q: %w", group, err)
+	}
+	return n, nil
+}
