@@ -69,3 +69,11 @@ func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) str
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
 const WholeAckSQL = wholeAckSQL
+
+// CountSQL are the statements of the counts, with arguments to plan them
+// by, for the test that reads their plans.
+var CountSQL = map[string][]any{
+	queueStatsSQL:     {tenantArg([16]byte{}), "", "", "", int64(100), 0},
+	partitionStatsSQL: {int64(1)},
+	tenantLagSQL:      {tenantArg([16]byte{})},
+}
