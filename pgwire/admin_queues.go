@@ -67,15 +67,6 @@ type Counts struct {
 	Total, Pending, Processing, Completed, DeadLetter int64
 }
 
-// Add adds o to c.
-func (c *Counts) Add(o Counts) {
-	c.Total += o.Total
-	c.Pending += o.Pending
-	c.Processing += o.Processing
-	c.Completed += o.Completed
-	c.DeadLetter += o.DeadLetter
-}
-
 // Leases are the live leases of a partition or a queue: how many, and what
 // they delivered and had acknowledged.
 type Leases struct {
@@ -257,15 +248,16 @@ type DeadLetterError struct {
 	Count int64
 }
 
-// TopDeadLetterErrors lists the most frequent error texts of a tenant's
-// dead letters, at most limit.
-func (db *DB) TopDeadLetterErrors(ctx context.Context, tenant tenancy.TenantID, limit int) ([]DeadLetterError, error) {
+// TopDeadLetterErrors lists the most frequent error texts of the dead
+// letters of a tenant's queues that f selects (its Limit and Offset
+// aside), at most limit.
+func (db *DB) TopDeadLetterErrors(ctx context.Context, tenant tenancy.TenantID, f QueueFilter, limit int) ([]DeadLetterError, error) {
 	var out []DeadLetterError
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, `SELECT coalesce(d.error_message, ''), count(*) FROM queen.queues q
 			JOIN queen.dead_letters d ON d.queue_id = q.id
-			WHERE q.tenant = $1
-			GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2`, tenantArg(tenant), limit)
+			WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR q.namespace = $3) AND ($4 = '' OR q.task = $4)
+			GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $5`, tenantArg(tenant), f.Name, f.Namespace, f.Task, limit)
 		if err != nil {
 			return err
 		}

@@ -68,7 +68,7 @@ func TestQueueCountsFollowCursorsAndLeases(t *testing.T) {
 	if err != nil || lag.Partitions != 2 || lag.OffsetMax != 2 || lag.OffsetMin != 1 {
 		t.Fatalf("lag: %+v %v", lag, err)
 	}
-	errs, err := db.TopDeadLetterErrors(context.Background(), [16]byte{}, 5)
+	errs, err := db.TopDeadLetterErrors(context.Background(), [16]byte{}, pgwire.QueueFilter{Name: "cnt"}, 5)
 	if err != nil || len(errs) != 1 || errs[0] != (pgwire.DeadLetterError{Error: "bad", Count: 1}) {
 		t.Fatalf("dead-letter errors: %+v %v", errs, err)
 	}
