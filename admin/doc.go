@@ -10,9 +10,11 @@
 // from high-water marks, cursors and dead letters, never from a scan of
 // segments); consume owns the consumer state that group deletes and seeks
 // change; readside answers parked pops and tells peers of changes; queues
-// forgets deleted queues and decrypts payloads; durability holds the
-// maintenance switches and the spool's figures. Answers are rendered by
-// jsonapi.
+// forgets deleted queues (Settings.Dropped: here, on every peer through
+// queue.changed, and through its OnDrop hook in the read side, the hot tail
+// and fusion) and decrypts payloads; durability holds the maintenance
+// switches (maintenance mode, pop maintenance) and the spool's figures.
+// Answers are rendered by jsonapi.
 //
 // It must not import bridge, push or ownership, nor net/http, NATS or
 // Prometheus; it writes no SQL and no JSON by hand.
@@ -21,5 +23,8 @@
 //
 // Failure model: every write is one PostgreSQL transaction that locks in
 // the one global order (queue row, partition rows ascending, consumer rows
-// ascending); a failure leaves nothing half done and answers an error.
+// ascending); a failure leaves nothing half done and answers an error. A
+// queue delete's segments are the exception by design: unreachable from
+// its commit on, they are removed afterwards in bounded steps
+// (pgwire.PurgeStep), by the delete for a while and then by retention.
 package admin

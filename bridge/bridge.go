@@ -18,6 +18,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/gate"
 	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/ownership"
@@ -75,8 +76,16 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		return nil, err
 	}
 	b.accounts = auth.NewAccounts(cfg.NATSAccounts)
+	tail := readside.NewTail(cfg.TailCacheBytes)
+	// A deleted queue, here or on a peer, is forgotten by every room that
+	// keeps something of it.
+	dropped := func(tenant tenancy.TenantID, queue string, partitions []int64) {
+		b.reads.Dropped(tenant, queue)
+		tail.Drop(tenant, queue, partitions)
+		cfg.Fusion.Forget(tenant, queue)
+	}
 	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKeys: cfg.EncryptionKeys,
-		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger}); err != nil {
+		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger, OnDrop: dropped}); err != nil {
 		return nil, err
 	}
 	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist}); err != nil {
@@ -107,9 +116,9 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Observer: m, MaxPartitionsPerRequest: cfg.MaxPartitionsPerRequest, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
 	}
-	tail := readside.NewTail(cfg.TailCacheBytes)
 	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
-		Maintenance: b.keeper.Maintenance, Observer: m, Tail: tail, DefaultSubscriptionMode: cfg.DefaultSubscriptionMode}); err != nil {
+		Maintenance: b.keeper.Maintenance, PopMaintenance: b.keeper.PopMaintenance, Observer: m, Tail: tail,
+		DefaultSubscriptionMode: cfg.DefaultSubscriptionMode}); err != nil {
 		return nil, err
 	}
 	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Reads: b.reads, Keeper: b.keeper,

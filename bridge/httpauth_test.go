@@ -53,12 +53,16 @@ func TestHTTPRoutesNeedAToken(t *testing.T) {
 	if status, _ := n.get("/health"); status != http.StatusOK {
 		t.Fatalf("/health without a token: %d", status)
 	}
-	// A tenant token may read maintenance mode but not switch it.
+	// A tenant token may neither switch maintenance mode nor read it: both
+	// are Queen's ADMIN routes (SPEC §12.5).
 	if status, out := n.post("/api/v1/system/maintenance", maintOn, "Authorization", "Bearer tok-a"); status != http.StatusForbidden || !strings.Contains(string(out), "admin tokens only") {
 		t.Fatalf("tenant token switching maintenance: %d %s", status, out)
 	}
-	if status, out := n.get("/api/v1/system/maintenance", "Authorization", "Bearer tok-a"); status != http.StatusOK || !strings.Contains(string(out), `"maintenanceMode":false`) {
+	if status, out := n.get("/api/v1/system/maintenance", "Authorization", "Bearer tok-a"); status != http.StatusForbidden || !strings.Contains(string(out), "admin tokens only") {
 		t.Fatalf("tenant token reading maintenance: %d %s", status, out)
+	}
+	if status, out := n.get("/api/v1/system/maintenance", "Authorization", "Bearer tok-admin"); status != http.StatusOK || !strings.Contains(string(out), `"maintenanceMode":false`) {
+		t.Fatalf("admin token reading maintenance: %d %s", status, out)
 	}
 	if c := n.count(`SELECT count(*) FROM queen.queues`); c != 0 {
 		t.Fatalf("%d queues created by refused requests", c)

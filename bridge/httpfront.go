@@ -21,8 +21,6 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.withBody(func(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
 		return b.configure(ctx, tenant, body)
 	})))
-	mux.Handle("GET /api/v1/system/maintenance", b.guard(auth.ActionReadMaintenance, b.httpMaintenance))
-	mux.Handle("POST /api/v1/system/maintenance", b.guard(auth.ActionSetMaintenance, b.httpMaintenance))
 	mux.Handle("GET /api/v1/messages", b.guard(auth.ActionRead, b.httpMessages))
 	mux.HandleFunc("GET /health", b.httpHealth)
 	// Queen's consumer API (consume.go).
@@ -32,7 +30,8 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/ack/batch", b.guard(auth.ActionRead, b.httpAck(true)))
 	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend()))
 	mux.Handle("GET /api/v1/dlq", b.guard(auth.ActionRead, b.httpDLQ))
-	for _, rt := range b.admin.Routes() { // Queen's admin routes (SPEC §12)
+	// Queen's admin routes (SPEC §12), maintenance among them.
+	for _, rt := range b.admin.Routes() {
 		a := auth.ActionRead
 		if rt.Admin {
 			a = auth.ActionAdmin

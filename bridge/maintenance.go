@@ -6,27 +6,11 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // Maintenance mode is read and switched by durability (ServeMaintenance);
-// here are its transports.
-
-func (b *Bridge) httpMaintenance(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
-	var body []byte
-	if r.Method == http.MethodPost {
-		var done func()
-		var ok bool
-		if body, done, ok = b.body(w, r); !ok {
-			return
-		}
-		defer done()
-	}
-	enabled, err := jsonapi.DecodeMaintenance(body)
-	status, out := b.keeper.ServeMaintenance(r.Context(), enabled, err)
-	writeJSON(w, status, out)
-}
+// here is its NATS transport. Over HTTP it is an admin route (admin).
 
 // natsMaintenance: in the accounts mode only the bridges' own account may
 // read or switch maintenance; a request through a tenant's import is

@@ -60,6 +60,10 @@ type Config struct {
 	// Maintenance reports maintenance mode, in which pops deliver nothing.
 	// Default: never on.
 	Maintenance func() bool
+	// PopMaintenance reports pop maintenance (Queen's
+	// /api/v1/system/maintenance/pop), in which pops deliver nothing
+	// either. Default: never on.
+	PopMaintenance func() bool
 	// Observer counts pops and acks. Default: none.
 	Observer Observer
 	// Tail serves pops of the segments this bridge just committed from
@@ -97,6 +101,9 @@ func New(cfg Config) (*Consumer, error) {
 	}
 	if cfg.Maintenance == nil {
 		cfg.Maintenance = func() bool { return false }
+	}
+	if cfg.PopMaintenance == nil {
+		cfg.PopMaintenance = func() bool { return false }
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}

@@ -232,11 +232,12 @@ func (o *fakeObserver) Acked(status string, ok, dead bool) {
 
 // rig is a Consumer on fakes.
 type rig struct {
-	c     *Consumer
-	store *fakeStore
-	marks *fakeMarks
-	obs   *fakeObserver
-	maint bool
+	c        *Consumer
+	store    *fakeStore
+	marks    *fakeMarks
+	obs      *fakeObserver
+	maint    bool
+	popMaint bool
 }
 
 // newRig builds a Consumer through New. Its Reads is required but only
@@ -250,7 +251,7 @@ func newRig(t *testing.T) *rig {
 	}
 	r := &rig{store: newFakeStore(), marks: &fakeMarks{}, obs: &fakeObserver{}}
 	r.c, err = New(Config{DB: r.store, Reads: reads, Marks: r.marks, Payloads: fakePayloads{}, Observer: r.obs,
-		Maintenance: func() bool { return r.maint }})
+		Maintenance: func() bool { return r.maint }, PopMaintenance: func() bool { return r.popMaint }})
 	if err != nil {
 		t.Fatal(err)
 	}

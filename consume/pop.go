@@ -60,10 +60,11 @@ const maxClaimTries = 16
 // consumers spread over the partitions. With a wait and nothing delivered
 // it parks, costing no query, like a parked read: woken by announcements of
 // the queue (or the partition), with the same pause after an empty wake.
-// In maintenance mode it delivers nothing.
+// In maintenance mode, and in pop maintenance, it delivers nothing; a pop
+// parked when pop maintenance begins claims nothing more.
 func (c *Consumer) Pop(ctx context.Context, tenant tenancy.TenantID, req PopRequest) (Popped, error) {
 	out := Popped{}
-	if c.cfg.Maintenance() {
+	if c.cfg.Maintenance() || c.cfg.PopMaintenance() {
 		return out, nil
 	}
 	if !req.AutoAck {
@@ -74,6 +75,9 @@ func (c *Consumer) Pop(ctx context.Context, tenant tenancy.TenantID, req PopRequ
 	}
 	k := readside.Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
 	parts, err := readside.Park(c.cfg.Reads, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {
+		if c.cfg.PopMaintenance() {
+			return nil, false, nil
+		}
 		c.pops.Add(1)
 		parts, err := c.claimRound(ctx, tenant, req, out.Lease)
 		return parts, len(parts) > 0, err

@@ -329,8 +329,21 @@ func TestAnyPartitionPopWhoseCandidatesFail(t *testing.T) {
 
 func TestPopInMaintenanceDeliversNothing(t *testing.T) {
 	t.Parallel()
+	for _, pop := range []bool{false, true} {
+		r := newRig(t)
+		r.maint, r.popMaint = !pop, pop
+		popInMaintenance(t, r)
+	}
+	// Off again, the same pop delivers.
 	r := newRig(t)
-	r.maint = true
+	r.store.popByKey["a"] = delivers(1, "a", 2, 10)
+	if got, err := r.c.Pop(context.Background(), tenant, PopRequest{Queue: "q", Partition: "a", Group: "g", Batch: 10, Partitions: 1}); err != nil || got.Count() != 2 {
+		t.Fatalf("out of maintenance: %+v, %v", got, err)
+	}
+}
+
+func popInMaintenance(t *testing.T, r *rig) {
+	t.Helper()
 	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByKey["a"] = delivers(1, "a", 2, 10)

@@ -2,9 +2,11 @@
 // PostgreSQL cannot take it, and the log tidy when it can: maintenance mode
 // (the flag in queen.system_state, its broadcast on
 // <prefix>.v1.maintenance.changed so every bridge switches together, and a
-// re-read every MaintenancePoll as a backstop), the spool that takes items
-// whose write failed, the drain that replays the spool, and the retention
-// ticks.
+// re-read every MaintenancePoll as a backstop), pop maintenance (pops
+// deliver nothing; kept, broadcast on <prefix>.v1.maintenance.pop.changed
+// and polled the same way), the spool that takes items whose write failed,
+// the drain that replays the spool, and the retention ticks, which also
+// purge the segments that deleted queues left (pgwire.PurgeStep).
 //
 // Failure model:
 //
@@ -22,6 +24,6 @@
 //
 // Goroutines: Keeper owns the maintenance poll, the drain loop and the
 // retention loop (Start starts them; Stop ends them and waits, a drain in
-// progress finishing its chunk, so fusion must still run). The flag is an
-// atomic, read on every push.
+// progress finishing its chunk, so fusion must still run). The switches
+// are atomics, read on every push and every pop.
 package durability

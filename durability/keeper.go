@@ -43,11 +43,13 @@ type Config struct {
 type Keeper struct {
 	cfg         Config
 	maintenance atomic.Bool // maintenance mode as last learned
-	sub         *nats.Subscription
-	drainKick   chan struct{}
-	quit        chan struct{} // closed by Stop: loops end
-	bg          sync.WaitGroup
-	stop        sync.Once
+	// popMaintenance: pop maintenance as last learned (pops deliver nothing)
+	popMaintenance atomic.Bool
+	sub, popSub    *nats.Subscription
+	drainKick      chan struct{}
+	quit           chan struct{} // closed by Stop: loops end
+	bg             sync.WaitGroup
+	stop           sync.Once
 
 	replayed         atomic.Uint64
 	drainErrors      atomic.Uint64
@@ -96,6 +98,7 @@ func (k *Keeper) Stop(context.Context) error {
 	k.stop.Do(func() {
 		close(k.quit)
 		peers.Unsubscribe(k.sub)
+		peers.Unsubscribe(k.popSub)
 		k.bg.Wait()
 	})
 	return nil
@@ -119,10 +122,11 @@ func (k *Keeper) tickLoop(period time.Duration, fn func()) {
 
 // Stats are counters for the metrics.
 type Stats struct {
-	Maintenance  bool
-	SpoolRecords int64 // waiting in the spool
-	SpoolBytes   int64 // of the spool files
-	SpoolSkipped int64 // damaged spool bytes passed over at start
+	Maintenance    bool
+	PopMaintenance bool
+	SpoolRecords   int64 // waiting in the spool
+	SpoolBytes     int64 // of the spool files
+	SpoolSkipped   int64 // damaged spool bytes passed over at start
 	// SpoolHealthy: there is a spool and it has room, so what PostgreSQL
 	// cannot take can be buffered.
 	SpoolHealthy     bool
@@ -133,7 +137,7 @@ type Stats struct {
 
 // Stats returns a snapshot.
 func (k *Keeper) Stats() Stats {
-	s := Stats{Maintenance: k.maintenance.Load(), Replayed: k.replayed.Load(),
+	s := Stats{Maintenance: k.maintenance.Load(), PopMaintenance: k.popMaintenance.Load(), Replayed: k.replayed.Load(),
 		DrainErrors: k.drainErrors.Load(), RetainedSegments: k.retainedSegments.Load()}
 	if k.cfg.Spool != nil {
 		st := k.cfg.Spool.Stats()

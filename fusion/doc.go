@@ -54,7 +54,8 @@
 // window sends their range to be probed alone (Write.ForgottenLo/Hi), and
 // p_verified stays tight. A segment of only bridge-minted transactionIds
 // (Submission.Minted) skips the probe. A window that grows reopens
-// everything to the probe.
+// everything to the probe. A deleted queue's partitions are forgotten
+// (Forget): their ids and hashes were of partitions that are gone.
 //
 // Failure model: a frame is Queued only when the Sink reported its segment
 // committed. A Sink error makes every frame of the bundle Error; the caller

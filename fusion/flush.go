@@ -26,8 +26,9 @@ func (b *bundle) add(seg *segFlight) {
 type segFlight struct {
 	shard     *shard // the owner of part
 	part      *partState
-	pid       int64 // as known at dispatch (0 for a partition not seen yet)
-	bytes     int64 // SegmentOverhead plus the leaders' frameBytes
+	pid       int64  // as known at dispatch (0 for a partition not seen yet)
+	epoch     uint64 // part.epoch at dispatch
+	bytes     int64  // SegmentOverhead plus the leaders' frameBytes
 	write     segment.Write
 	leaders   []item
 	followers map[int32][]item // leader position -> same-hash frames after it
@@ -241,13 +242,13 @@ func (r *idResolver) id(pid, off int64) [16]byte {
 
 // fill reads the hashes stored in (lo, hi] of partition pid for its shard.
 // It touches no shard state: part only travels back with the result.
-func (f *Fusion) fill(s *shard, part *partState, pid, lo, hi int64, window int32) {
+func (f *Fusion) fill(s *shard, part *partState, epoch uint64, pid, lo, hi int64, window int32) {
 	defer f.flushWG.Done()
 	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.FlushTimeout)
 	hashes, err := f.hashes.StoredHashes(ctx, pid, lo, hi, window)
 	cancel()
 	f.stats.fills.Add(1)
-	s.fills <- &fillResult{part: part, hi: hi, hashes: hashes, err: err}
+	s.fills <- &fillResult{part: part, hi: hi, hashes: hashes, err: err, epoch: epoch}
 }
 
 // holdAfter is how long a bundle's permit stays taken after its commit when

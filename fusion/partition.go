@@ -20,7 +20,10 @@ type partState struct {
 	period   uint64 // the summary period in which it was last written
 
 	pid int64 // 0 until the first result names it
-	qid int64 // its queue's id, from the same result
+	// epoch counts the deletes of the partition's queue (forgetQueue): a
+	// flush or a gap read begun under an earlier one teaches nothing.
+	epoch uint64
+	qid   int64 // its queue's id, from the same result
 	// window is the queue's deduplication window as of the last result;
 	// -1 until one arrived.
 	window int32

@@ -10,12 +10,13 @@ import (
 // by the shard's goroutine (run), except the channels, which are how the rest
 // of the world reaches it.
 type shard struct {
-	f     *Fusion
-	id    int
-	in    chan *request    // submissions (bounded: Config.ShardQueue)
-	done  chan *completion // flush completions (cap = InFlightMax + 1: at most one per bundle in flight)
-	kick  chan struct{}    // a bundle permit was freed somewhere (cap 1)
-	fills chan *fillResult // gap reads; never blocks (cap = maxFills)
+	f      *Fusion
+	id     int
+	in     chan *request    // submissions (bounded: Config.ShardQueue)
+	done   chan *completion // flush completions (cap = InFlightMax + 1: at most one per bundle in flight)
+	kick   chan struct{}    // a bundle permit was freed somewhere (cap 1)
+	fills  chan *fillResult // gap reads; never blocks (cap = maxFills)
+	forget chan queueRef    // deleted queues (Forget)
 
 	parts       map[partKey]*partState
 	ready       []*partState // pending frames, no flush in flight, FIFO
@@ -39,6 +40,7 @@ type fillResult struct {
 	hi     int64
 	hashes []segment.HashAt
 	err    error
+	epoch  uint64 // part.epoch when the read began
 }
 
 // completion is a finished flush, sent to each shard with segments in it
@@ -53,12 +55,13 @@ type completion struct {
 func newShard(f *Fusion, id int) *shard {
 	return &shard{
 		f: f, id: id,
-		in:    make(chan *request, f.cfg.ShardQueue),
-		done:  make(chan *completion, f.cfg.InFlightMax+1),
-		kick:  make(chan struct{}, 1),
-		fills: make(chan *fillResult, maxFills),
-		parts: map[partKey]*partState{},
-		dedup: map[[segment.HashSize]byte]int32{},
+		in:     make(chan *request, f.cfg.ShardQueue),
+		done:   make(chan *completion, f.cfg.InFlightMax+1),
+		kick:   make(chan struct{}, 1),
+		fills:  make(chan *fillResult, maxFills),
+		forget: make(chan queueRef, 16),
+		parts:  map[partKey]*partState{},
+		dedup:  map[[segment.HashSize]byte]int32{},
 	}
 }
 
@@ -88,6 +91,8 @@ func (s *shard) run() {
 			s.complete(c)
 		case r := <-s.fills:
 			s.filled(r)
+		case k := <-s.forget:
+			s.forgetQueue(k)
 		case <-s.kick:
 		case <-tick:
 			s.sweep()
@@ -181,13 +186,23 @@ func (s *shard) complete(c *completion) {
 			p.pid, p.qid = 0, 0
 		} else {
 			r := c.results[i]
-			p.pid, p.qid = r.PartitionID, r.QueueID
+			// stale: the partition's queue was deleted while this flush was
+			// in flight (forgetQueue). Its verdicts stand; what it would
+			// teach (an id, hashes, offsets) may be of the deleted queue.
+			stale := seg.epoch != p.epoch
+			if !stale {
+				p.pid, p.qid = r.PartitionID, r.QueueID
+			}
 			switch r.Status {
 			case segment.Queued:
-				p.committed(r.BaseOffset, seg.leaders, r.WindowSeconds, now)
-				s.maybeFill(p)
+				if !stale {
+					p.committed(r.BaseOffset, seg.leaders, r.WindowSeconds, now)
+					s.maybeFill(p)
+				}
 			case segment.Duplicate:
-				p.setWindow(r.WindowSeconds, now)
+				if !stale {
+					p.setWindow(r.WindowSeconds, now)
+				}
 				if again := seg.unwritten(r.Dups); len(again) > 0 {
 					p.pending = append(again, p.pending...)
 					s.f.stats.requeued.Add(uint64(len(again)))
@@ -220,7 +235,7 @@ func (s *shard) startFills() {
 		}
 		s.filling++
 		s.f.flushWG.Add(1)
-		go s.f.fill(s, p, p.pid, p.verified, p.gapHi, p.window)
+		go s.f.fill(s, p, p.epoch, p.pid, p.verified, p.gapHi, p.window)
 	}
 }
 
@@ -228,6 +243,10 @@ func (s *shard) startFills() {
 func (s *shard) filled(r *fillResult) {
 	s.filling--
 	p := r.part
+	if r.epoch != p.epoch { // a read of a deleted queue's partition
+		s.startFills()
+		return
+	}
 	p.filling = false
 	if r.err != nil {
 		s.f.logFillError(r.err, p.pid)

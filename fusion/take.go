@@ -105,7 +105,7 @@ func (s *shard) takeNext(now time.Time, room int64, force bool) (*segFlight, boo
 // everything fitted, so a split changes no verdict (on a window-0 queue the
 // next flush would otherwise write it again).
 func (s *shard) take(p *partState, now time.Time, room int64, force bool) *segFlight {
-	seg := &segFlight{shard: s, part: p, pid: p.pid, bytes: SegmentOverhead, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid, QueueID: p.qid}}
+	seg := &segFlight{shard: s, part: p, pid: p.pid, epoch: p.epoch, bytes: SegmentOverhead, write: segment.Write{Tenant: p.key.tenant, Queue: p.key.queue, Partition: p.key.partition, PartitionID: p.pid, QueueID: p.qid}}
 	// Small segments (the usual case) find an earlier leader by scanning;
 	// only large ones use the shard's map. Clearing a map costs its
 	// capacity, so a map that grew with one large segment is dropped rather

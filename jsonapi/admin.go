@@ -21,17 +21,36 @@ func DecodeMaintenance(body []byte) (*bool, error) {
 	return req.Enabled, nil
 }
 
+// DecodeSwitch reads the body of a switch over HTTP (POST
+// /api/v1/system/maintenance and /maintenance/pop): {"enabled": bool},
+// which Queen requires.
+func DecodeSwitch(body []byte) (bool, error) {
+	var req struct {
+		Enabled *bool `json:"enabled"`
+	}
+	if json.Unmarshal(body, &req) != nil || req.Enabled == nil {
+		return false, Badf("enabled (boolean) is required")
+	}
+	return *req.Enabled, nil
+}
+
 // Maintenance is the answer to a maintenance request, with Queen's
 // fields: BufferHealthy says whether pushes PostgreSQL cannot take have
 // somewhere to go (a spool that is not full).
 type Maintenance struct {
 	On            bool
+	PopOn         bool  // pop maintenance: pops deliver nothing
 	Buffered      int64 // records waiting in the spool
 	BufferHealthy bool
+	DBHealthy     bool // PostgreSQL answered just now
 }
 
-// AppendMaintenance appends {"maintenanceMode","bufferedMessages",
-// "bufferHealthy","message"}.
+// AppendMaintenance appends {"bufferHealthy","bufferStats",
+// "bufferedMessages","maintenanceMode","message","popMaintenanceMode"}:
+// Queen's GET and POST answers in one. bufferStats is Queen's file
+// buffer's: pendingCount the spool's records, failedCount 0 and
+// failedFiles {} (the spool keeps no failed files: a record that cannot be
+// replayed stays pending).
 func AppendMaintenance(out []byte, m Maintenance) []byte {
 	msg := "maintenance mode is off: pushes go to PostgreSQL"
 	if m.On {
@@ -42,10 +61,30 @@ func AppendMaintenance(out []byte, m Maintenance) []byte {
 	}
 	out = append(out, `{"bufferHealthy":`...)
 	out = strconv.AppendBool(out, m.BufferHealthy)
-	out = append(out, `,"bufferedMessages":`...)
+	out = append(out, `,"bufferStats":{"pendingCount":`...)
+	out = strconv.AppendInt(out, m.Buffered, 10)
+	out = append(out, `,"failedCount":0,"dbHealthy":`...)
+	out = strconv.AppendBool(out, m.DBHealthy)
+	out = append(out, `,"failedFiles":{}},"bufferedMessages":`...)
 	out = strconv.AppendInt(out, m.Buffered, 10)
 	out = append(out, `,"maintenanceMode":`...)
 	out = strconv.AppendBool(out, m.On)
+	out = append(out, `,"message":`...)
+	out = AppendString(out, msg)
+	out = append(out, `,"popMaintenanceMode":`...)
+	out = strconv.AppendBool(out, m.PopOn)
+	return append(out, '}')
+}
+
+// AppendPopMaintenance appends the pop maintenance answer:
+// {"popMaintenanceMode","message"}.
+func AppendPopMaintenance(out []byte, on bool) []byte {
+	msg := "pop maintenance mode is off: pops deliver"
+	if on {
+		msg = "pop maintenance mode is on: every pop answers 204 (nothing) until it is switched off"
+	}
+	out = append(out, `{"popMaintenanceMode":`...)
+	out = strconv.AppendBool(out, on)
 	out = append(out, `,"message":`...)
 	out = AppendString(out, msg)
 	return append(out, '}')

@@ -41,16 +41,31 @@ func TestAppendMaintenance(t *testing.T) {
 		m    Maintenance
 		want string
 	}{
-		{Maintenance{BufferHealthy: true},
-			`{"bufferHealthy":true,"bufferedMessages":0,"maintenanceMode":false,"message":"maintenance mode is off: pushes go to PostgreSQL"}`},
-		{Maintenance{On: true, Buffered: 1234, BufferHealthy: true},
-			`{"bufferHealthy":true,"bufferedMessages":1234,"maintenanceMode":true,"message":"maintenance mode is on: pushes are buffered in the spool and drained when it ends"}`},
+		{Maintenance{BufferHealthy: true, DBHealthy: true},
+			`{"bufferHealthy":true,"bufferStats":{"pendingCount":0,"failedCount":0,"dbHealthy":true,"failedFiles":{}},"bufferedMessages":0,"maintenanceMode":false,"message":"maintenance mode is off: pushes go to PostgreSQL","popMaintenanceMode":false}`},
+		{Maintenance{On: true, Buffered: 1234, BufferHealthy: true, PopOn: true},
+			`{"bufferHealthy":true,"bufferStats":{"pendingCount":1234,"failedCount":0,"dbHealthy":false,"failedFiles":{}},"bufferedMessages":1234,"maintenanceMode":true,"message":"maintenance mode is on: pushes are buffered in the spool and drained when it ends","popMaintenanceMode":true}`},
 		{Maintenance{On: true, Buffered: 9000000000},
-			`{"bufferHealthy":false,"bufferedMessages":9000000000,"maintenanceMode":true,"message":"maintenance mode is on: pushes are buffered in the spool and drained when it ends; the spool cannot take more (none configured, or full)"}`},
+			`{"bufferHealthy":false,"bufferStats":{"pendingCount":9000000000,"failedCount":0,"dbHealthy":false,"failedFiles":{}},"bufferedMessages":9000000000,"maintenanceMode":true,"message":"maintenance mode is on: pushes are buffered in the spool and drained when it ends; the spool cannot take more (none configured, or full)","popMaintenanceMode":false}`},
 		{Maintenance{},
-			`{"bufferHealthy":false,"bufferedMessages":0,"maintenanceMode":false,"message":"maintenance mode is off: pushes go to PostgreSQL; the spool cannot take more (none configured, or full)"}`},
+			`{"bufferHealthy":false,"bufferStats":{"pendingCount":0,"failedCount":0,"dbHealthy":false,"failedFiles":{}},"bufferedMessages":0,"maintenanceMode":false,"message":"maintenance mode is off: pushes go to PostgreSQL; the spool cannot take more (none configured, or full)","popMaintenanceMode":false}`},
 	} {
 		golden(t, AppendMaintenance([]byte{}, c.m), c.want)
+	}
+	golden(t, AppendPopMaintenance(nil, true), `{"popMaintenanceMode":true,"message":"pop maintenance mode is on: every pop answers 204 (nothing) until it is switched off"}`)
+	golden(t, AppendPopMaintenance(nil, false), `{"popMaintenanceMode":false,"message":"pop maintenance mode is off: pops deliver"}`)
+}
+
+func TestDecodeSwitch(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]int{`{"enabled":true}`: 1, `{"enabled":false,"x":1}`: 0,
+		``: -1, `{}`: -1, `{"enabled":null}`: -1, `{"enabled":"true"}`: -1, `{"enabled":1}`: -1, `[true]`: -1, `{"enabled":true`: -1} {
+		on, err := DecodeSwitch([]byte(body))
+		if want < 0 {
+			wantBad(t, err, "enabled (boolean) is required")
+		} else if err != nil || on != (want == 1) {
+			t.Errorf("%s: %v %v", body, on, err)
+		}
 	}
 }
 

@@ -98,6 +98,12 @@ type QueueConfigured struct {
 	// NotActedOn names the options set on the queue that this service
 	// keeps but does not act on.
 	NotActedOn []string `json:"notActedOn"`
+	// Deleted (the queue.changed broadcast only): the queue was deleted;
+	// Options are then what a queue of that name has now (the defaults, or
+	// those of a queue a push made since), which is what a bridge that does
+	// not know Deleted caches. PartitionIDs are the deleted partitions.
+	Deleted      bool    `json:"deleted,omitempty"`
+	PartitionIDs []int64 `json:"partitionIds,omitempty"`
 }
 
 // QueueOptions are a queue's options as one JSON object: the ones this

@@ -7,7 +7,8 @@
 // requests of reads, pops, lease extensions, dead letters, configure and
 // maintenance (bodies and query parameters, each error naming what was
 // wrong), and out push results, read and pop answers, ack results, the
-// lease, dead-letter, configure, maintenance and health answers, the
+// lease, dead-letter, configure, maintenance and health answers, Queen's
+// queue resource and status answers (admin_queues.go, admin_status.go), the
 // owners' table and error bodies, written by hand without reflection where
 // they are on a hot path. The name rules (queue, partition, transactionId,
 // traceId) and the answer statuses live here too. The consumer-group

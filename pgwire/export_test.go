@@ -76,3 +76,11 @@ const (
 	DeleteGroupSQL = deleteGroupSQL
 	SeekSQL        = seekSQL
 )
+
+// CountSQL are the statements of the counts, with arguments to plan them
+// by, for the test that reads their plans.
+var CountSQL = map[string][]any{
+	queueStatsSQL:     {tenantArg([16]byte{}), "", "", "", int64(100), 0},
+	partitionStatsSQL: {int64(1)},
+	tenantLagSQL:      {tenantArg([16]byte{})},
+}

@@ -76,6 +76,13 @@ func (c *cache) allFresh(tenant tenancy.TenantID, n int, name func(i int) string
 	return true
 }
 
+// forget drops a queue's settings: the next look-up reads the database.
+func (c *cache) forget(k key) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
 func (c *cache) put(k key, o pgwire.QueueOptions) {
 	c.mu.Lock()
 	c.m[k] = cached{opts: o, at: time.Now()}

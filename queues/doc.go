@@ -1,8 +1,9 @@
 // Package queues owns queue settings on the bridge: a short-lived cache of
 // each queue's options (so a push looks a queue up at most once per request,
 // and rarely at all), configuring a queue, the queue.changed broadcast that
-// makes peers drop their cached copy at once, and payload encryption
-// (AES-256-GCM) for queues that ask for it.
+// makes peers drop their cached copy at once (of a changed queue, and of a
+// deleted one, which every bridge also hands to Config.OnDrop), and payload
+// encryption (AES-256-GCM) for queues that ask for it.
 //
 // It must not import bridge, readside or durability, nor net/http or
 // Prometheus; it reaches PostgreSQL through pgwire and peers through

@@ -30,6 +30,11 @@ type Config struct {
 	EncryptionKeys map[uint8][]byte
 	// CacheTTL is how long a queue's settings are trusted. Default 2s.
 	CacheTTL time.Duration
+	// OnDrop is told of every deleted queue, deleted here (Dropped) or by
+	// a peer (its queue.changed broadcast), with its partitions' ids: what
+	// else on this bridge must forget it (the read side, the hot tail,
+	// fusion). Default none.
+	OnDrop func(tenant tenancy.TenantID, queue string, partitions []int64)
 	// Logger for the bridge target. Default: disabled.
 	Logger zerolog.Logger
 }
@@ -127,7 +132,36 @@ func (s *Settings) Configure(ctx context.Context, tenant tenancy.TenantID, queue
 	return ch, nil
 }
 
-// onChanged takes a peer's new queue settings into the cache.
+// Dropped is told that a queue was deleted here (its rows are gone): the
+// cached settings go, OnDrop is told, and so are the peers, at once
+// (queue.changed with Deleted). The broadcast carries the settings a
+// queue of that name has now, which is what a peer that does not know
+// Deleted caches.
+func (s *Settings) Dropped(ctx context.Context, tenant tenancy.TenantID, queue string, partitions []int64) {
+	s.cache.forget(key{tenant, queue})
+	if s.cfg.OnDrop != nil {
+		s.cfg.OnDrop(tenant, queue, partitions)
+	}
+	if !s.cfg.Peers.Enabled() {
+		return
+	}
+	// On a failed look-up the zero settings go out: a peer that does not
+	// know Deleted caches them for up to its cache TTL.
+	q, _ := s.cfg.DB.LookupQueue(ctx, tenant, queue)
+	ev := jsonapi.QueueConfigured{Queue: queue, Tenant: uuid.UUID(tenant).String(), Namespace: q.Namespace, Task: q.Task,
+		Options: jsonapi.QueueOptions{EncryptionEnabled: q.Options.EncryptionEnabled, DedupWindowSeconds: q.Options.DedupWindowSeconds,
+			RetentionSeconds: q.Options.RetentionSeconds}, NotActedOn: []string{}, Deleted: true, PartitionIDs: partitions}
+	out, err := jsonapi.EncodeQueueConfigured(&ev)
+	if err == nil {
+		err = s.cfg.Peers.Publish(peers.QueueChanged, out)
+	}
+	if err != nil {
+		s.cfg.Logger.Warn().Str("target", "bridge").Err(err).Msg("queue delete broadcast failed; peers forget the queue's settings only as their cache expires, and keep the rest of what they know of it")
+	}
+}
+
+// onChanged takes a peer's new queue settings into the cache, or forgets a
+// queue a peer deleted.
 func (s *Settings) onChanged(m *nats.Msg) {
 	c, err := jsonapi.DecodeQueueConfigured(m.Data)
 	if err != nil {
@@ -135,6 +169,14 @@ func (s *Settings) onChanged(m *nats.Msg) {
 	}
 	tenant, err := tenancy.Parse(c.Tenant)
 	if err != nil {
+		return
+	}
+	if c.Deleted {
+		s.cache.forget(key{tenant, c.Queue})
+		if s.cfg.OnDrop != nil {
+			s.cfg.OnDrop(tenant, c.Queue, c.PartitionIDs)
+		}
+		s.received.Add(1)
 		return
 	}
 	s.cache.put(key{tenant, c.Queue}, pgwire.QueueOptions{EncryptionEnabled: c.Options.EncryptionEnabled,

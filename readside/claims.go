@@ -56,6 +56,15 @@ func (r *Reads) Released(tenant tenancy.TenantID, queue, partition, group string
 	r.Announce([]Key{{Tenant: tenant, Queue: queue, Partition: partition}})
 }
 
+// Dropped is told that a queue was deleted (here or by a peer): reads and
+// pops parked on it answer now, empty, and what steers pops to its
+// partitions is forgotten. The caller also drops the hot tail's segments
+// of it (Tail.Drop).
+func (r *Reads) Dropped(tenant tenancy.TenantID, queue string) {
+	r.marks.drop(tenant, queue)
+	r.parked.drop(tenant, queue)
+}
+
 // Park runs look until it finds something, parking between looks on k
 // (partition "": the whole queue) for up to wait, as a parked read does
 // (lookParked). what names the call in the error of an abandoned context.

@@ -6,7 +6,9 @@
 // <prefix>.v1.available, and the marks that steer the consume room's
 // any-partition pops: which partitions of a queue may have messages past a
 // group's cursor (Candidates), what a claim found (Outcome), and a lease's
-// release (Released).
+// release (Released). A deleted queue (Dropped, Tail.Drop) answers its
+// parked reads and pops at once, empty, and leaves the marks and the hot
+// tail.
 //
 // It must not import bridge, push, consume, queues or durability, nor
 // net/http or Prometheus; it renders through jsonapi, and decrypts through

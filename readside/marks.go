@@ -119,6 +119,9 @@ func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant tenancy.Te
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q = m.queues[qk]
+	if q == nil {
+		return nil, nil // deleted while it was read (drop)
+	}
 	gm := q.group(group)
 	now := time.Now()
 	var out []candidate
@@ -214,6 +217,17 @@ func (m *marks) outcome(tenant tenancy.TenantID, queue, group string, c candidat
 		}
 	case pgwire.PopMissing:
 		gm.drained[c.p] = c.seq
+	}
+}
+
+// drop forgets a deleted queue: its partitions' ids are of partitions that
+// no longer exist. A load in progress fills a list nobody keeps.
+func (m *marks) drop(tenant tenancy.TenantID, queue string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.queues[queueKey{tenant, queue}]; ok {
+		delete(m.queues, queueKey{tenant, queue})
+		m.n.Add(-1)
 	}
 }
 

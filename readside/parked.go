@@ -13,37 +13,45 @@ type Key struct {
 	Queue, Partition string
 }
 
+// waiter is one parked read or pop. Its channel receives (at most one
+// pending) wake; gone is set, before the wake, when its queue was deleted:
+// it then answers at once, empty.
+type waiter struct {
+	ch   chan struct{}
+	gone atomic.Bool
+}
+
 // parked holds the reads waiting for a partition. Read handlers (one
 // goroutine each) park and unpark, announcers wake: a mutex guards the map,
 // held only for map operations.
 type parked struct {
 	mu    sync.Mutex
-	m     map[Key]map[chan struct{}]struct{}
+	m     map[Key]map[*waiter]struct{}
 	n     atomic.Int64  // reads parked now
 	wakes atomic.Uint64 // partition wake events
 }
 
-func newParked() *parked { return &parked{m: map[Key]map[chan struct{}]struct{}{}} }
+func newParked() *parked { return &parked{m: map[Key]map[*waiter]struct{}{}} }
 
-// park registers a read; its channel receives (at most one pending) wake.
-func (p *parked) park(k Key) chan struct{} {
-	ch := make(chan struct{}, 1)
+// park registers a read.
+func (p *parked) park(k Key) *waiter {
+	w := &waiter{ch: make(chan struct{}, 1)}
 	p.mu.Lock()
 	set := p.m[k]
 	if set == nil {
-		set = map[chan struct{}]struct{}{}
+		set = map[*waiter]struct{}{}
 		p.m[k] = set
 	}
-	set[ch] = struct{}{}
+	set[w] = struct{}{}
 	p.mu.Unlock()
 	p.n.Add(1)
-	return ch
+	return w
 }
 
-func (p *parked) unpark(k Key, ch chan struct{}) {
+func (p *parked) unpark(k Key, w *waiter) {
 	p.mu.Lock()
 	if set := p.m[k]; set != nil {
-		delete(set, ch)
+		delete(set, w)
 		if len(set) == 0 {
 			delete(p.m, k)
 		}
@@ -52,21 +60,37 @@ func (p *parked) unpark(k Key, ch chan struct{}) {
 	p.n.Add(-1)
 }
 
+func (w *waiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
 // wake wakes every read parked on k, and every pop parked on k's queue
 // (the key with Partition "": partition names are never empty).
 func (p *parked) wake(k Key) {
 	p.wakes.Add(1)
 	p.mu.Lock()
-	for ch := range p.m[k] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+	for w := range p.m[k] {
+		w.wake()
 	}
-	for ch := range p.m[Key{Tenant: k.Tenant, Queue: k.Queue}] {
-		select {
-		case ch <- struct{}{}:
-		default:
+	for w := range p.m[Key{Tenant: k.Tenant, Queue: k.Queue}] {
+		w.wake()
+	}
+	p.mu.Unlock()
+}
+
+// drop makes every read and pop parked on a queue answer now: the queue
+// was deleted. It walks every parked key, which is fine for a rare call.
+func (p *parked) drop(tenant tenancy.TenantID, queue string) {
+	p.mu.Lock()
+	for k, set := range p.m {
+		if k.Tenant == tenant && k.Queue == queue {
+			for w := range set {
+				w.gone.Store(true)
+				w.wake()
+			}
 		}
 	}
 	p.mu.Unlock()

@@ -8,7 +8,8 @@ import (
 
 // lookParked runs look until it finds something. With a wait and nothing
 // found it parks on k, costing no query, until a push to k is announced
-// (here or by a peer), the wait ends, Stop or Unpark, then looks again. It
+// (here or by a peer), the wait ends, Stop or Unpark, or its queue is
+// deleted (Reads.Dropped: it answers at once, empty), then looks again. It
 // parks before its second look, so a push that lands between the first look
 // and the wait still wakes it.
 //
@@ -22,7 +23,7 @@ import (
 func lookParked[T any](r *Reads, ctx context.Context, k Key, wait time.Duration, what string, look func() (T, bool, error)) (T, error) {
 	var none T
 	deadline := time.Now().Add(wait)
-	var wake chan struct{}
+	var wake *waiter
 	var timer *time.Timer
 	var settle time.Duration // wait before heeding the next wake; grows with empty wakes
 	defer func() {
@@ -35,6 +36,9 @@ func lookParked[T any](r *Reads, ctx context.Context, k Key, wait time.Duration,
 	}()
 	abandoned := func() (T, error) { return none, fmt.Errorf("%s abandoned: %w", what, ctx.Err()) }
 	for {
+		if wake != nil && wake.gone.Load() {
+			return none, nil // the queue was deleted (Reads.Dropped)
+		}
 		v, found, err := look()
 		if err != nil || found || wait == 0 || !time.Now().Before(deadline) || r.leaving() {
 			return v, err
@@ -63,7 +67,10 @@ func lookParked[T any](r *Reads, ctx context.Context, k Key, wait time.Duration,
 			}
 		}
 		select {
-		case <-wake:
+		case <-wake.ch:
+			if wake.gone.Load() {
+				return none, nil
+			}
 			settle = min(max(2*settle, minSettle), maxSettle) // reset by returning: a wake that finds something ends the call
 		case <-timer.C:
 			return none, nil

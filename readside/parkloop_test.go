@@ -96,7 +96,7 @@ func TestWakeReachesThePartitionAndItsQueue(t *testing.T) {
 	k := Key{Tenant: tenant, Queue: "q", Partition: "p"}
 	read := p.park(k)
 	pop := p.park(Key{Tenant: tenant, Queue: "q"})
-	others := []chan struct{}{
+	others := []*waiter{
 		p.park(Key{Tenant: tenant, Queue: "q", Partition: "p2"}),
 		p.park(Key{Tenant: tenant, Queue: "q2"}),
 		p.park(Key{Queue: "q", Partition: "p"}),
@@ -107,13 +107,13 @@ func TestWakeReachesThePartitionAndItsQueue(t *testing.T) {
 	}
 	p.wake(k)
 	p.wake(k)
-	for name, ch := range map[string]chan struct{}{"read": read, "pop": pop} {
-		if len(ch) != 1 {
-			t.Fatalf("%s parked on the partition's key holds %d wakes, want 1", name, len(ch))
+	for name, w := range map[string]*waiter{"read": read, "pop": pop} {
+		if len(w.ch) != 1 {
+			t.Fatalf("%s parked on the partition's key holds %d wakes, want 1", name, len(w.ch))
 		}
 	}
-	for i, ch := range others {
-		if len(ch) != 0 {
+	for i, w := range others {
+		if len(w.ch) != 0 {
 			t.Fatalf("other %d was woken", i)
 		}
 	}

@@ -32,14 +32,18 @@ import (
 type Tail struct {
 	max int64
 
-	mu     sync.Mutex
-	parts  map[int64]*tailPart
-	names  map[tailName]int64
-	order  []tailRef // segments in commit order, for eviction; may hold stale refs
-	bytes  int64
-	nsegs  int
-	hits   atomic.Uint64
-	misses atomic.Uint64
+	mu    sync.Mutex
+	parts map[int64]*tailPart
+	names map[tailName]int64
+	order []tailRef // segments in commit order, for eviction; may hold stale refs
+	bytes int64
+	nsegs int
+	// dropped are partitions of deleted queues (Drop): a commit to one of
+	// them that reaches the tail after the delete (its flush committed
+	// before it) is not kept. Ids are never reused; bounded by clearing.
+	dropped map[int64]struct{}
+	hits    atomic.Uint64
+	misses  atomic.Uint64
 }
 
 type tailName struct {
@@ -101,6 +105,9 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 		if r.Status != segment.Queued || r.PartitionID <= 0 || w.Count <= 0 || len(w.Hashes) != int(w.Count)*segment.HashSize {
 			continue
 		}
+		if _, gone := t.dropped[r.PartitionID]; gone {
+			continue
+		}
 		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: w.Blob, Hashes: w.Hashes}
 		p := t.parts[r.PartitionID]
 		if p == nil {
@@ -117,6 +124,41 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 		t.order = append(t.order, tailRef{pid: r.PartitionID, end: s.End})
 	}
 	t.evict()
+}
+
+// maxDropped bounds the ids Drop remembers: a commit that reaches the
+// tail later than this many deleted partitions after its delete is not a
+// case to keep memory for.
+const maxDropped = 1 << 16
+
+// Drop forgets every segment of a deleted queue, and keeps partitions
+// (its partitions' ids, as the delete reported them) from coming back
+// with a commit that reaches the tail late. A pop then finds its
+// partition by name in the database, where the queue is gone or new.
+func (t *Tail) Drop(tenant tenancy.TenantID, queue string, partitions []int64) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.dropped)+len(partitions) > maxDropped {
+		clear(t.dropped)
+	}
+	if t.dropped == nil {
+		t.dropped = map[int64]struct{}{}
+	}
+	for _, pid := range partitions {
+		t.dropped[pid] = struct{}{}
+	}
+	for pid, p := range t.parts {
+		if p.name.tenant == tenant && p.name.queue == queue {
+			t.dropSegs(p, len(p.segs))
+			delete(t.parts, pid)
+			if t.names[p.name] == pid {
+				delete(t.names, p.name)
+			}
+		}
+	}
 }
 
 // dropSegs forgets the first n segments of p.

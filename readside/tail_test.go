@@ -108,3 +108,37 @@ func TestTailEvictsOldestFirst(t *testing.T) {
 		t.Fatalf("a tail of 0 bytes kept something: %+v", st)
 	}
 }
+
+// A dropped queue's segments go; a commit of one of its partitions that
+// reaches the tail afterwards is not kept; other queues stay.
+func TestTailDropForgetsTheQueue(t *testing.T) {
+	tail := readside.NewTail(1 << 20)
+	commit(tail, [3]int64{1, 1, 5}, [3]int64{2, 1, 3})
+	other, res := tailWrite(3, 1, 2)
+	other.Queue = "other"
+	tail.Committed([]segment.Write{other}, []segment.Result{res})
+	tail.Drop([16]byte{}, "q", []int64{1, 2})
+	for _, p := range []string{"p1", "p2"} {
+		if _, ok := tail.PartitionID([16]byte{}, "q", p); ok {
+			t.Fatalf("%s is still named", p)
+		}
+	}
+	tail.SetCursor(1, "g", 0)
+	if _, ok := tail.Take(1, "g", 10); ok {
+		t.Fatal("a take of a dropped partition")
+	}
+	commit(tail, [3]int64{1, 6, 5}) // late: committed before the delete
+	if _, ok := tail.PartitionID([16]byte{}, "q", "p1"); ok {
+		t.Fatal("a late commit of a dropped partition is kept")
+	}
+	commit(tail, [3]int64{4, 1, 1}) // the queue made anew
+	if pid, ok := tail.PartitionID([16]byte{}, "q", "p4"); !ok || pid != 4 {
+		t.Fatalf("a new partition of the name: %d %v", pid, ok)
+	}
+	if pid, ok := tail.PartitionID([16]byte{}, "other", "p3"); !ok || pid != 3 {
+		t.Fatalf("the other queue: %d %v", pid, ok)
+	}
+	if st := tail.Stats(); st.Segments != 2 {
+		t.Fatalf("%d segments held, want other's and the new one", st.Segments)
+	}
+}

@@ -7,9 +7,10 @@ const OriginHeader = "Queen-Origin"
 
 // The broadcasts, as subjects under <prefix>.v1.
 const (
-	MaintenanceChanged = "maintenance.changed"
-	QueueChanged       = "queue.changed"
-	Available          = "available"
+	MaintenanceChanged    = "maintenance.changed"
+	PopMaintenanceChanged = "maintenance.pop.changed"
+	QueueChanged          = "queue.changed"
+	Available             = "available"
 )
 
 // Link is one bridge's end of the broadcasts. The zero NATS connection is a

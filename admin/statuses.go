@@ -1,0 +1,161 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/jsonapi"
+	"github.com/queenbridge/queenbridge/pgwire"
+)
+
+// The dashboard's status routes and the maintenance switches (SPEC §12.5).
+// Every number of the status answers is (opt): counts as the resource
+// routes compute them; throughput [] and workers [] (the bridge keeps no
+// rates over time and no list of its peers here); errors from this
+// bridge's own counters.
+
+func (a *Admin) statusRoutes() []Route {
+	return []Route{
+		{Method: "GET", Pattern: "/api/v1/status", Serve: a.status},
+		{Method: "GET", Pattern: "/api/v1/status/queues", Serve: a.statusQueues},
+		{Method: "GET", Pattern: "/api/v1/status/queues/{queue}", Serve: a.statusQueue},
+		{Method: "GET", Pattern: "/api/v1/system/maintenance", Admin: true, Serve: a.getMaintenance},
+		{Method: "POST", Pattern: "/api/v1/system/maintenance", Admin: true, Serve: a.setMaintenance},
+		{Method: "GET", Pattern: "/api/v1/system/maintenance/pop", Admin: true, Serve: a.getPopMaintenance},
+		{Method: "POST", Pattern: "/api/v1/system/maintenance/pop", Admin: true, Serve: a.setPopMaintenance},
+	}
+}
+
+func (a *Admin) getMaintenance(ctx context.Context, _ tenancy.TenantID, _ Request) (int, []byte) {
+	return a.cfg.Keeper.ServeMaintenance(ctx, nil, nil)
+}
+
+// setMaintenance needs {"enabled": bool}, as Queen does (over NATS, {}
+// reads).
+func (a *Admin) setMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
+	on, err := jsonapi.DecodeSwitch(req.Body)
+	if err != nil {
+		return a.cfg.Keeper.ServeMaintenance(ctx, nil, err)
+	}
+	return a.cfg.Keeper.ServeMaintenance(ctx, &on, nil)
+}
+
+func (a *Admin) getPopMaintenance(ctx context.Context, _ tenancy.TenantID, _ Request) (int, []byte) {
+	return a.cfg.Keeper.ServePopMaintenance(ctx, nil, nil)
+}
+
+func (a *Admin) setPopMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
+	on, err := jsonapi.DecodeSwitch(req.Body)
+	if err != nil {
+		return a.cfg.Keeper.ServePopMaintenance(ctx, nil, err)
+	}
+	return a.cfg.Keeper.ServePopMaintenance(ctx, &on, nil)
+}
+
+func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+	sr, err := jsonapi.ParseStatusQuery(req.Query.Get, time.Now())
+	if err != nil {
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	}
+	f := pgwire.QueueFilter{Name: sr.Queue, Namespace: sr.Namespace, Task: sr.Task}
+	qs, err := a.cfg.DB.QueueStats(ctx, tenant, f)
+	if err != nil {
+		return failed(err)
+	}
+	top, err := a.cfg.DB.TopDeadLetterErrors(ctx, tenant, f, 10)
+	if err != nil {
+		return failed(err)
+	}
+	out := jsonapi.Status{
+		TimeRange:       jsonapi.StatusTimeRange{From: jsonapi.StatTime(sr.From), To: jsonapi.StatTime(sr.To)},
+		BucketMinutes:   jsonapi.BucketMinutes(sr.To.Sub(sr.From)),
+		Throughput:      []json.RawMessage{},
+		Queues:          make([]jsonapi.StatusQueue, 0, len(qs)),
+		Messages:        jsonapi.StatusMessages{BatchEfficiency: json.RawMessage(`{}`)},
+		Workers:         []json.RawMessage{},
+		DeadLetterQueue: jsonapi.StatusDeadLetters{TopErrors: make([]jsonapi.StatusErrorCount, 0, len(top))},
+		Errors:          jsonapi.StatusErrors{DBErrors: int64(a.cfg.DB.Stats().StatementTimeouts)},
+	}
+	for _, q := range qs {
+		out.Queues = append(out.Queues, jsonapi.StatusQueue{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
+			Partitions: q.Partitions, TotalConsumed: q.Counts.Completed})
+		out.Messages.SixCounts = addSix(out.Messages.SixCounts, sixCounts(q.Counts))
+		out.Leases.Active += q.Leases.Active
+		out.Leases.PartitionsWithLeases += q.LeasedPartitions
+		out.Leases.TotalBatchSize += q.Leases.Delivered
+		out.Leases.TotalAcked += q.Leases.Acked
+		out.DeadLetterQueue.TotalMessages += q.Counts.DeadLetter
+		out.DeadLetterQueue.AffectedPartitions += q.DeadPartitions
+	}
+	out.Errors.DLQMessages = out.DeadLetterQueue.TotalMessages
+	for _, e := range top {
+		out.DeadLetterQueue.TopErrors = append(out.DeadLetterQueue.TopErrors, jsonapi.StatusErrorCount{Error: e.Error, Count: e.Count})
+	}
+	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+}
+
+func (a *Admin) statusQueues(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+	r, err := jsonapi.ParseQueueStatsQuery(req.Query.Get)
+	if err != nil {
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	}
+	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Namespace: r.Namespace, Task: r.Task, Limit: r.Limit, Offset: r.Offset})
+	if err != nil {
+		return failed(err)
+	}
+	out := jsonapi.QueueStatsPage{Queues: make([]jsonapi.QueueSummary, 0, len(qs)), Pagination: jsonapi.PageBounds{Limit: r.Limit, Offset: r.Offset}}
+	for _, q := range qs {
+		out.Queues = append(out.Queues, summary(q))
+	}
+	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+}
+
+// option is a queue option as stored, else the value the bridge acts on
+// by default (def), else null.
+func option(opts map[string]json.RawMessage, name, def string) json.RawMessage {
+	if v, ok := opts[name]; ok {
+		return v
+	}
+	if def != "" {
+		return json.RawMessage(def)
+	}
+	return json.RawMessage("null")
+}
+
+func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+	name, ok := queueName(req)
+	if !ok {
+		return queueNotFound()
+	}
+	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Name: name})
+	if err != nil {
+		return failed(err)
+	}
+	parts, found, err := a.cfg.DB.PartitionStats(ctx, tenant, name)
+	if err != nil {
+		return failed(err)
+	}
+	if len(qs) == 0 || !found {
+		return queueNotFound()
+	}
+	q := qs[0]
+	out := jsonapi.StatusQueueDetail{
+		Queue: jsonapi.StatusQueueInfo{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
+			Priority: option(q.Options, "priority", ""), CreatedAt: jsonapi.StatTime(q.CreatedAt),
+			Config: jsonapi.QueueConfig{LeaseTime: option(q.Options, "leaseTime", "300"), RetryLimit: option(q.Options, "retryLimit", "3"),
+				RetryDelay: option(q.Options, "retryDelay", ""), TTL: option(q.Options, "ttl", ""),
+				MaxQueueSize: option(q.Options, "maxQueueSize", ""), DeadLetterQueue: option(q.Options, "deadLetterQueue", "")}},
+		Partitions: make([]jsonapi.StatusPartition, 0, len(parts)),
+	}
+	for _, p := range parts {
+		c := sixCounts(p.Counts)
+		out.Partitions = append(out.Partitions, jsonapi.StatusPartition{ID: id(p.ID), Name: p.Name, CreatedAt: jsonapi.StatTime(p.Oldest),
+			Messages: c, Stats: c, Cursor: jsonapi.CursorStats{TotalConsumed: p.Counts.Completed},
+			LastActivity: jsonapi.StatTime(p.LastWrite), OldestMessage: jsonapi.StatTime(p.Oldest), NewestMessage: jsonapi.StatTime(p.Newest)})
+		out.Totals.SixCounts = addSix(out.Totals.SixCounts, c)
+	}
+	out.Totals.Messages = out.Totals.SixCounts
+	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+}

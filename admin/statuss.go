@@ -1,3 +1,0 @@
-package admin
-
-func (a *Admin) statusRoutes() []Route { return nil }

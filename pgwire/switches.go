@@ -1,0 +1,42 @@
+package pgwire
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Switches are the bridge-wide switches kept in queen.system_state: each a
+// row {"enabled": bool} under its key; a missing row is off.
+type Switches struct {
+	Maintenance    bool // key 'maintenance': pushes go to the spool
+	PopMaintenance bool // key 'pop_maintenance': pops deliver nothing
+}
+
+// ReadSwitches reads every switch in one statement (the maintenance poll).
+func (db *DB) ReadSwitches(ctx context.Context) (Switches, error) {
+	var s Switches
+	err := db.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&s.Maintenance, &s.PopMaintenance) },
+		`SELECT coalesce(bool_or((value->>'enabled')::boolean) FILTER (WHERE key = 'maintenance'), false),
+		        coalesce(bool_or((value->>'enabled')::boolean) FILTER (WHERE key = 'pop_maintenance'), false)
+		FROM queen.system_state WHERE key IN ('maintenance', 'pop_maintenance')`)
+	if err != nil {
+		return s, fmt.Errorf("pgwire: read switches: %w", err)
+	}
+	return s, nil
+}
+
+// SetPopMaintenance stores the pop maintenance switch.
+func (db *DB) SetPopMaintenance(ctx context.Context, on bool) error {
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		_, err := conn.Exec(ctx, `INSERT INTO queen.system_state (key, value) VALUES ('pop_maintenance', jsonb_build_object('enabled', $1::boolean))
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, on)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgwire: set pop maintenance: %w", err)
+	}
+	return nil
+}
