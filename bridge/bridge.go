@@ -109,7 +109,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	tail := readside.NewTail(cfg.TailCacheBytes)
 	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
-		Maintenance: b.keeper.Maintenance, Observer: m, Tail: tail}); err != nil {
+		Maintenance: b.keeper.Maintenance, Observer: m, Tail: tail, Pushes: b.pusher, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
 	}
 	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Reads: b.reads, Keeper: b.keeper,

@@ -20,6 +20,7 @@ type Store interface {
 	PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
+	Transaction(ctx context.Context, req pgwire.TxnRequest) (pgwire.TxnResult, error)
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
@@ -42,6 +43,9 @@ type Payloads interface {
 type Observer interface {
 	Popped(n int)
 	Acked(status string, ok, dead bool)
+	// Transaction counts one transaction request by outcome (TxnCommitted,
+	// TxnRolledBack, TxnRefused).
+	Transaction(outcome string)
 }
 
 // Config wires the consumer API.
@@ -62,6 +66,12 @@ type Config struct {
 	// Tail serves pops of the segments this bridge just committed from
 	// memory (fed by the fusion's commit hook). Default: none.
 	Tail *readside.Tail
+	// Pushes prepares the pushes of transactions (ids, sealing, grouping).
+	// Default: none, and a transaction with pushes is refused (503).
+	Pushes Preparer
+	// Stopping reports that the bridge is shutting down: a transaction
+	// that arrives then is refused (503). Default: never.
+	Stopping func() bool
 	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
 	// whole batches too (the differential tests compare the two paths).
 	GeneralAcksOnly bool
@@ -93,6 +103,9 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
 	}
+	if cfg.Stopping == nil {
+		cfg.Stopping = func() bool { return false }
+	}
 	c := &Consumer{cfg: cfg}
 	c.fuser.run = cfg.DB.AckWhole
 	return c, nil
@@ -118,3 +131,4 @@ type noObserver struct{}
 
 func (noObserver) Popped(int)               {}
 func (noObserver) Acked(string, bool, bool) {}
+func (noObserver) Transaction(string)       {}
