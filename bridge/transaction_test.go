@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // txnAnswer is a transaction's answer as Queen's clients read it (success,
@@ -304,4 +306,41 @@ func TestTransactionWakesParkedPops(t *testing.T) {
 		t.Fatalf("woken pop: %+v", p)
 	}
 	t.Logf("the parked pop answered %v after the commit", time.Since(start))
+}
+
+// In the accounts mode a tenant account sends transactions through its
+// import and they act for its tenant; the subject naming a tenant is not
+// exported.
+func TestTransactionAccountsMode(t *testing.T) {
+	url := accountsNATS(t)
+	tenantA := uuid.New()
+	n := newNode(t, nodeOpts{natsURL: url, prefix: "queen", natsOpts: []nats.Option{nats.UserInfo("bridge", "bridge-pw")},
+		accounts: map[string]tenancy.TenantID{"TENANT_A": tenancy.TenantID(tenantA)}})
+	a := connectTenant(t, url, "tenant-a", "a-pw")
+	msg, err := a.Request("queen.v1.transaction", (&txnBuilder{}).push("out", "", 1).body(), 30*time.Second)
+	if err != nil || !strings.Contains(string(msg.Data), `"success":true`) {
+		t.Fatalf("A's transaction: %v %s", err, msg.Data)
+	}
+	if c := n.count(`SELECT count(*) FROM queen.queues WHERE tenant = $1 AND name = 'out'`, tenantA); c != 1 {
+		t.Fatal("A's transaction did not write A's queue")
+	}
+	subject := "queen.v1.transaction." + uuid.NewString()
+	if err := a.Publish(subject, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	a.violation(t, subject)
+	// From the bridges' own account there is no tenant: refused.
+	msg = n.natsRequest(t, "queen.v1.transaction", (&txnBuilder{}).push("out", "", 2).body())
+	if msg.Header.Get("Nats-Service-Error-Code") != "403" {
+		t.Fatalf("from the bridge account: %v %s", msg.Header, msg.Data)
+	}
+}
+
+func (n *node) natsRequest(t *testing.T, subject string, body []byte) *nats.Msg {
+	t.Helper()
+	msg, err := n.nc.Request(subject, body, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
 }

@@ -1,8 +1,9 @@
 // Package consume is Queen's consumer API behind the front door: pops
 // (claiming partitions for a consumer group under a lease, reading after
 // the group's cursor), acknowledgements (grouped per partition, group and
-// lease, applied in the one lock order), lease extension and the dead
-// letters. It answers with its own result types (Popped, AckOutcome,
+// lease, applied in the one lock order), lease extension, the dead
+// letters, and Queen's transactions (pushes and acknowledgements in one
+// PostgreSQL transaction, txn.go). It answers with its own result types (Popped, AckOutcome,
 // DeadLetters), and renders them for the wire through jsonapi (answers.go).
 //
 // What it asks of others: pgwire runs each claim, ack, extension and
@@ -10,10 +11,13 @@
 // satisfies); readside says which partitions an any-partition pop may
 // claim (its marks), parks a pop that found nothing until a push is
 // announced, and hears of released leases; queues decrypts payloads of
-// encrypted queues.
+// encrypted queues; push prepares a transaction's pushes (Preparer, which
+// *push.Pusher satisfies), exactly as a push's.
 //
-// It must not import bridge, push, durability or ownership, nor net/http,
-// NATS or Prometheus; it writes no SQL and no JSON by hand.
+// It must not import bridge, durability or ownership, nor net/http, NATS
+// or Prometheus; of push it uses the preparation only, never the write
+// pipeline (fusion, forwards, the spool). It writes no SQL and no JSON by
+// hand.
 //
 // Goroutines: none of its own. Each call runs on its caller's goroutine
 // (a parked pop waits there); the counters are atomics.
@@ -22,5 +26,7 @@
 // acknowledged or extended; an expired lease's messages are delivered
 // again to the next claim. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
-// commit.
+// commit. A transaction commits whole or not at all: after COMMIT it is
+// announced before it is answered; a lost connection during COMMIT is
+// answered as an unknown outcome, never as success.
 package consume
