@@ -3,8 +3,19 @@ package pgwire_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -134,5 +145,101 @@ func TestTransactionUnavailable(t *testing.T) {
 	_, err := db.Transaction(ctx, pgwire.TxnRequest{Writes: []segment.Write{write("a", "p", "x")}})
 	if err == nil || pgwire.IsOutcomeUnknown(err) {
 		t.Fatalf("cancelled before sending: %v", err)
+	}
+}
+
+// proxy forwards TCP connections to PostgreSQL until cut closes them all:
+// a connection lost in the middle of a statement.
+type proxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newProxy(t *testing.T, dsn string) (*proxy, string) {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network, addr := "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	if strings.HasPrefix(cfg.Host, "/") {
+		network, addr = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go func() { // ends when the listener closes
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial(network, addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(s, c); s.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Host = fmt.Sprintf("127.0.0.1:%d", port)
+		q := u.Query()
+		q.Del("host")
+		q.Del("port")
+		u.RawQuery = q.Encode()
+		return p, u.String()
+	}
+	return p, fmt.Sprintf("%s host=127.0.0.1 port=%d", dsn, port)
+}
+
+// cut closes every connection through the proxy.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A connection lost after the transaction was sent leaves its outcome
+// unknown, and says so (never success, never "rolled back").
+func TestTransactionOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	dsn := testenv.NewDatabase(t)
+	direct := openDSN(t, dsn)
+	push(t, direct, write("a", "p", "a1"))
+	px, via := newProxy(t, dsn)
+	db := openDSN(t, via)
+	// Hold the partition row, so that the transaction waits on it.
+	tx, err := direct.Pool().Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(context.Background(), `SELECT 1 FROM queen.log_partitions WHERE name = 'p' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Transaction(context.Background(), pgwire.TxnRequest{Writes: []segment.Write{write("a", "p", "a2")}})
+		done <- err
+	}()
+	testkit.WaitFor(t, "the transaction to wait for the row", 30*time.Second, func() bool {
+		return count(t, direct.Pool(), `SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%txn_apply_v1%' AND wait_event_type = 'Lock'`) == 1
+	})
+	px.cut()
+	if err := <-done; !pgwire.IsOutcomeUnknown(err) {
+		t.Fatalf("a connection lost after sending: %v", err)
 	}
 }
