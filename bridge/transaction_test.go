@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // txnAnswer is a transaction's answer as Queen's clients read it (success,
@@ -343,4 +345,32 @@ func (n *node) natsRequest(t *testing.T, subject string, body []byte) *nats.Msg 
 		t.Fatal(err)
 	}
 	return msg
+}
+
+// A transaction's pushes to an encrypted queue are sealed as a push's
+// (never stored in plaintext) and pop as sent; without a key the
+// transaction is not committed.
+func TestTransactionSealsEncryptedQueues(t *testing.T) {
+	n := newNode(t, nodeOpts{keys: testKeys})
+	n.configureQueue("sealed", `{"encryptionEnabled":true}`)
+	if a := n.commit((&txnBuilder{}).push("sealed", "p", map[string]string{"card": "PLAINTEXT-MARKER"}).body()); !a.Success {
+		t.Fatalf("commit: %s", errText(a.Error))
+	}
+	f := storedFrame(t, n, "sealed", "p", 1)
+	if f.Flags&segment.FlagEncrypted == 0 || bytes.Contains(f.Payload, []byte("PLAINTEXT-MARKER")) {
+		t.Fatalf("stored frame flags %b: not sealed", f.Flags)
+	}
+	if _, p := n.popHTTP("sealed", "p"); len(p.Messages) != 1 || string(p.Messages[0].Data) != `{"card":"PLAINTEXT-MARKER"}` {
+		t.Fatalf("pop: %+v", p)
+	}
+
+	// A bridge without keys on the same database.
+	keyless := newNode(t, nodeOpts{dsn: n.db.Pool().Config().ConnConfig.ConnString()})
+	a := keyless.commit((&txnBuilder{}).push("plain", "", 1).push("sealed", "", 2).body())
+	if a.Success || !strings.Contains(errText(a.Error), "operations[1]: queue \"sealed\" has encryption enabled but no QUEEN_ENCRYPTION_KEY") {
+		t.Fatalf("without a key: %+v (%s)", a, errText(a.Error))
+	}
+	if c := keyless.count(`SELECT count(*) FROM queen.log_segments`); c != 1 {
+		t.Fatalf("%d segments written", c)
+	}
 }

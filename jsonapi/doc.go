@@ -5,13 +5,12 @@
 // send read on internal/jsonscan too, anything it is not sure of by
 // encoding/json, to which a differential fuzz target holds it), the
 // requests of reads, pops, lease extensions, dead letters, transactions,
-// configure and maintenance (bodies and query parameters, each error naming what was
-// wrong), and out push results, read and pop answers, ack results, the
-// lease, dead-letter, transaction, configure, maintenance and health
-// answers, the
-// owners' table and error bodies, written by hand without reflection where
-// they are on a hot path. The name rules (queue, partition, transactionId,
-// traceId) and the answer statuses live here too.
+// configure and maintenance (bodies and query parameters, each error naming
+// what was wrong), and out push results, read and pop answers, ack results,
+// the lease, dead-letter, transaction, configure, maintenance and health
+// answers, the owners' table and error bodies, written by hand without
+// reflection where they are on a hot path. The name rules (queue,
+// partition, transactionId, traceId) and the answer statuses live here too.
 //
 // It holds no state and starts no goroutine; it must not import the rooms,
 // fusion, pgwire, NATS, net/http or Prometheus. The rooms render through
