@@ -118,7 +118,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
 		Maintenance: b.keeper.Maintenance, PopMaintenance: b.keeper.PopMaintenance, Observer: m, Tail: tail,
-		DefaultSubscriptionMode: cfg.DefaultSubscriptionMode}); err != nil {
+		DefaultSubscriptionMode: cfg.DefaultSubscriptionMode, Pushes: b.pusher, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
 	}
 	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Reads: b.reads, Keeper: b.keeper,

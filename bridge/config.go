@@ -45,6 +45,10 @@ type Config struct {
 	// one push (QUEEN_MAX_PARTITIONS_PER_REQUEST); beyond it the request is
 	// a 400 that says how many it named. Default 1000.
 	MaxPartitionsPerRequest int
+	// MaxTxnOperations caps the operations of one transaction, push items
+	// counted one each (QUEEN_TXN_MAX_OPERATIONS); beyond it the request is
+	// a 400. Default 10000.
+	MaxTxnOperations int
 	// MaxInflightBytes bounds the request bodies held in memory at once,
 	// over HTTP and NATS (QUEEN_MAX_INFLIGHT_BYTES). A request that finds it
 	// full waits up to BudgetWait, then gets 503. Default 256 MiB.
@@ -155,6 +159,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxTxnOperations == 0 {
+		c.MaxTxnOperations = 10000
+	}
+	if c.MaxTxnOperations < 0 {
+		return fmt.Errorf("bridge: MaxTxnOperations must be positive, got %d", c.MaxTxnOperations)
 	}
 	if c.TailCacheBytes == 0 {
 		c.TailCacheBytes = 64 << 20

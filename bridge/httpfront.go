@@ -40,13 +40,8 @@ func (b *Bridge) httpHandler() http.Handler {
 			return rt.Serve(ctx, tenant, admin.Request{Path: r.PathValue, Query: r.URL.Query(), Body: body})
 		})))
 	}
-	// Queen's transactions (ack and push in one call) are not served: say
-	// so, in JSON.
-	for _, route := range []string{"/api/v1/transaction", "/api/v1/transaction/"} {
-		mux.HandleFunc(route, func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusNotImplemented, jsonapi.ErrorBody(r.URL.Path+" is Queen's transaction API, which this service does not serve; it serves pushes (POST /api/v1/push), consumers (/api/v1/pop, /api/v1/ack, /api/v1/lease, /api/v1/dlq), reading back (GET /api/v1/messages), queue configuration (POST /api/v1/configure) and maintenance mode (/api/v1/system/maintenance)"))
-		})
-	}
+	// Queen's transactions: pushes and acks in one call (transaction.go).
+	mux.Handle("POST /api/v1/transaction", b.guard(auth.ActionPush, b.withBody(b.httpTransaction)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, jsonapi.ErrorBody("no route "+r.Method+" "+r.URL.Path))
 	})

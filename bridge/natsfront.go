@@ -50,6 +50,8 @@ func (b *Bridge) startNATS() error {
 		{"ack", pfx + "ack", b.natsAck},
 		{"lease", pfx + "lease", b.natsLease},
 		{"dlq", pfx + "dlq", b.natsDLQ},
+		{"transaction", pfx + "transaction", b.natsTransaction},
+		{"transaction-tenant", pfx + "transaction.*", b.natsTransaction},
 	} {
 		if err := svc.AddEndpoint(ep.name, ep.h, micro.WithEndpointSubject(ep.subject)); err != nil {
 			return err

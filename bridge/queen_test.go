@@ -97,8 +97,8 @@ func TestConfigureRefusesAnotherNamespace(t *testing.T) {
 	}
 }
 
-// Unknown routes answer JSON 404; Queen's transaction route answers 501
-// and says what this service serves; an ack without its fields is a 400; maintenance carries Queen's fields.
+// Unknown routes answer JSON 404; a transaction without operations is a
+// 400 with Queen's message; an ack without its fields is a 400; maintenance carries Queen's fields.
 func TestRoutesQueenClientsMayCall(t *testing.T) {
 	n := newNode(t, nodeOpts{})
 	for _, c := range []struct {
@@ -109,7 +109,7 @@ func TestRoutesQueenClientsMayCall(t *testing.T) {
 		{"GET", "/api/v1/nothing", http.StatusNotFound, "no route GET /api/v1/nothing"},
 		{"POST", "/api/v1/ack", http.StatusBadRequest, "transactionId is required"},
 		{"POST", "/api/v1/ack/batch", http.StatusBadRequest, "acknowledgments must be an array"},
-		{"POST", "/api/v1/transaction", http.StatusNotImplemented, "transaction API"},
+		{"POST", "/api/v1/transaction", http.StatusBadRequest, "operations array required"},
 		{"GET", "/api/v1/system/maintenance", http.StatusOK, `"bufferHealthy":true`},
 	} {
 		var status int

@@ -24,6 +24,13 @@
 // fallbacks. The table is advice: a stale one costs a forward, never a
 // wrong write (docs/ownership.md).
 //
+// Pop, Ack and Commit are the parts of Consume for callers that drive
+// them: Commit sends a transaction (Txn), pushes and acknowledgements of
+// popped messages that the bridge commits together or not at all, resent
+// on what may pass later (503, no answer) with the same transactionIds, so
+// that a resent transaction that had committed fails instead of writing
+// twice (docs/transactions.md).
+//
 // Connection options (credentials, TLS, the tenant's NATS account) are the
 // nats.go options of the connection the caller hands in, or Config's HTTP
 // token. The client imports nothing of the service.

@@ -78,3 +78,27 @@ func ExampleClient_Consume() {
 		fmt.Println(err)
 	}
 }
+
+// A pipeline step: pop a batch of one queue, push what it makes to the
+// next and acknowledge the batch, all or nothing. (Compiled, not run.)
+func ExampleClient_Commit() {
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer nc.Close()
+	c, _ := client.New(client.Config{NATS: nc})
+	ctx := context.Background()
+	msgs, err := c.Pop(ctx, "orders.eu", "billing", client.ConsumeOptions{Batch: 100})
+	if err != nil || len(msgs) == 0 {
+		return
+	}
+	tx := client.Txn{Ack: msgs, Group: "billing"}
+	for _, m := range msgs {
+		tx.Push = append(tx.Push, client.Item{Queue: "invoices", Partition: m.Partition, Payload: m.Data})
+	}
+	if _, err := c.Commit(ctx, tx); err != nil {
+		fmt.Println("not committed; the batch comes back after its lease:", err)
+	}
+}

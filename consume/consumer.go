@@ -23,6 +23,7 @@ type Store interface {
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 	SeekGroup(ctx context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error)
 	DeleteGroup(ctx context.Context, tenant tenancy.TenantID, group, queue string, subscriptions bool) ([]pgwire.GroupPartition, error)
+	Transaction(ctx context.Context, req pgwire.TxnRequest) (pgwire.TxnResult, error)
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
@@ -45,6 +46,9 @@ type Payloads interface {
 type Observer interface {
 	Popped(n int)
 	Acked(status string, ok, dead bool)
+	// Transaction counts one transaction request by outcome (TxnCommitted,
+	// TxnRolledBack, TxnRefused).
+	Transaction(outcome string)
 }
 
 // Config wires the consumer API.
@@ -74,6 +78,12 @@ type Config struct {
 	// (QUEEN_DEFAULT_SUBSCRIPTION_MODE): "all" (from the beginning), or
 	// "new" and its alias "new-only" (at the end). Default "all".
 	DefaultSubscriptionMode string
+	// Pushes prepares the pushes of transactions (ids, sealing, grouping).
+	// Default: none, and a transaction with pushes is refused (503).
+	Pushes Preparer
+	// Stopping reports that the bridge is shutting down: a transaction
+	// that arrives then is refused (503). Default: never.
+	Stopping func() bool
 	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
 	// whole batches too (the differential tests compare the two paths).
 	GeneralAcksOnly bool
@@ -118,6 +128,9 @@ func New(cfg Config) (*Consumer, error) {
 		// silently replay whole queues to every new group.
 		return nil, fmt.Errorf("consume: DefaultSubscriptionMode must be all, new or new-only, got %q", cfg.DefaultSubscriptionMode)
 	}
+	if cfg.Stopping == nil {
+		cfg.Stopping = func() bool { return false }
+	}
 	c := &Consumer{cfg: cfg}
 	c.fuser.run = cfg.DB.AckWhole
 	return c, nil
@@ -143,3 +156,4 @@ type noObserver struct{}
 
 func (noObserver) Popped(int)               {}
 func (noObserver) Acked(string, bool, bool) {}
+func (noObserver) Transaction(string)       {}

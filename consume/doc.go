@@ -2,20 +2,25 @@
 // (claiming partitions for a consumer group under a lease, reading after
 // the group's cursor), acknowledgements (grouped per partition, group and
 // lease, applied in the one lock order), lease extension, the dead
-// letters, and the admin routes' seeks and deletes of a group's cursors
-// (groups.go), which the read side's marks and the hot tail must hear of.
-// It answers with its own result types (Popped, AckOutcome, DeadLetters),
-// and renders them for the wire through jsonapi (answers.go).
+// letters, Queen's transactions (pushes and acknowledgements in one
+// PostgreSQL transaction, txn.go), and the admin routes' seeks and deletes
+// of a group's cursors (groups.go), which the read side's marks and the hot
+// tail must hear of. It answers with its own result types (Popped,
+// AckOutcome, DeadLetters), and renders them for the wire through jsonapi
+// (answers.go).
 //
 // What it asks of others: pgwire runs each claim, ack, extension and
 // dead-letter read (through the Store interface, which *pgwire.DB
 // satisfies); readside says which partitions an any-partition pop may
 // claim (its marks), parks a pop that found nothing until a push is
 // announced, and hears of released leases; queues decrypts payloads of
-// encrypted queues.
+// encrypted queues; push prepares a transaction's pushes (Preparer, which
+// *push.Pusher satisfies), exactly as a push's.
 //
-// It must not import bridge, push, durability or ownership, nor net/http,
-// NATS or Prometheus; it writes no SQL and no JSON by hand.
+// It must not import bridge, durability or ownership, nor net/http, NATS
+// or Prometheus; of push it uses the preparation only, never the write
+// pipeline (fusion, forwards, the spool). It writes no SQL and no JSON by
+// hand.
 //
 // Goroutines: none of its own. Each call runs on its caller's goroutine
 // (a parked pop waits there); the counters are atomics.
@@ -24,5 +29,7 @@
 // acknowledged or extended; an expired lease's messages are delivered
 // again to the next claim. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
-// commit.
+// commit. A transaction commits whole or not at all: after COMMIT it is
+// announced before it is answered; a lost connection during COMMIT is
+// answered as an unknown outcome, never as success.
 package consume

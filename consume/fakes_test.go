@@ -104,6 +104,10 @@ func (s *fakeStore) DeleteGroup(context.Context, tenancy.TenantID, string, strin
 	return s.groups(nil)
 }
 
+func (s *fakeStore) Transaction(context.Context, pgwire.TxnRequest) (pgwire.TxnResult, error) {
+	return pgwire.TxnResult{}, errors.New("fakeStore: no transactions")
+}
+
 func (s *fakeStore) popCalls() []pgwire.PopRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,6 +227,8 @@ func (o *fakeObserver) Popped(n int) {
 	defer o.mu.Unlock()
 	o.popped = append(o.popped, n)
 }
+
+func (o *fakeObserver) Transaction(string) {}
 
 func (o *fakeObserver) Acked(status string, ok, dead bool) {
 	o.mu.Lock()

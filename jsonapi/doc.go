@@ -4,15 +4,16 @@
 // left as sub-slices of the body), acknowledgements (the bodies clients
 // send read on internal/jsonscan too, anything it is not sure of by
 // encoding/json, to which a differential fuzz target holds it), the
-// requests of reads, pops, lease extensions, dead letters, configure and
-// maintenance (bodies and query parameters, each error naming what was
-// wrong), and out push results, read and pop answers, ack results, the
-// lease, dead-letter, configure, maintenance and health answers, Queen's
-// queue resource and status answers (admin_queues.go, admin_status.go), the
-// owners' table and error bodies, written by hand without reflection where
-// they are on a hot path. The name rules (queue, partition, transactionId,
-// traceId) and the answer statuses live here too. The consumer-group
-// admin routes' parameters, bodies and answers are admin_groups.go's.
+// requests of reads, pops, lease extensions, dead letters, transactions,
+// configure and maintenance (bodies and query parameters, each error naming
+// what was wrong), and out push results, read and pop answers, ack results,
+// the lease, dead-letter, transaction, configure, maintenance and health
+// answers, Queen's queue resource and status answers (admin_queues.go,
+// admin_status.go), the owners' table and error bodies, written by hand
+// without reflection where they are on a hot path. The name rules (queue,
+// partition, transactionId, traceId) and the answer statuses live here too.
+// The consumer-group admin routes' parameters, bodies and answers are
+// admin_groups.go's.
 //
 // It holds no state and starts no goroutine; it must not import the rooms,
 // fusion, pgwire, NATS, net/http or Prometheus. The rooms render through

@@ -27,6 +27,7 @@ type Metrics struct {
 	segsPerBndl  prometheus.Histogram
 	forwardRTT   prometheus.Histogram
 	consumers    consumers
+	transactions *prometheus.CounterVec
 }
 
 // New registers the bridge's own collectors on reg.
@@ -57,6 +58,8 @@ func New(reg *prometheus.Registry) *Metrics {
 		}),
 	}
 	m.consumers = newConsumers()
+	m.transactions = newTransactions()
+	reg.MustRegister(m.transactions)
 	reg.MustRegister(m.requests, m.items, m.latency, m.itemsPerBndl, m.segsPerBndl, m.forwardRTT)
 	reg.MustRegister(m.consumers.collectors()...)
 	return m

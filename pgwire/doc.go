@@ -1,8 +1,10 @@
 // Package pgwire is queenbridge's only door to PostgreSQL: the connection pool,
 // the schema (numbered migrations and function files, embedded in the
 // binary), the bundle call log_push_multi_v2 with typed parallel arrays
-// through a cached prepared statement (typed arrays back), and segment
-// look-up.
+// through a cached prepared statement (typed arrays back), segment
+// look-up, the consumer calls, and a transaction of Queen's transaction
+// wire (Transaction, txn.go: its pushes through the bundle call and its
+// acknowledgements through consumer_ack_v1, in one statement).
 //
 // It must not import fusion, spool or bridge, nor know about requests, NATS or
 // HTTP: it takes segment.Write values and answers segment.Result values.

@@ -7,6 +7,9 @@
 // call. Leaders are grouped by partition; groups another bridge owns are
 // forwarded to it (ownership), each other group is one fusion.Submission,
 // and the answer is rendered (jsonapi) once every group has its verdicts.
+// A transaction's pushes (Queen's transaction wire) are prepared by the
+// same code (PrepareTxn) and handed back, not submitted: the consume room
+// writes them with the transaction's acknowledgements.
 //
 // It must not import bridge, consume, pgwire, NATS, net/http or
 // Prometheus: the front door admits requests and carries answers; fusion

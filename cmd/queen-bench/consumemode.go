@@ -52,6 +52,8 @@ func checkConsume(o options) error {
 		return fmt.Errorf("-consume-batch, -consume-partitions and -groups must be at least 1")
 	case o.rate < 0:
 		return fmt.Errorf("-rate must not be negative")
+	case o.pipelineTo != "" && o.pipelineTo == o.queuePrefix:
+		return fmt.Errorf("-pipeline-to must name other queues than -queue-prefix")
 	case o.rate > 0 && o.consumeOnly:
 		return fmt.Errorf("-rate paces the push side, and -consume-only pushes nothing")
 	case !o.consumeOnly && (o.clients < 1 || o.items < 1 || o.partitions < 1 || o.queues < 1):
@@ -101,8 +103,12 @@ func runConsume(ctx context.Context, o options, out io.Writer) (*consumeResult, 
 	defer meter.close()
 	gen := newGenerator(o)
 	st := &consumeStats{groups: newGroupCounts(names)}
-	fmt.Fprintf(out, "\nconsume: %s (batch %d, %d partitions a pop, batch acknowledgement) over %s, %d partitions (%d queues), %s\n",
-		consumeMode(o, names), o.consumeBatch, o.consumePartitions, o.transport, o.partitions, o.queues, o.duration)
+	how := "batch acknowledgement"
+	if o.pipelineTo != "" {
+		how = "each batch forwarded to " + o.pipelineTo + "<n> in one transaction"
+	}
+	fmt.Fprintf(out, "\nconsume: %s (batch %d, %d partitions a pop, %s) over %s, %d partitions (%d queues), %s\n",
+		consumeMode(o, names), o.consumeBatch, o.consumePartitions, how, o.transport, o.partitions, o.queues, o.duration)
 	startCPU := meter.sample()
 	start := time.Now()
 	pushing, stopPush := context.WithDeadline(ctx, start.Add(o.duration))
@@ -192,6 +198,10 @@ func runConsume(ctx context.Context, o options, out io.Writer) (*consumeResult, 
 		fmt.Fprintf(out, "cpu/item   per pushed + consumed item: %s\n", cpu.perItem(pushedAtEnd+deliveries))
 	}
 	fmt.Fprintf(out, "cpu/deliv  per delivery (%d groups, %d deliveries): %s\n", len(names), deliveries, cpu.perItem(deliveries))
+	if o.pipelineTo != "" {
+		fmt.Fprintf(out, "pipeline   %d forwarded to %s* (%.0f items/s), one transaction per popped batch; cpu per forwarded item: %s\n",
+			deliveries, o.pipelineTo, float64(deliveries)/elapsed.Seconds(), cpu.perItem(deliveries))
+	}
 	if st.errors.Load() > 0 {
 		fmt.Fprintf(out, "errors     %d, the first: %v\n", st.errors.Load(), st.firstErr)
 	}
@@ -277,7 +287,12 @@ func consume(ctx context.Context, c *consumer, queue string, acked *atomic.Int64
 				lat = append(lat, now.Sub(t))
 			}
 		}
-		n, err := c.ack(p)
+		var n int
+		if c.o.pipelineTo != "" {
+			n, err = c.forward(forwardQueue(c.o, queue), p)
+		} else {
+			n, err = c.ack(p)
+		}
 		if err != nil {
 			st.fail(err)
 			continue

@@ -22,6 +22,13 @@
 // a process of its own, whose CPU -server-pid reads. compare-jetstream.sh
 // runs the comparison of docs/jetstream.md.
 //
+// -consumers N adds consumers that pop and acknowledge while the clients
+// push (consumemode.go); with -pipeline-to PREFIX each consumer forwards
+// its popped batch to queue PREFIX<n> in one transaction per batch (the
+// batch's pushes and its acknowledgements, POST /api/v1/transaction or
+// <prefix>.v1.transaction) instead, and the report gives the forwarded
+// items/s and CPU per forwarded item (pipeline.go).
+//
 // -compare runs the bridge and the three baselines back to back on the same
 // database and prints one table with items/s, p50/p99, the bridge's ratio to
 // each, and the CPU split (an embedded cluster's passwords are in

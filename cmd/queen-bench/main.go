@@ -41,6 +41,7 @@ type options struct {
 	queuePrefix       string  // queues are <queuePrefix><n>
 	rate              float64 // consume mode: items/s of the whole push side on a schedule (0: closed loop)
 	groups            int     // consume mode: consumer groups reading the same queues
+	pipelineTo        string  // pipeline mode: forward each popped batch to <pipelineTo><n> in one transaction ("": acknowledge)
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	flag.BoolVar(&o.consumeOnly, "consume-only", false, "consume mode: push nothing, consume what earlier runs left (CPU per consumed item)")
 	flag.Float64Var(&o.rate, "rate", 0, "consume mode: open loop, push this many items/s in all on a schedule (requests of -items due at fixed times, taken by whichever client is free; a request whose client was busy is sent late and counted), push-to-delivery from the scheduled time (0: closed loop, each client sends when its answer is back)")
 	flag.IntVar(&o.groups, "groups", 1, "consume mode: this many consumer groups read the same queues at once, named <consume-group>-<i> (one: <consume-group>), each with -consumers consumers of its own; every group drains the same messages")
+	flag.StringVar(&o.pipelineTo, "pipeline-to", "", "pipeline mode (with -consumers): each consumer forwards its popped batch from queue <queue-prefix><n> to queue <pipeline-to><n> in one transaction per batch (the batch's pushes and its acknowledgements), instead of acknowledging it; reports forwarded items/s and CPU per forwarded item")
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
@@ -105,8 +107,8 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 		_, err := runJetStream(ctx, o, out)
 		return err
 	}
-	if o.consumers == 0 && (o.rate != 0 || o.groups > 1) {
-		return fmt.Errorf("-rate and -groups belong to the consume mode: add -consumers")
+	if o.consumers == 0 && (o.rate != 0 || o.groups > 1 || o.pipelineTo != "") {
+		return fmt.Errorf("-rate, -groups and -pipeline-to belong to the consume mode: add -consumers")
 	}
 	if o.consumers > 0 {
 		_, err := runConsume(ctx, o, out)

@@ -46,6 +46,7 @@ type config struct {
 	maxBodyBytes, maxInflightBytes  int64
 	bodyTimeoutMS, maxParkedReads   int
 	maxPartitionsPerRequest         int
+	txnMaxOperations                int
 	buckets, heartbeatMS            int
 	forwardTimeoutMS                int
 	forwardGatherUS                 int
@@ -132,6 +133,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_MAX_INFLIGHT_BYTES", strconv.Itoa(256 << 20), "request bodies held in memory at once, HTTP and NATS; past it a request waits 1 s, then 503", num64(&c.maxInflightBytes)},
 		{"QUEEN_BODY_TIMEOUT_MS", "30000", "how long an HTTP body may take to arrive, ms; then 408", num(&c.bodyTimeoutMS)},
 		{"QUEEN_MAX_PARTITIONS_PER_REQUEST", "1000", "distinct (queue, partition) pairs in one push; beyond it 400", num(&c.maxPartitionsPerRequest)},
+		{"QUEEN_TXN_MAX_OPERATIONS", "10000", "operations in one transaction (POST /api/v1/transaction), each push item counted; beyond it 400", num(&c.txnMaxOperations)},
 		{"QUEEN_MAX_PARKED_READS", "1024", "reads waiting for messages at once (HTTP waitMs and NATS fetches together); beyond it 503", num(&c.maxParkedReads)},
 		{"QUEEN_OWNERSHIP_BUCKETS", "1024", "buckets that partitions fall into for ownership; the same on every bridge of a deployment", num(&c.buckets)},
 		{"QUEEN_OWNERSHIP_HEARTBEAT_MS", "500", "how often a bridge tells the others it is alive, ms; one silent for three is gone", num(&c.heartbeatMS)},

@@ -175,7 +175,8 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	br, err := bridge.New(bridge.Config{
 		DB: db, Fusion: fu, NATS: nc, Prefix: cfg.natsPrefix, HTTPAddr: cfg.httpAddr, MaxBodyBytes: cfg.maxBodyBytes,
 		MaxInflightBytes: cfg.maxInflightBytes, MaxParked: cfg.maxParkedReads, TailCacheBytes: tailBytes(cfg.tailCacheBytes),
-		MaxPartitionsPerRequest: cfg.maxPartitionsPerRequest, DefaultSubscriptionMode: cfg.defaultSubscriptionMode, BodyTimeout: time.Duration(cfg.bodyTimeoutMS) * time.Millisecond,
+		MaxPartitionsPerRequest: cfg.maxPartitionsPerRequest, DefaultSubscriptionMode: cfg.defaultSubscriptionMode, MaxTxnOperations: cfg.txnMaxOperations,
+		BodyTimeout:    time.Duration(cfg.bodyTimeoutMS) * time.Millisecond,
 		EncryptionKeys: keys, Tokens: tokens, AdminTokens: adminTokens, MetricsAddr: cfg.metricsAddr, NATSAccounts: accounts, Registry: reg, Logger: log, Spool: sp,
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,

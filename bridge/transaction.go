@@ -1,0 +1,57 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/jsonapi"
+)
+
+// Queen's transaction wire (SPEC §12.1, docs/transactions.md): the consume
+// room runs and answers it; this file carries it over HTTP and NATS.
+
+func (b *Bridge) httpTransaction(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
+	ops, err := jsonapi.DecodeTransaction(body, b.cfg.MaxTxnOperations)
+	return b.consumer.ServeTransaction(ctx, tenant, ops, err)
+}
+
+// natsTransaction serves <prefix>.v1.transaction (and, in the
+// single-account mode, <prefix>.v1.transaction.<tenant-uuid>) on the
+// worker pool: it waits on the database.
+func (b *Bridge) natsTransaction(req micro.Request) {
+	tenant, status, err := b.natsTxnTenant(req)
+	if err != nil {
+		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		return
+	}
+	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
+		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, jsonapi.ErrorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
+		return
+	}
+	b.enqueue(req, func() {
+		defer b.gate.Done()
+		ops, err := jsonapi.DecodeTransaction(req.Data(), b.cfg.MaxTxnOperations)
+		status, out := b.consumer.ServeTransaction(context.Background(), tenant, ops, err)
+		respondNATS(b.cfg.NATS, req, status, out)
+	})
+}
+
+// natsTxnTenant is the tenant a transaction acts for: as a push's, named
+// by the subject in the single-account mode, the requester's account in
+// the accounts mode (where a tenant in the subject is refused).
+func (b *Bridge) natsTxnTenant(req micro.Request) (tenancy.TenantID, int, error) {
+	base := b.cfg.Prefix + ".v1.transaction"
+	if !b.accounts.Enabled() {
+		t, err := auth.SubjectTenant(req.Subject(), base)
+		return t, http.StatusBadRequest, err
+	}
+	t, status, err := b.natsTenant(req, false)
+	if err == nil && req.Subject() != base {
+		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; send transactions on %s", req.Subject(), base)
+	}
+	return t, status, err
+}

@@ -1,0 +1,258 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/client"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
+)
+
+// A two-stage pipeline under faults: 20,000 messages over 20 partitions of
+// queue A are forwarded to queue B by consumer processes, one transaction
+// per popped batch (its pushes to B and its acknowledgements on A), through
+// two bridges, while one consumer process is killed holding a batch it
+// never commits, one loses its lease (it waits past it) before it commits,
+// and one bridge is restarted. At the end B holds every message exactly
+// once, and A's group is at the end of every partition with no dead
+// letter. The stale commit must fail; the killed process's batch comes back
+// after its lease, to another process.
+func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
+	const parts, perPart, consumers = 20, 1000, 6
+	bin := bridgeBinary(t)
+	a := newBridge(t, bin)
+	b := &bridgeProc{http: testkit.FreeAddr(t), prefix: a.prefix, dsn: a.dsn}
+	b.env = []string{"QUEEN_NATS_URL=" + testenv.NATSURL(t), "QUEEN_NATS_PREFIX=" + b.prefix, "QUEEN_PG_DSN=" + b.dsn,
+		"QUEEN_HTTP_ADDR=" + b.http, "QUEEN_DATA_DIR=" + t.TempDir()}
+	b.start(t, bin)
+	t.Cleanup(func() { b.stop(t) })
+	if status, out := post(t, "http://"+a.http+"/api/v1/configure", `{"queue":"stage-a","options":{"leaseTime":3}}`); status != http.StatusOK {
+		t.Fatalf("configure: %d %s", status, out)
+	}
+	c, err := client.New(client.Config{HTTPURL: "http://" + a.http})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < perPart; k += 25 {
+		var its []client.Item
+		for p := 0; p < parts; p++ {
+			for j := k; j < k+25; j++ {
+				its = append(its, client.Item{Queue: "stage-a", Partition: fmt.Sprintf("p%d", p), TransactionID: fmt.Sprintf("p%d-%d", p, j),
+					Payload: json.RawMessage(fmt.Sprintf(`{"p":%d,"k":%d}`, p, j))})
+			}
+		}
+		if _, err := c.Push(context.Background(), its...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := pgxpool.New(context.Background(), a.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	type line struct {
+		proc int
+		kind string // C committed, F not committed, H hanging, S the stale commit's outcome
+		text string
+	}
+	lines := make(chan line, 4096)
+	roles := []string{"hang", "slow"} // the others: "run"
+	procs := make([]*exec.Cmd, consumers)
+	var readers sync.WaitGroup
+	for i := range procs {
+		role := "run"
+		if i < len(roles) {
+			role = roles[i]
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPipelineHelperProcess$")
+		cmd.Env = append(os.Environ(), "QUEEN_PIPELINE_HELPER=1", "QUEEN_PIPELINE_NATS="+testenv.NATSURL(t),
+			"QUEEN_PIPELINE_PREFIX="+a.prefix, "QUEEN_PIPELINE_ROLE="+role)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = cmd
+		readers.Add(1)
+		go func(i int) { // owned by the process: ends when its stdout closes
+			defer readers.Done()
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				kind, rest, _ := strings.Cut(sc.Text(), " ")
+				lines <- line{i, kind, rest}
+			}
+		}(i)
+	}
+	stopAll := func() {
+		for _, p := range procs {
+			if p.ProcessState == nil {
+				_ = p.Process.Signal(syscall.SIGTERM)
+			}
+		}
+		for _, p := range procs {
+			_ = p.Wait()
+		}
+	}
+	defer stopAll()
+
+	count := func(sql string) int64 {
+		var n int64
+		if err := pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A's group is done when every partition's cursor is at its end.
+	done := func() bool {
+		return count(`SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+			JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = 'stage'
+			WHERE q.name = 'stage-a' AND c.cursor_offset = p.last_offset`) == parts
+	}
+	committed, failed := 0, 0
+	killed, restarted, stale := false, false, ""
+	deadline := time.After(8 * time.Minute)
+	restartDone := make(chan struct{})
+	poll := time.NewTicker(200 * time.Millisecond)
+	defer poll.Stop()
+	for !(killed && restarted && stale != "" && done()) {
+		select {
+		case <-deadline:
+			t.Fatalf("time ran out: %d committed, %d not; killed %v, restarted %v, stale commit %q; A done %v", committed, failed, killed, restarted, stale, done())
+		case l := <-lines:
+			switch l.kind {
+			case "H":
+				if !killed {
+					killed = true
+					_ = procs[l.proc].Process.Kill()
+					t.Logf("killed consumer %d while it held a batch, at %d committed", l.proc, committed)
+				}
+			case "S":
+				stale = l.text
+			case "C":
+				committed++
+			case "F":
+				failed++
+			}
+			if !restarted && committed >= 50 {
+				restarted = true
+				t.Logf("restarting a bridge at %d transactions committed", committed)
+				go func() {
+					defer close(restartDone)
+					b.stop(t)
+					b.start(t, bin)
+				}()
+			}
+		case <-poll.C:
+		}
+	}
+	<-restartDone
+	// It fails on its lease, or, when another process forwarded the batch
+	// first, on its first push, now a duplicate.
+	if !strings.HasPrefix(stale, "failed") || !strings.Contains(stale, "Invalid or expired lease") && !strings.Contains(stale, "duplicate transactionId") {
+		t.Fatalf("the commit after the lease was lost: %s", stale)
+	}
+	stopAll()
+	readers.Wait()
+	t.Logf("%d transactions committed, %d not (resends after a restart); the commit after the lost lease %s", committed, failed, stale)
+	inB := testkit.StoredTransactionIDs(t, pool, "stage-b")
+	if len(inB) != parts*perPart {
+		t.Fatalf("B holds %d distinct messages, want %d", len(inB), parts*perPart)
+	}
+	for p := 0; p < parts; p++ {
+		for k := 0; k < perPart; k++ {
+			if id := fmt.Sprintf("fwd-p%d-%d", p, k); inB[id] != 1 {
+				t.Fatalf("B holds %s %d times", id, inB[id])
+			}
+		}
+	}
+	if dead := count(`SELECT count(*) FROM queen.dead_letters`); dead != 0 {
+		t.Fatalf("%d dead letters", dead)
+	}
+}
+
+// TestPipelineHelperProcess is one consumer process of
+// TestPipelineExactlyOnceUnderFaults: it pops batches of stage-a for group
+// "stage" over NATS and forwards each to stage-b in one transaction
+// (transactionIds "fwd-" + the source's, so that a resent commit writes
+// nothing twice), printing "C" for each committed and "F" for each not.
+// Role hang prints "H" and blocks in its third batch until killed; role
+// slow waits past its second batch's lease before it commits and prints
+// "S failed <error>" or "S committed".
+func TestPipelineHelperProcess(t *testing.T) {
+	if os.Getenv("QUEEN_PIPELINE_HELPER") == "" {
+		t.Skip("helper for TestPipelineExactlyOnceUnderFaults; runs only when re-executed by it")
+	}
+	nc, err := nats.Connect(os.Getenv("QUEEN_PIPELINE_NATS"), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := client.New(client.Config{NATS: nc, Prefix: os.Getenv("QUEEN_PIPELINE_PREFIX"), AttemptTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	role := os.Getenv("QUEEN_PIPELINE_ROLE")
+	say := func(kind, text string) { fmt.Fprintln(os.Stdout, kind+" "+text) }
+	for batches := 1; ctx.Err() == nil; {
+		msgs, err := c.Pop(ctx, "stage-a", "stage", client.ConsumeOptions{Batch: 50, Wait: time.Second})
+		if err != nil || len(msgs) == 0 {
+			if err != nil && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond) // a bridge restarting
+			}
+			continue
+		}
+		tx := client.Txn{Ack: msgs, Group: "stage"}
+		for _, m := range msgs {
+			tx.Push = append(tx.Push, client.Item{Queue: "stage-b", Partition: m.Partition, Payload: m.Data, TransactionID: "fwd-" + m.TransactionID})
+		}
+		switch {
+		case role == "hang" && batches == 3:
+			say("H", "")
+			<-ctx.Done()
+			return
+		case role == "slow" && batches == 2:
+			time.Sleep(4 * time.Second) // past the queue's 3 s lease: another process may hold the batch now
+			_, err := c.Commit(ctx, tx)
+			if err != nil {
+				say("S", "failed "+err.Error())
+			} else {
+				say("S", "committed")
+			}
+			batches++
+			continue
+		}
+		batches++
+		_, err = c.Commit(ctx, tx)
+		var notCommitted *client.TxnError
+		switch {
+		case err == nil:
+			say("C", strconv.Itoa(len(msgs)))
+		case errors.As(err, &notCommitted):
+			say("F", notCommitted.Message)
+		case ctx.Err() == nil:
+			say("F", err.Error())
+		}
+	}
+}

@@ -1,0 +1,365 @@
+package jsonapi
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/jsonscan"
+)
+
+// Queen's transaction wire (POST /api/v1/transaction, <prefix>.v1.transaction):
+//
+//	{"operations": [
+//	   {"type": "push", "items": [{"queue", "partition", "payload", "transactionId", "traceId"}, ...]},
+//	   {"type": "push", "queue", "partition", "payload" (or "data"), "transactionId", "traceId"},
+//	   {"type": "ack", "transactionId", "partitionId", "status", "consumerGroup", "leaseId", "error"}],
+//	 "requiredLeases": [...]}
+//
+// A push operation with items is one operation per item (Queen flattens
+// them); without items it is itself one item. Indexes in errors and
+// answers count operations after flattening.
+
+// TxnOp is one operation of a transaction, after flattening: a push item
+// or an acknowledgement.
+type TxnOp struct {
+	Push bool // Item is set; else Ack
+	Item Item
+	Ack  Ack
+}
+
+// The ack statuses a transaction takes (Queen's transaction function takes
+// no others): failed is a dead letter at once, as dlq.
+var txnAckStatuses = map[string]bool{"": true, "completed": true, "success": true, "failed": true, "dlq": true}
+
+// DecodeTransaction reads a transaction body: every operation is checked
+// before any is returned, and the first bad one rejects the whole body
+// naming operations[i] and the field. Payloads are sub-slices of body.
+// maxOps bounds the operations after flattening (0: no bound).
+// requiredLeases is accepted and ignored, as Queen does.
+func DecodeTransaction(body []byte, maxOps int) ([]TxnOp, error) {
+	s := jsonscan.New(body)
+	if s.Peek() != '{' {
+		if err := skip(s, 0); err != nil {
+			return nil, err
+		}
+		return nil, Badf("operations array required")
+	}
+	var ops []TxnOp
+	seen := false
+	err := members(s, func(name []byte) error {
+		if string(name) != "operations" {
+			return skip(s, 0)
+		}
+		if s.Peek() != '[' {
+			if err := skip(s, 0); err != nil {
+				return err
+			}
+			return Badf("operations array required")
+		}
+		seen = true
+		var err error
+		ops, err = decodeOps(s, maxOps)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !s.AtEnd() {
+		return nil, notJSON(s.ErrAt("data after the top-level value"))
+	}
+	if !seen {
+		return nil, Badf("operations array required")
+	}
+	return ops, nil
+}
+
+func decodeOps(s *jsonscan.Scanner, maxOps int) ([]TxnOp, error) {
+	s.Next() // '['
+	if s.Peek() == ']' {
+		s.Next()
+		return nil, Badf("operations array cannot be empty")
+	}
+	ops := []TxnOp{}
+	for {
+		var err error
+		if ops, err = decodeOp(s, ops); err != nil {
+			return nil, err
+		}
+		if maxOps > 0 && len(ops) > maxOps {
+			return nil, Badf("the transaction has more than %d operations (after flattening push items); at most %d per transaction", maxOps, maxOps)
+		}
+		switch s.Peek() {
+		case ',':
+			s.Next()
+		case ']':
+			s.Next()
+			return ops, nil
+		default:
+			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
+		}
+	}
+}
+
+// opLabel names operation i in an error.
+func opLabel(i int) string { return "operations[" + strconv.Itoa(i) + "]" }
+
+// txnFields are the members of an operation or of a push item as sent.
+type txnFields struct {
+	typ, queue, partition, txid, trace field
+	status, group, lease, errText      field
+	payload, data, pid, items          []byte // raw JSON; nil when absent
+}
+
+// read reads the object at the cursor (depth: how deep it sits).
+func (f *txnFields) read(s *jsonscan.Scanner, depth int) error {
+	raw := func(dst *[]byte) error {
+		v, err := s.Value(depth + 1)
+		if err != nil {
+			return notJSON(err)
+		}
+		*dst = v
+		return nil
+	}
+	return members(s, func(name []byte) error {
+		switch string(name) {
+		case "type":
+			return scanField(s, &f.typ)
+		case "queue":
+			return scanField(s, &f.queue)
+		case "partition":
+			return scanField(s, &f.partition)
+		case "transactionId":
+			return scanField(s, &f.txid)
+		case "traceId":
+			return scanField(s, &f.trace)
+		case "status":
+			return scanField(s, &f.status)
+		case "consumerGroup":
+			return scanField(s, &f.group)
+		case "leaseId":
+			return scanField(s, &f.lease)
+		case "error":
+			return scanField(s, &f.errText)
+		case "payload":
+			return raw(&f.payload)
+		case "data":
+			return raw(&f.data)
+		case "partitionId":
+			return raw(&f.pid)
+		case "items":
+			return raw(&f.items)
+		}
+		return skip(s, depth+1)
+	})
+}
+
+// decodeOp reads one operation and appends what it flattens to.
+func decodeOp(s *jsonscan.Scanner, ops []TxnOp) ([]TxnOp, error) {
+	i := len(ops)
+	if s.Peek() != '{' {
+		if err := skip(s, 2); err != nil {
+			return nil, err
+		}
+		return nil, Badf("%s must be an object", opLabel(i))
+	}
+	var f txnFields
+	if err := f.read(s, 2); err != nil {
+		return nil, err
+	}
+	if f.typ.set && !f.typ.str {
+		return nil, Badf("%s.type must be a string", opLabel(i))
+	}
+	switch f.typ.value {
+	case "push":
+		if f.items == nil || string(f.items) == "null" {
+			it, err := f.item(i) // the flat form: the operation is the item
+			return append(ops, TxnOp{Push: true, Item: it}), err
+		}
+		return decodeTxnItems(f.items, ops)
+	case "ack":
+		a, err := f.ack(i)
+		return append(ops, TxnOp{Ack: a}), err
+	}
+	if !f.typ.set {
+		return nil, Badf("%s: unknown operation type (type is required: push or ack)", opLabel(i))
+	}
+	return nil, Badf("%s: unknown operation type %q", opLabel(i), f.typ.value)
+}
+
+// decodeTxnItems reads a push operation's items: one operation each.
+func decodeTxnItems(raw []byte, ops []TxnOp) ([]TxnOp, error) {
+	s := jsonscan.New(raw)
+	if s.Peek() != '[' {
+		return nil, Badf("%s.items must be an array", opLabel(len(ops)))
+	}
+	s.Next()
+	if s.Peek() == ']' {
+		return ops, nil
+	}
+	for {
+		i := len(ops)
+		if s.Peek() != '{' {
+			if err := skip(s, 4); err != nil {
+				return nil, err
+			}
+			return nil, Badf("%s must be an object (a push item)", opLabel(i))
+		}
+		var f txnFields
+		if err := f.read(s, 4); err != nil {
+			return nil, err
+		}
+		it, err := f.item(i)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, TxnOp{Push: true, Item: it})
+		switch s.Peek() {
+		case ',':
+			s.Next()
+		case ']':
+			return ops, nil
+		default:
+			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
+		}
+	}
+}
+
+// named applies the name rules to one field of operation i.
+func named(i int, name string, f field, required bool, minLen int) (string, error) {
+	v, err := checkName(-1, name, f, required, minLen)
+	if err != nil {
+		var bad *BadRequest
+		if errors.As(err, &bad) {
+			return "", Badf("%s.%s", opLabel(i), bad.msg)
+		}
+		return "", err
+	}
+	return v, nil
+}
+
+// item is operation i as a push item: section 2's rules; data is payload's
+// synonym (payload wins when both are sent).
+func (f *txnFields) item(i int) (Item, error) {
+	it := Item{Payload: nullPayload}
+	switch {
+	case f.payload != nil:
+		it.Payload = f.payload
+	case f.data != nil:
+		it.Payload = f.data
+	}
+	var err error
+	if it.Queue, err = named(i, "queue", f.queue, true, 1); err != nil {
+		return it, err
+	}
+	if it.Partition, err = named(i, "partition", f.partition, false, 0); err != nil {
+		return it, err
+	}
+	if it.Partition == "" {
+		it.Partition = DefaultPartition
+	}
+	if it.TransactionID, err = named(i, "transactionId", f.txid, false, 0); err != nil {
+		return it, err
+	}
+	if it.TraceID, err = named(i, "traceId", f.trace, false, 0); err != nil {
+		return it, err
+	}
+	return it, nil
+}
+
+// ack is operation i as an acknowledgement: /api/v1/ack's rules, but only
+// the statuses a transaction takes.
+func (f *txnFields) ack(i int) (Ack, error) {
+	for _, m := range []struct {
+		name string
+		f    field
+	}{{"transactionId", f.txid}, {"status", f.status}, {"consumerGroup", f.group}, {"leaseId", f.lease}, {"error", f.errText}} {
+		if m.f.set && !m.f.str {
+			return Ack{}, Badf("%s.%s must be a string", opLabel(i), m.name)
+		}
+	}
+	if !txnAckStatuses[f.status.value] {
+		return Ack{}, Badf("%s.status must be completed, success, failed or dlq in a transaction, got %q", opLabel(i), f.status.value)
+	}
+	acks, err := acksFrom([]ackFields{{TransactionID: f.txid.value, PartitionID: f.pid, Status: f.status.value,
+		ConsumerGroup: f.group.value, LeaseID: f.lease.value, Error: f.errText.value}}, "", false)
+	if err != nil {
+		var bad *BadRequest
+		if errors.As(err, &bad) {
+			return Ack{}, Badf("%s.%s", opLabel(i), bad.msg)
+		}
+		return Ack{}, err
+	}
+	return acks[0], nil
+}
+
+// TxnResult is the answer to one operation of a committed transaction.
+type TxnResult struct {
+	Push          bool // a push item; else an acknowledgement
+	TransactionID string
+	// A push item's message id, partition (its id and name), queue, offset
+	// and the transaction's timestamp.
+	MessageID   [16]byte
+	PartitionID int64
+	Queue       string
+	Partition   string
+	Offset      int64
+	CreatedAt   time.Time
+	// DLQ: the acknowledgement wrote a dead letter.
+	DLQ bool
+}
+
+// AppendTxnAnswer appends a committed transaction's answer, as Queen
+// answers it: {"transactionId", "success": true, "results": [...]}, one
+// result per operation (push: index, type, success, transactionId,
+// messageId, partitionId as a string, queueName, and the bridge's
+// partition, offset, createdAt; ack: index, type, success, transactionId,
+// error null, dlq).
+func AppendTxnAnswer(out []byte, id [16]byte, results []TxnResult) []byte {
+	out = append(out, `{"transactionId":"`...)
+	out = AppendUUID(out, id)
+	out = append(out, `","success":true,"results":[`...)
+	for i := range results {
+		r := &results[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"index":`...)
+		out = strconv.AppendInt(out, int64(i), 10)
+		if !r.Push {
+			out = append(out, `,"type":"ack","success":true,"transactionId":`...)
+			out = AppendString(out, r.TransactionID)
+			out = append(out, `,"error":null,"dlq":`...)
+			out = strconv.AppendBool(out, r.DLQ)
+			out = append(out, '}')
+			continue
+		}
+		out = append(out, `,"type":"push","success":true,"transactionId":`...)
+		out = AppendString(out, r.TransactionID)
+		out = append(out, `,"messageId":"`...)
+		out = AppendUUID(out, r.MessageID)
+		out = append(out, `","partitionId":"`...)
+		out = strconv.AppendInt(out, r.PartitionID, 10)
+		out = append(out, `","queueName":`...)
+		out = AppendString(out, r.Queue)
+		out = append(out, `,"partition":`...)
+		out = AppendString(out, r.Partition)
+		out = append(out, `,"offset":`...)
+		out = strconv.AppendInt(out, r.Offset, 10)
+		out = append(out, `,"createdAt":"`...)
+		out = r.CreatedAt.UTC().AppendFormat(out, time.RFC3339Nano)
+		out = append(out, `"}`...)
+	}
+	return append(out, "]}"...)
+}
+
+// TxnFailure is the answer of a transaction that did not commit (rolled
+// back, aborted, or of unknown outcome): {"transactionId", "success":
+// false, "error", "results": []}. Nothing it did is listed: nothing was
+// written.
+func TxnFailure(id [16]byte, msg string) []byte {
+	out := append([]byte(`{"transactionId":"`), AppendUUID(nil, id)...)
+	out = append(out, `","success":false,"error":`...)
+	out = AppendString(out, msg)
+	return append(out, `,"results":[]}`...)
+}
