@@ -136,47 +136,32 @@ func (c *Config) applyDefaults() error {
 	if c.DB == nil || c.Fusion == nil {
 		return errors.New("bridge: Config.DB and Config.Fusion are required")
 	}
-	if c.Prefix == "" {
-		c.Prefix = "queen"
-	}
+	setDefault(&c.Prefix, "queen")
 	if c.HTTPAddr == "off" {
 		c.HTTPAddr = ""
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = 16 << 20
+	setDefault(&c.MaxBodyBytes, 16<<20)
+	setDefault(&c.MaxInflightBytes, 256<<20)
+	setDefault(&c.BudgetWait, time.Second)
+	setDefault(&c.BodyTimeout, 30*time.Second)
+	setDefault(&c.MaxTxnOperations, 10000)
+	if c.MaxBodyBytes < 0 || c.MaxInflightBytes < 0 || c.BudgetWait < 0 || c.BodyTimeout < 0 || c.MaxTxnOperations < 0 {
+		return fmt.Errorf("bridge: MaxBodyBytes (%d), MaxInflightBytes (%d), BudgetWait (%s), BodyTimeout (%s) and MaxTxnOperations (%d) must be positive",
+			c.MaxBodyBytes, c.MaxInflightBytes, c.BudgetWait, c.BodyTimeout, c.MaxTxnOperations)
 	}
-	if c.MaxInflightBytes == 0 {
-		c.MaxInflightBytes = 256 << 20
-	}
-	if c.BudgetWait == 0 {
-		c.BudgetWait = time.Second
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = 30 * time.Second
-	}
-	if c.MaxInflightBytes < 0 || c.BudgetWait < 0 || c.BodyTimeout < 0 {
-		return fmt.Errorf("bridge: MaxInflightBytes, BudgetWait and BodyTimeout must be positive")
-	}
-	if c.MaxBodyBytes < 0 {
-		return fmt.Errorf("bridge: MaxBodyBytes must be positive, got %d", c.MaxBodyBytes)
-	}
-	if c.MaxTxnOperations == 0 {
-		c.MaxTxnOperations = 10000
-	}
-	if c.MaxTxnOperations < 0 {
-		return fmt.Errorf("bridge: MaxTxnOperations must be positive, got %d", c.MaxTxnOperations)
-	}
-	if c.TailCacheBytes == 0 {
-		c.TailCacheBytes = 64 << 20
-	}
-	if c.MaxParked == 0 {
-		c.MaxParked = 1024
-	}
-	if c.Workers == 0 {
-		c.Workers = 32
-	}
+	setDefault(&c.TailCacheBytes, 64<<20)
+	setDefault(&c.MaxParked, 1024)
+	setDefault(&c.Workers, 32)
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
 	return nil
+}
+
+// setDefault sets *v to d when it is the zero value.
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }

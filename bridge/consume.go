@@ -100,7 +100,7 @@ func (b *Bridge) natsDLQ(req micro.Request) {
 
 // natsWorker runs a request that waits on the database on the worker pool.
 func (b *Bridge) natsWorker(req micro.Request, fn func(context.Context, tenancy.TenantID) (int, []byte)) {
-	tenant, status, err := b.natsTenant(req, false)
+	tenant, status, err := b.natsTenant(req, "")
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 		return

@@ -2,15 +2,12 @@ package bridge
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
@@ -18,9 +15,7 @@ import (
 func (b *Bridge) httpHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/v1/push", b.guard(auth.ActionPush, b.httpPush))
-	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.withBody(func(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
-		return b.configure(ctx, tenant, body)
-	})))
+	mux.Handle("POST /api/v1/configure", b.guard(auth.ActionConfigure, b.withBody(b.configure)))
 	mux.Handle("GET /api/v1/messages", b.guard(auth.ActionRead, b.httpMessages))
 	mux.HandleFunc("GET /health", b.httpHealth)
 	// Queen's consumer API (consume.go).
@@ -63,58 +58,12 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// errBusy: the in-flight body budget stayed full for the whole wait.
-var errBusy = errors.New("too many request bytes in flight; try again shortly")
-
-// readBody reads the whole body once, up to the limit. Memory is taken as
-// bytes arrive (a declared Content-Length is a promise, not an allocation),
-// each step from the in-flight budget, and the body must arrive within
-// BodyTimeout. The caller gives back the bytes it was handed (taken) once
-// it has answered.
-func (b *Bridge) readBody(w http.ResponseWriter, r *http.Request) (body []byte, taken int64, status int, err error) {
-	tooBig := func() ([]byte, int64, int, error) {
-		return nil, taken, http.StatusRequestEntityTooLarge, errors.New("body larger than " + strconv.FormatInt(b.cfg.MaxBodyBytes, 10) + " bytes")
-	}
-	if r.ContentLength > b.cfg.MaxBodyBytes {
-		return tooBig()
-	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(b.cfg.BodyTimeout))
-	rd := http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes)
-	for {
-		if len(body) == cap(body) {
-			grow := int64(max(cap(body), 4<<10))
-			if r.ContentLength > 0 {
-				grow = min(grow, max(r.ContentLength-int64(len(body)), 1)) // one byte more finds EOF
-			}
-			if !b.budget.Take(r.Context(), grow, b.cfg.BudgetWait) {
-				return nil, taken, http.StatusServiceUnavailable, errBusy
-			}
-			taken += grow
-			nb := make([]byte, len(body), cap(body)+int(grow))
-			copy(nb, body)
-			body = nb
-		}
-		n, rerr := rd.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		var maxErr *http.MaxBytesError
-		switch {
-		case rerr == io.EOF:
-			return body, taken, 0, nil
-		case errors.As(rerr, &maxErr):
-			return tooBig()
-		case errors.Is(rerr, os.ErrDeadlineExceeded):
-			return nil, taken, http.StatusRequestTimeout, errors.New("the body did not arrive within " + b.cfg.BodyTimeout.String())
-		case rerr != nil:
-			return nil, taken, http.StatusBadRequest, errors.New("reading the body: " + rerr.Error())
-		}
-	}
-}
-
 // body reads the body; on failure it has answered already and reports
 // false. done gives the body's bytes back to the budget: call it once the
 // request is answered.
 func (b *Bridge) body(w http.ResponseWriter, r *http.Request) (body []byte, done func(), ok bool) {
-	body, taken, status, err := b.readBody(w, r)
+	body, taken, status, err := httpserve.ReadBody(w, r, httpserve.BodyLimits{MaxBytes: b.cfg.MaxBodyBytes, Timeout: b.cfg.BodyTimeout,
+		BudgetWait: b.cfg.BudgetWait}, b.budget)
 	done = func() { b.budget.Give(taken) }
 	if err != nil {
 		done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/push"
@@ -40,7 +41,7 @@ func (b *Bridge) PushItem(transport string, tenant tenancy.TenantID, it jsonapi.
 		// waits briefly for room, then answers 503.
 		ok := b.gate.Go(func() {
 			if !b.budget.Take(context.Background(), size, b.cfg.BudgetWait) {
-				done(http.StatusServiceUnavailable, jsonapi.Result{Error: errBusy.Error()})
+				done(http.StatusServiceUnavailable, jsonapi.Result{Error: httpserve.ErrBusy.Error()})
 				b.gate.Done()
 				return
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
@@ -71,7 +72,7 @@ const inlinePushBytes = 64 << 10
 // natsPush runs on the subscription's delivery goroutine; the answer is sent
 // from whichever goroutine settles the last verdict.
 func (b *Bridge) natsPush(req micro.Request) {
-	tenant, status, err := b.natsTenant(req, true)
+	tenant, status, err := b.natsTenant(req, b.pushBase(req.Subject()))
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 		return
@@ -91,7 +92,7 @@ func (b *Bridge) natsPush(req micro.Request) {
 		// room, then answers 503.
 		b.enqueue(req, func() {
 			if !b.budget.Take(context.Background(), size, b.cfg.BudgetWait) {
-				respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(errBusy.Error()))
+				respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(httpserve.ErrBusy.Error()))
 				b.gate.Done()
 				return
 			}
@@ -126,7 +127,7 @@ func (b *Bridge) natsPushTaken(req micro.Request, tenant tenancy.TenantID, answe
 func (b *Bridge) natsOwners(req micro.Request) {
 	tab := b.router.TableJSON()
 	if b.accounts.Enabled() {
-		tenant, status, err := b.natsTenant(req, false)
+		tenant, status, err := b.natsTenant(req, "")
 		if err != nil {
 			respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 			return
@@ -160,35 +161,36 @@ func (b *Bridge) inline(req micro.Request, fn func()) bool {
 // natsTenant is the tenant a NATS request acts for. In the accounts mode
 // it is the requester's account, which nats-server names in the request
 // info of a request that came through a service import (403 when there is
-// none, or the account is not mapped); a tenant in the subject is then
-// refused. In the single-account mode every client is trusted: a push
-// subject may name the tenant, anything else acts for the default tenant.
-func (b *Bridge) natsTenant(req micro.Request, fromSubject bool) (tenancy.TenantID, int, error) {
+// none, or the account is not mapped); the request must then come on base
+// itself, a tenant in the subject refused. In the single-account mode every
+// client is trusted: a subject under base (a push's, a transaction's) may
+// name the tenant (auth.SubjectTenant); with base "" the request acts for
+// the default tenant.
+func (b *Bridge) natsTenant(req micro.Request, base string) (tenancy.TenantID, int, error) {
 	if !b.accounts.Enabled() {
-		if !fromSubject {
+		if base == "" {
 			return tenancy.TenantID{}, 0, nil
 		}
-		t, err := b.tenantFromSubject(req.Subject())
+		t, err := auth.SubjectTenant(req.Subject(), base)
 		return t, http.StatusBadRequest, err
 	}
 	t, err := b.accounts.TenantOf(req.Headers().Get(auth.RequestInfoHeader))
 	if err != nil {
 		return t, http.StatusForbidden, err
 	}
-	if fromSubject && req.Subject() != b.cfg.Prefix+".v1.push" && req.Subject() != b.ownSubject {
-		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; push on %s.v1.push", req.Subject(), b.cfg.Prefix)
+	if base != "" && req.Subject() != base {
+		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; send on %s", req.Subject(), base)
 	}
 	return t, 0, nil
 }
 
-// tenantFromSubject is the tenant a push subject names (auth.SubjectTenant
-// of <prefix>.v1.push, or of this bridge's own push subject).
-func (b *Bridge) tenantFromSubject(subject string) (tenancy.TenantID, error) {
-	base := b.cfg.Prefix + ".v1.push"
+// pushBase is the subject a push came under: this bridge's own push
+// subject, or <prefix>.v1.push.
+func (b *Bridge) pushBase(subject string) string {
 	if strings.HasPrefix(subject, b.ownSubject) {
-		base = b.ownSubject
+		return b.ownSubject
 	}
-	return auth.SubjectTenant(subject, base)
+	return b.cfg.Prefix + ".v1.push"
 }
 
 // respondNATS answers with the body; request-level errors (4xx, 503) carry

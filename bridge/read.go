@@ -37,7 +37,7 @@ func (b *Bridge) natsFetch(req micro.Request) {
 // body decoded by decode, then run on a goroutine of its own holding one of the
 // Config.MaxParked slots. A 204 is answered as an empty body.
 func natsParkable[R any](b *Bridge, req micro.Request, decode func([]byte) (R, error), run func(context.Context, tenancy.TenantID, R) (int, []byte)) {
-	tenant, status, err := b.natsTenant(req, false)
+	tenant, status, err := b.natsTenant(req, "")
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 		return

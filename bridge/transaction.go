@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/nats-io/nats.go/micro"
-	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
@@ -23,7 +22,7 @@ func (b *Bridge) httpTransaction(ctx context.Context, tenant tenancy.TenantID, _
 // single-account mode, <prefix>.v1.transaction.<tenant-uuid>) on the
 // worker pool: it waits on the database.
 func (b *Bridge) natsTransaction(req micro.Request) {
-	tenant, status, err := b.natsTxnTenant(req)
+	tenant, status, err := b.natsTenant(req, b.cfg.Prefix+".v1.transaction")
 	if err != nil {
 		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
 		return
@@ -38,20 +37,4 @@ func (b *Bridge) natsTransaction(req micro.Request) {
 		status, out := b.consumer.ServeTransaction(context.Background(), tenant, ops, err)
 		respondNATS(b.cfg.NATS, req, status, out)
 	})
-}
-
-// natsTxnTenant is the tenant a transaction acts for: as a push's, named
-// by the subject in the single-account mode, the requester's account in
-// the accounts mode (where a tenant in the subject is refused).
-func (b *Bridge) natsTxnTenant(req micro.Request) (tenancy.TenantID, int, error) {
-	base := b.cfg.Prefix + ".v1.transaction"
-	if !b.accounts.Enabled() {
-		t, err := auth.SubjectTenant(req.Subject(), base)
-		return t, http.StatusBadRequest, err
-	}
-	t, status, err := b.natsTenant(req, false)
-	if err == nil && req.Subject() != base {
-		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; send transactions on %s", req.Subject(), base)
-	}
-	return t, status, err
 }

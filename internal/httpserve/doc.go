@@ -1,4 +1,5 @@
 // Package httpserve runs one HTTP listener on a goroutine of its own with
-// the service's timeouts, until it is shut down. It imports nothing of the
-// project.
+// the service's timeouts, until it is shut down, and reads request bodies
+// whole within their bounds (size, arrival time, room in an in-flight byte
+// budget: ReadBody). It imports nothing of the project.
 package httpserve
