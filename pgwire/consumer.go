@@ -132,7 +132,7 @@ func (db *DB) popDecode(ctx context.Context, req PopRequest, res PopResult, raw 
 	// messages are at most the batch.
 	res.Messages = make([]Message, 0, min(res.To-res.Cursor, int64(max(req.Batch, 1))))
 	var cost int64
-	keep := -1 // the messages the bound keeps, when it cuts
+	keep := -1       // the messages the bound keeps, when it cuts
 	gone := raw.gone // ascending, as the frames are read
 	for i, base := range bases {
 		frames, err := segment.UnpackAll(payloads[i])
