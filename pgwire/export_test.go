@@ -69,3 +69,10 @@ func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) str
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
 const WholeAckSQL = wholeAckSQL
+
+// PopKnownSQL and PopTailSQL are the pop statements, for the test that
+// reads their plans.
+const (
+	PopKnownSQL = popKnownSQL
+	PopTailSQL  = popTailSQL
+)

@@ -97,8 +97,10 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
     -- What is delivered, without its payloads (they go out as rows, once):
     -- r is in offset order (its window sorted it), and aggregates read
     -- their input in that order: no aggregate sorts again.
+    -- to_off is cast back from numeric (run is a sum): g's probe bounds
+    -- the index scan by it only as an int8.
     SELECT max(r.end_offset) AS last_end, min(r.start_at) AS start_at,
-           max(r.start_at + least(r.n, $5 - (r.run - r.n))) AS to_off,
+           max(r.start_at + least(r.n, $5 - (r.run - r.n)))::int8 AS to_off,
            coalesce(sum(least(r.n, $5 - (r.run - r.n))), 0)::int4 AS cnt,
            CASE WHEN bool_and(r.hashes IS NOT NULL) THEN string_agg(
                substring(r.hashes FROM ((r.start_at + 1 - r.base_offset) * 16 + 1)::int4 FOR (least(r.n, $5 - (r.run - r.n)) * 16)::int4),
