@@ -8,6 +8,7 @@ const (
 	StatusCreated             = 201
 	StatusNoContent           = 204
 	StatusBadRequest          = 400
+	StatusNotFound            = 404
 	StatusInternalServerError = 500
 	StatusServiceUnavailable  = 503
 )
