@@ -233,3 +233,35 @@ func TestPopsProbeTombstonesByTheIndex(t *testing.T) {
 	push(t, db, write("probe.q", "p", "f", "g"))
 	explain("pop_known", pgwire.PopKnownSQL, fmt.Sprintf(`(%d, '00000000-0000-0000-0000-000000000000', 'g', '%s', 10, false)`, f.pid, uuid.New()))
 }
+
+// Retention removes the tombstones of the offsets whose segments it
+// removes, and keeps the others.
+func TestRetentionRemovesTombstonesWithTheirSegments(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	pid := push(t, db, write("tomb.ret", "p", "a", "b"))[0].PartitionID
+	push(t, db, write("tomb.ret", "p", "c", "d"))
+	for _, tx := range []string{"a", "d"} {
+		if !deleteMessage(t, db, pid, tx) {
+			t.Fatalf("delete %s", tx)
+		}
+	}
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "tomb.ret", pgwire.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes'
+		WHERE partition_id = $1 AND end_offset <= 2`, pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RetentionStep(ctx, 64, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(t, db.Pool(), `SELECT coalesce(sum(message_offset), 0) FROM queen.log_tombstones WHERE partition_id = $1`, pid); got != 4 {
+		t.Fatalf("tombstones left sum to offset %d, want only d's (4)", got)
+	}
+	msgs, err := db.ReadMessages(ctx, [16]byte{}, "tomb.ret", "p", 1, 10, 1<<20)
+	if err != nil || fmt.Sprint(txids(msgs)) != "[c]" {
+		t.Fatalf("read after retention: %v %v", txids(msgs), err)
+	}
+}
