@@ -5,12 +5,18 @@ import (
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/push"
 )
 
 func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
+	if q := r.URL.Query(); admin.IsMessageList(q) { // Queen's message list (SPEC §12.4)
+		status, out := b.admin.ServeMessageList(r.Context(), tenant, q)
+		writeJSON(w, status, out)
+		return
+	}
 	req, err := jsonapi.ParseFetchQuery(r.URL.Query().Get)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))

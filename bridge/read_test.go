@@ -83,8 +83,9 @@ func TestReadBackExactlyWhatWasPushed(t *testing.T) {
 	if len(a.Messages) != 5 || a.Messages[0].Offset != 10 || a.Next != 15 {
 		t.Fatalf("page: %d messages from %d, next %d", len(a.Messages), a.Messages[0].Offset, a.Next)
 	}
-	// bad reads
-	for q, want := range map[string]string{"": "queue is required", "queue=plain&limit=5000": "limit must be", "queue=plain&from=x": "from must be an integer"} {
+	// bad reads (without queue, or with a from that is not an offset, the
+	// query is Queen's message list, SPEC §12.4, and its from a time)
+	for q, want := range map[string]string{"queue=plain&limit=5000": "limit must be", "queue=plain&from=x": "from must be an RFC 3339 time"} {
 		if status, out := n.get("/api/v1/messages?" + q); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
 			t.Errorf("%q: %d %s", q, status, out)
 		}

@@ -75,7 +75,37 @@ func (r *diffRun) push(parts []int) {
 			r.fatalf("push to %s: %+v", w.Partition, res[k])
 		}
 		r.pids[w.Partition] = res[k].PartitionID
+		frames, _ := segment.UnpackAll(w.Blob)
+		for _, f := range frames {
+			r.stored = append(r.stored, storedMsg{pid: res[k].PartitionID, tx: f.TransactionID})
+		}
 	}
+}
+
+// storedMsg is a message the script pushed.
+type storedMsg struct {
+	pid int64
+	tx  string
+}
+
+// tombstone deletes a message the script pushed (both sides consume the
+// same partitions): from then on every pop skips it, and a copy delivered
+// before stays acknowledgeable.
+func (r *diffRun) tombstone() {
+	r.t.Helper()
+	if len(r.stored) == 0 {
+		r.push([]int{r.rng.Intn(diffPartitions)})
+		return
+	}
+	i := r.rng.Intn(len(r.stored))
+	m := r.stored[i]
+	r.stored = slices.Delete(r.stored, i, i+1)
+	r.logStep("delete %s of partition %d", m.tx, m.pid)
+	ok, err := r.db.DeleteMessage(r.ctx, diffTenant, m.pid, m.tx)
+	if err != nil || !ok {
+		r.fatalf("delete %s: %v %v", m.tx, ok, err)
+	}
+	r.cov.add("delete")
 }
 
 // pop pops one or two partitions on both sides, by name or by id, sometimes
@@ -126,6 +156,9 @@ func (r *diffRun) pop() {
 			d.txids = append(d.txids, m.Frame.TransactionID)
 		}
 		p.parts = append(p.parts, d)
+		if n := len(part.Messages); n > 0 && part.Messages[n-1].Offset-part.Messages[0].Offset >= int64(n) {
+			r.cov.add("a delivery with a hole")
+		}
 		if part.Expired {
 			r.cov.add("pop took over an expired lease")
 		}

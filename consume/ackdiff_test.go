@@ -70,6 +70,7 @@ func TestWholeBatchAcksAgreeWithTheGeneralPath(t *testing.T) {
 		"kind:repeat", "kind:doubled", "kind:stale", "kind:old", "kind:nolease", "kind:badstatus", "expire",
 		"fast:completed", "fast:failed", "fast:failed-at-limit", "fast:dlq", "fast:retry",
 		"acked an expired lease", "pop took over an expired lease", "a delivery without hash entries",
+		"delete", "a delivery with a hole",
 		"err:lease expired or not held", "err:transactionId is not among the messages delivered after the cursor",
 		"err:status must be completed, success, failed, dlq or retry",
 	} {
@@ -116,6 +117,7 @@ type diffRun struct {
 	pops    []diffPop
 	last    diffAckStep // for a repeat
 	pushed  int
+	stored  []storedMsg // pushed and not deleted
 	// The fast side's cursor rows after the last step, and their leases.
 	rows      map[int64]cursorRow
 	rowLeases map[int64][16]byte
@@ -168,6 +170,8 @@ func (r *diffRun) run() {
 		switch x := r.rng.Intn(100); {
 		case x < 8:
 			r.push(r.rng.Perm(diffPartitions)[:1+r.rng.Intn(3)])
+		case x < 11:
+			r.tombstone()
 		case x < 38:
 			r.pop()
 		case x < 92:

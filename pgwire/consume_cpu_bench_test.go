@@ -99,6 +99,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 				var last pgtype.Int8
 				var expires pgtype.Timestamptz
 				var expired bool
+				var gone []int64
 				var base pgtype.Int8
 				var created pgtype.Timestamptz
 				var payload []byte
@@ -107,7 +108,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 					return err
 				}
 				for rows.Next() {
-					if err := rows.Scan(&status, &name, &last, &cursor, &to, &expires, &expired, &base, &created, &payload); err != nil {
+					if err := rows.Scan(&status, &name, &last, &cursor, &to, &expires, &expired, &gone, &base, &created, &payload); err != nil {
 						rows.Close()
 						return err
 					}

@@ -64,15 +64,35 @@ type PopResult struct {
 // Pop claims a partition for a group and delivers up to Batch messages
 // after its cursor, in one statement and one round trip: popKnownSQL when
 // the partition's id is known and its cursor row exists, else
-// consumer_pop_v1 (which seeds the row).
+// consumer_pop_v1 (which seeds the row). Tombstoned offsets are not
+// delivered; a claim that found only tombstones stepped the cursor over
+// them, and the pop claims again, up to maxTombstoneSteps times.
 func (db *DB) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
-	if req.PartitionID > 0 {
-		res, raw, ok, err := db.popKnown(ctx, req)
+	for step := 1; ; step++ {
+		res, raw, err := db.popOnce(ctx, req)
 		if err != nil {
 			return res, err
 		}
-		if ok {
+		if res.Status != PopEmpty || len(raw.gone) == 0 || step == maxTombstoneSteps {
 			return db.popDecode(ctx, req, res, raw)
+		}
+		if req.PartitionID <= 0 {
+			req.PartitionID = res.PartitionID
+		}
+	}
+}
+
+// maxTombstoneSteps bounds the claims of one Pop that step over ranges of
+// tombstones only: a run of deleted messages longer than that many batches
+// answers empty once (the cursor moved; the next pop goes on).
+const maxTombstoneSteps = 8
+
+// popOnce is one claim: popKnownSQL or consumer_pop_v1.
+func (db *DB) popOnce(ctx context.Context, req PopRequest) (PopResult, popRaw, error) {
+	if req.PartitionID > 0 {
+		res, raw, ok, err := db.popKnown(ctx, req)
+		if err != nil || ok {
+			return res, raw, err
 		}
 	}
 	var res PopResult
@@ -83,22 +103,23 @@ func (db *DB) Pop(ctx context.Context, req PopRequest) (PopResult, error) {
 	var expired pgtype.Bool
 	from := pgtype.Timestamptz{Time: req.SubscriptionFrom, Valid: !req.SubscriptionFrom.IsZero()}
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, `SELECT o_status, o_pid, o_name, o_last, o_cursor, o_to, o_expires, o_expired, o_bases, o_created, o_payloads
+		return conn.QueryRow(ctx, `SELECT o_status, o_pid, o_name, o_last, o_cursor, o_to, o_expires, o_expired, o_bases, o_created, o_payloads, o_gone
 			FROM queen.consumer_pop_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Queue, req.Partition, req.PartitionID, req.Group,
 			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck, req.SubscriptionMode, from).
-			Scan(&res.Status, &pid, &name, &last, &cursor, &to, &expires, &expired, &raw.bases, &raw.created, &raw.payloads)
+			Scan(&res.Status, &pid, &name, &last, &cursor, &to, &expires, &expired, &raw.bases, &raw.created, &raw.payloads, &raw.gone)
 	})
 	if err != nil {
-		return res, fmt.Errorf("pgwire: pop %s/%s (partition id %d) for %q: %w", req.Queue, req.Partition, req.PartitionID, req.Group, err)
+		return res, raw, fmt.Errorf("pgwire: pop %s/%s (partition id %d) for %q: %w", req.Queue, req.Partition, req.PartitionID, req.Group, err)
 	}
 	res.PartitionID, res.Partition, res.Last, res.Cursor, res.To = pid.Int64, name.String, last.Int64, cursor.Int64, to.Int64
 	res.LeaseExpires, res.Expired = expires.Time, expired.Bool
-	return db.popDecode(ctx, req, res, raw)
+	return res, raw, nil
 }
 
 // popDecode turns a delivering pop's segments into its messages, (Cursor,
-// To], cut at req.MaxBytes (recording the cut).
+// To] less the tombstoned offsets, cut at req.MaxBytes (recording the
+// cut).
 func (db *DB) popDecode(ctx context.Context, req PopRequest, res PopResult, raw popRaw) (PopResult, error) {
 	if res.Status != PopDelivered {
 		return res, nil
@@ -111,7 +132,8 @@ func (db *DB) popDecode(ctx context.Context, req PopRequest, res PopResult, raw 
 	// messages are at most the batch.
 	res.Messages = make([]Message, 0, min(res.To-res.Cursor, int64(max(req.Batch, 1))))
 	var cost int64
-	keep := -1 // the messages the bound keeps, when it cuts
+	keep := -1       // the messages the bound keeps, when it cuts
+	gone := raw.gone // ascending, as the frames are read
 	for i, base := range bases {
 		frames, err := segment.UnpackAll(payloads[i])
 		if err != nil {
@@ -120,6 +142,12 @@ func (db *DB) popDecode(ctx context.Context, req PopRequest, res PopResult, raw 
 		for k, f := range frames {
 			off := base + int64(k)
 			if off <= res.Cursor || off > res.To {
+				continue
+			}
+			for len(gone) > 0 && gone[0] < off {
+				gone = gone[1:]
+			}
+			if len(gone) > 0 && gone[0] == off {
 				continue
 			}
 			if cost += PopCost(&f, res.Partition, req.Group); keep < 0 && req.MaxBytes > 0 && len(res.Messages) > 0 && cost > req.MaxBytes {
@@ -301,15 +329,22 @@ type DeadLetter struct {
 	Found   bool
 }
 
+// notTombstoned leaves out the dead letters d of tombstoned messages: a
+// delete removes its message's dead letters, but a copy delivered before it
+// can still be failed into them afterwards.
+const notTombstoned = `NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
+	WHERE t.partition_id = d.partition_id AND t.message_offset = d.message_offset)`
+
 // DeadLetters lists a queue's dead letters (group "": every group), oldest
-// first, with the total count.
+// first, with the total count; tombstoned messages are not among them.
 func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
 	var out []DeadLetter
 	var total int64
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		t := pgtype.UUID{Bytes: tenant, Valid: true}
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id
-			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3)`, t, queue, group).Scan(&total); err != nil {
+			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3) AND `+notTombstoned,
+			t, queue, group).Scan(&total); err != nil {
 			return err
 		}
 		rows, err := conn.Query(ctx, `SELECT d.id, d.transaction_id, d.partition_id, p.name, d.consumer_group, coalesce(d.error_message, ''),
@@ -319,7 +354,7 @@ func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, g
 			LEFT JOIN LATERAL (SELECT x.base_offset, x.created_at, x.payload FROM queen.log_segments x
 			                   WHERE x.partition_id = d.partition_id AND x.end_offset >= d.message_offset
 			                   ORDER BY x.end_offset LIMIT 1) s ON s.base_offset <= d.message_offset
-			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3)
+			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3) AND `+notTombstoned+`
 			ORDER BY d.queue_id, d.consumer_group, d.id LIMIT $4 OFFSET $5`, t, queue, group, limit, offset)
 		if err != nil {
 			return err

@@ -84,3 +84,10 @@ var CountSQL = map[string][]any{
 	partitionStatsSQL: {int64(1)},
 	tenantLagSQL:      {tenantArg([16]byte{})},
 }
+
+// PopKnownSQL and PopTailSQL are the pop statements, for the test that
+// reads their plans.
+const (
+	PopKnownSQL = popKnownSQL
+	PopTailSQL  = popTailSQL
+)

@@ -32,15 +32,25 @@ import (
 //     until $5 frames, the last cut at the batch, none younger than the
 //     queue's delayedProcessing. Only the segments delivered are read: two
 //     index probes find the range first (f, e).
+//   - Tombstoned offsets (migration 0012) inside (cursor, to] are not
+//     delivered: g finds them with one index probe bounded by that range
+//     (nothing, on a partition without tombstones), the answer names them,
+//     and the claim records the delivery without them and without hash
+//     entries (its acknowledgements take the general path, which resolves
+//     each transactionId in the range). A range of tombstones alone is
+//     stepped over: the cursor moves to its end, no lease is kept, and the
+//     answer is 'empty' with the offsets named (consumer_pop_v1 does the
+//     same).
 //   - 'general' sends the pop to consumer_pop_v1: no cursor row yet (the
 //     first pop seeds it from the group's subscription) or a windowBuffer
 //     queue; 'missing': no partition with this id for this tenant.
 //
 // Parameters: partition id, tenant, group, lease (NULL with auto-ack),
-// batch, auto-ack. Answer: status, partition name, last offset, cursor, to,
-// lease expiry, expired, and a delivered segment (base offset, created,
-// payload): a row per segment in offset order when it delivered, else one
-// row without a segment.
+// batch, auto-ack. Answer: status, partition name, last offset, cursor (the
+// one it moved to, when it stepped over tombstones), to, lease expiry,
+// expired, the tombstoned offsets skipped, and a delivered segment (base
+// offset, created, payload): a row per segment in offset order when it
+// delivered, else one row without a segment.
 const popKnownSQL = `/* queen:pop */ WITH p AS (
     SELECT p.id, p.name, p.last_offset,
            queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
@@ -87,25 +97,32 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
     -- What is delivered, without its payloads (they go out as rows, once):
     -- r is in offset order (its window sorted it), and aggregates read
     -- their input in that order: no aggregate sorts again.
-    SELECT max(r.end_offset) AS last_end,
-           max(r.start_at + least(r.n, $5 - (r.run - r.n))) AS to_off,
+    -- to_off is cast back from numeric (run is a sum): g's probe bounds
+    -- the index scan by it only as an int8.
+    SELECT max(r.end_offset) AS last_end, min(r.start_at) AS start_at,
+           max(r.start_at + least(r.n, $5 - (r.run - r.n)))::int8 AS to_off,
            coalesce(sum(least(r.n, $5 - (r.run - r.n))), 0)::int4 AS cnt,
            CASE WHEN bool_and(r.hashes IS NOT NULL) THEN string_agg(
                substring(r.hashes FROM ((r.start_at + 1 - r.base_offset) * 16 + 1)::int4 FOR (least(r.n, $5 - (r.run - r.n)) * 16)::int4),
                ''::bytea) END AS hashes
     FROM (SELECT * FROM r WHERE r.run - r.n < $5 ORDER BY r.end_offset) r
+), g AS (
+    -- The tombstoned offsets of the range: an index probe bounded by it.
+    SELECT array_agg(t.message_offset ORDER BY t.message_offset) AS offs, count(*)::int4 AS n
+    FROM d JOIN queen.log_tombstones t ON t.partition_id = $1 AND t.message_offset > d.start_at AND t.message_offset <= d.to_off
 ), u AS (
+    -- live = 0: tombstones alone, stepped over (the cursor moves, no lease).
     UPDATE queen.consumer_cursors c SET
-        lease_id         = CASE WHEN $6 THEN NULL ELSE $4::uuid END,
-        lease_expires_at = CASE WHEN $6 THEN NULL ELSE clock_timestamp() + make_interval(secs => cur.lease_s) END,
-        cursor_offset    = CASE WHEN $6 THEN d.to_off ELSE c.cursor_offset END,
+        lease_id         = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE $4::uuid END,
+        lease_expires_at = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE clock_timestamp() + make_interval(secs => cur.lease_s) END,
+        cursor_offset    = CASE WHEN $6 OR d.cnt = g.n THEN d.to_off ELSE c.cursor_offset END,
         delivered_to     = d.to_off,
-        delivered_count  = d.cnt,
-        acked_count      = CASE WHEN $6 THEN d.cnt ELSE 0 END,
+        delivered_count  = d.cnt - g.n,
+        acked_count      = CASE WHEN $6 THEN d.cnt - g.n ELSE 0 END,
         retry_count      = CASE WHEN $6 THEN 0 ELSE c.retry_count END,
-        delivered_hashes = d.hashes,
+        delivered_hashes = CASE WHEN g.n = 0 THEN d.hashes END,
         updated_at       = clock_timestamp()
-    FROM cur, d
+    FROM cur, d, g
     WHERE c.partition_id = $1 AND c.consumer_group = $3 AND d.cnt > 0
       AND c.cursor_offset = cur.cursor_offset AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
     RETURNING c.lease_expires_at, true AS won
@@ -120,16 +137,18 @@ SELECT CASE WHEN p.id IS NULL THEN 'missing'
             WHEN NOT cur.free THEN 'leased'
             WHEN coalesce(d.cnt, 0) = 0 THEN 'empty'
             WHEN u.won IS NULL THEN 'leased'
+            WHEN d.cnt = g.n THEN 'empty'
             ELSE 'ok' END,
-       p.name, p.last_offset, cur.cursor_offset, d.to_off, u.lease_expires_at, coalesce(cur.expired, false),
+       p.name, p.last_offset, CASE WHEN u.won AND d.cnt = g.n THEN d.to_off ELSE cur.cursor_offset END,
+       d.to_off, u.lease_expires_at, coalesce(cur.expired, false), g.offs,
        s.base_offset, s.created_at, s.payload
-FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN u ON true
+FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN g ON true LEFT JOIN u ON true
      LEFT JOIN async ON true
      LEFT JOIN LATERAL (
          -- The delivered segments, one row each, straight from the index
          -- range: their payloads are copied once, into the answer.
          SELECT y.base_offset, y.created_at, y.payload FROM queen.log_segments y
-         WHERE u.won AND y.partition_id = $1 AND y.end_offset > cur.cursor_offset AND y.end_offset <= d.last_end
+         WHERE u.won AND d.cnt > g.n AND y.partition_id = $1 AND y.end_offset > cur.cursor_offset AND y.end_offset <= d.last_end
            AND (cur.delay_s = 0 OR y.created_at <= clock_timestamp() - make_interval(secs => cur.delay_s))
          ORDER BY y.end_offset) s ON true`
 
@@ -155,7 +174,7 @@ func (db *DB) popKnown(ctx context.Context, req PopRequest) (res PopResult, raw 
 			var base pgtype.Int8
 			var created pgtype.Timestamptz
 			var payload []byte
-			if err := rows.Scan(&res.Status, &name, &last, &cursor, &to, &expires, &res.Expired, &base, &created, &payload); err != nil {
+			if err := rows.Scan(&res.Status, &name, &last, &cursor, &to, &expires, &res.Expired, &raw.gone, &base, &created, &payload); err != nil {
 				return err
 			}
 			if base.Valid {
@@ -179,9 +198,11 @@ func (db *DB) popKnown(ctx context.Context, req PopRequest) (res PopResult, raw 
 }
 
 // popRaw is what a pop statement answers besides PopResult's fields: the
-// delivered segments, in offset order.
+// delivered segments, in offset order, and the tombstoned offsets of the
+// range (not delivered; with status empty: stepped over).
 type popRaw struct {
 	bases    []int64
 	created  []time.Time
 	payloads [][]byte
+	gone     []int64
 }

@@ -13,10 +13,13 @@ import (
 // one lease, in one statement: a compare-and-set of each cursor row with no
 // segment read. A partition's claim applies only when its cursor is where
 // the bridge believes, no live lease holds the row, the queue neither delays
-// nor windows its messages, and the first segment delivered is still stored
+// nor windows its messages, the first segment delivered is still stored
 // (retention removes a partition's segments oldest first, so the rest are
-// too); otherwise it answers no row for it and writes nothing, and the pop
-// reads PostgreSQL (popKnownSQL). Each partition's row is looked up and
+// too), and no offset it delivers is tombstoned (migration 0012: an index
+// probe bounded by (cursor, to], which finds nothing on a partition without
+// tombstones; the frames in memory cannot tell); otherwise it answers no
+// row for it and writes nothing, and the pop reads PostgreSQL
+// (popKnownSQL), which leaves the tombstoned offsets out. Each partition's row is looked up and
 // locked by a lateral subquery (a subquery that locks is never flattened
 // into a join, so it stays keyed look-ups whatever the generic plan guesses
 // of the arrays' length), one partition after the other in ascending id
@@ -47,6 +50,8 @@ const popTailSQL = `/* queen:pop-tail */ WITH v AS (
           AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
           AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
           AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = v.pid AND s.end_offset = v.fe)
+          AND NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
+                          WHERE t.partition_id = v.pid AND t.message_offset > v.cur AND t.message_offset <= v.to_off)
         FOR UPDATE OF c) x
 ), u AS (
     UPDATE queen.consumer_cursors c SET

@@ -141,6 +141,26 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 		f.refused(t, pgwire.PopRequest{}, f.claim, "[c d e]")
 	})
 
+	t.Run("a tombstoned offset", func(t *testing.T) {
+		t.Parallel()
+		f := newTailFixture(t, db, "t-tomb")
+		// c was deleted after the bridge took the segments into memory:
+		// the frames there cannot tell, the claim's probe can.
+		if ok, err := db.DeleteMessage(ctx, [16]byte{}, f.pid, "c"); err != nil || !ok {
+			t.Fatalf("delete c: %v %v", ok, err)
+		}
+		f.refused(t, pgwire.PopRequest{}, f.claim, "[a b d e]")
+		// Past the tombstone, claims from memory apply again.
+		c := pgwire.TailClaim{PartitionID: f.pid, Cursor: 6, To: 7, Count: 1, Hashes: pgwire.AckHashes([]string{"f"}), FirstEnd: 7}
+		push(t, db, write(f.queue, "p", "f"))
+		if a := ack(t, db, f.pid, "g", nil, completed("a", "b", "d", "e")...); a.Cursor != 6 {
+			t.Fatalf("ack: %+v", a)
+		}
+		if out, err := db.PopTail(ctx, pgwire.PopRequest{Group: "g", Lease: lease()}, []pgwire.TailClaim{c}); err != nil || out[0].Status != pgwire.PopDelivered {
+			t.Fatalf("a claim after the tombstone: %+v %v", out, err)
+		}
+	})
+
 	t.Run("live lease", func(t *testing.T) {
 		t.Parallel()
 		f := newTailFixture(t, db, "t-leased")

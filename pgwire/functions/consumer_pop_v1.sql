@@ -14,9 +14,15 @@
 --      releases the lease; with
 --      p_auto_ack the cursor moves past what is delivered and no lease is
 --      kept.
+--   5. skips tombstoned offsets (migration 0012) inside what it delivers:
+--      they are answered in o_gone, left out of the delivered count and
+--      its hash entries (none are recorded then: that lease's
+--      acknowledgements take the general path); a range that holds nothing
+--      but tombstones is stepped over: the cursor moves past it, no lease
+--      is kept, and the answer is 'empty' with o_gone set.
 -- o_status: 'ok' (segments in o_bases.. with frames after o_cursor up to
--- o_to), 'empty', 'leased', 'window' (newest message inside windowBuffer),
--- 'missing' (no such partition).
+-- o_to, less o_gone), 'empty', 'leased', 'window' (newest message inside
+-- windowBuffer), 'missing' (no such partition).
 --
 -- Lock order: it locks its consumer row only; partition rows are read, not
 -- locked (docs/consumers.md).
@@ -42,7 +48,8 @@ CREATE OR REPLACE FUNCTION queen.consumer_pop_v1(
     OUT o_expired  boolean,
     OUT o_bases    bigint[],
     OUT o_created  timestamptz[],
-    OUT o_payloads bytea[]
+    OUT o_payloads bytea[],
+    OUT o_gone     bigint[]
 )
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan
@@ -60,6 +67,7 @@ DECLARE
     v_after   timestamptz;
     v_n       bigint := 0;
     v_hashes  bytea;
+    v_start   bigint;
 BEGIN
     -- Two statements, each keyed: a CASE in one WHERE would keep either
     -- index from being used.
@@ -146,11 +154,11 @@ BEGIN
     -- in a loop copied them on every segment.)
     SELECT coalesce(array_agg(d.base_offset ORDER BY d.end_offset), '{}'), coalesce(array_agg(d.created_at ORDER BY d.end_offset), '{}'),
            coalesce(array_agg(d.payload ORDER BY d.end_offset), '{}'), coalesce(max(d.start_at + least(d.n, p_batch - (d.run - d.n))), o_cursor),
-           coalesce(sum(least(d.n, p_batch - (d.run - d.n))), 0),
+           coalesce(sum(least(d.n, p_batch - (d.run - d.n))), 0), min(d.start_at),
            CASE WHEN bool_and(d.hashes IS NOT NULL) THEN string_agg(
                substring(d.hashes FROM ((d.start_at + 1 - d.base_offset) * 16 + 1)::integer FOR (least(d.n, p_batch - (d.run - d.n)) * 16)::integer),
                ''::bytea ORDER BY d.end_offset) END
-    INTO o_bases, o_created, o_payloads, o_to, v_n, v_hashes
+    INTO o_bases, o_created, o_payloads, o_to, v_n, v_start, v_hashes
     FROM (
         SELECT w.*, sum(w.n) OVER (ORDER BY w.end_offset) AS run
         FROM (
@@ -165,6 +173,26 @@ BEGIN
         ) w
     ) d
     WHERE d.run - d.n < p_batch;
+
+    -- 5. Tombstones inside the range: one index probe, bounded by it, that
+    -- finds nothing on a partition without them.
+    IF v_n > 0 THEN
+        SELECT array_agg(t.message_offset ORDER BY t.message_offset) INTO o_gone FROM queen.log_tombstones t
+        WHERE t.partition_id = o_pid AND t.message_offset > v_start AND t.message_offset <= o_to;
+        IF o_gone IS NOT NULL THEN
+            v_n := v_n - cardinality(o_gone);
+            v_hashes := NULL;
+            IF v_n = 0 THEN
+                UPDATE queen.consumer_cursors c SET cursor_offset = o_to, delivered_to = o_to, delivered_count = 0, acked_count = 0,
+                    delivered_hashes = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+                WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
+                o_cursor := o_to;
+                o_status := 'empty';
+                o_expires := NULL;
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
     IF v_n = 0 THEN
         UPDATE queen.consumer_cursors c SET lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
         WHERE c.partition_id = o_pid AND c.consumer_group = p_group;

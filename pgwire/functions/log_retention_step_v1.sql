@@ -7,7 +7,8 @@
 -- its transactionIds is still a duplicate (answered with the zero id) rather
 -- than written again; log_txns rows older than greatest(retention_seconds,
 -- dedup_window_seconds) go. txns_start follows the oldest hash blob left in
--- either table, which keeps the dedup probe's offset range tight.
+-- either table, which keeps the dedup probe's offset range tight. The
+-- tombstones of removed offsets go with their segments (migration 0012).
 --
 -- For queues with the option retainUnconsumed (other_options, true), a
 -- segment is removed only once every group that reads the queue has
@@ -34,6 +35,7 @@ DECLARE
     r       record;
     n       bigint;
     removed bigint;
+    upto    bigint;
 BEGIN
     o_partitions := 0; o_segments := 0; o_txns := 0;
     IF NOT EXISTS (SELECT 1 FROM queen.queues WHERE retention_seconds > 0) THEN
@@ -71,9 +73,12 @@ BEGIN
             SELECT g.partition_id, g.end_offset, g.base_offset, g.created_at, g.hashes FROM gone g
             WHERE g.hashes IS NOT NULL AND g.created_at >= r.txns_before
         )
-        SELECT count(*) INTO n FROM gone;
+        SELECT count(*), max(g.end_offset) INTO n, upto FROM gone g;
         o_segments := o_segments + n;
         removed := n;
+        IF upto IS NOT NULL THEN
+            DELETE FROM queen.log_tombstones t WHERE t.partition_id = r.id AND t.message_offset <= upto;
+        END IF;
 
         DELETE FROM queen.log_txns t
         WHERE t.partition_id = r.id AND t.end_offset IN (
