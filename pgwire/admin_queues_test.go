@@ -144,6 +144,9 @@ func TestDeleteQueueRemovesEverything(t *testing.T) {
 	r := pop(t, db, pgwire.PopRequest{Queue: "del", Partition: "p1", Lease: l, Batch: 1})
 	ack(t, db, r.PartitionID, pgwire.QueueMode, &l, pgwire.AckItem{TransactionID: "a", Status: "dlq"})
 	pop(t, db, pgwire.PopRequest{Queue: "del", Partition: "p2", Group: "g", Lease: lease()})
+	if ok, err := db.DeleteMessage(ctx, [16]byte{}, r.PartitionID, "b"); err != nil || !ok {
+		t.Fatalf("tombstone: %v %v", ok, err)
+	}
 
 	d, err := db.DeleteQueue(ctx, [16]byte{}, "del")
 	if err != nil || !d.Existed || len(d.Partitions) != 2 || d.Partitions[0] >= d.Partitions[1] {
@@ -172,7 +175,7 @@ func TestDeleteQueueRemovesEverything(t *testing.T) {
 			break
 		}
 	}
-	for _, table := range []string{"log_segments", "log_txns", "log_purges"} {
+	for _, table := range []string{"log_segments", "log_txns", "log_tombstones", "log_purges"} {
 		if n := count(t, db.Pool(), `SELECT count(*) FROM queen.`+table+` WHERE partition_id = ANY($1)`, d.Partitions); n != 0 {
 			t.Fatalf("%s: %d rows left", table, n)
 		}

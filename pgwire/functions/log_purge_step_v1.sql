@@ -51,11 +51,8 @@ BEGIN
         DELETE FROM queen.consumer_cursors c WHERE c.partition_id = r.partition_id;
         DELETE FROM queen.dead_letters d WHERE d.queue_id = r.queue_id;
         DELETE FROM queen.consumer_subscriptions s WHERE s.queue_id = r.queue_id;
-        -- Tombstones (queen.log_tombstones, one row per deleted message) go
-        -- with their partition, where that table exists.
-        IF to_regclass('queen.log_tombstones') IS NOT NULL THEN
-            EXECUTE 'DELETE FROM queen.log_tombstones WHERE partition_id = $1' USING r.partition_id;
-        END IF;
+        -- Tombstones (one row per deleted message) go with their partition.
+        DELETE FROM queen.log_tombstones t WHERE t.partition_id = r.partition_id;
         DELETE FROM queen.log_purges g WHERE g.partition_id = r.partition_id;
         o_done := o_done + 1;
     END LOOP;
