@@ -39,13 +39,13 @@ func TestTokensGiveTheirRoleAndTenant(t *testing.T) {
 
 func TestRolesMayWhatTheyShould(t *testing.T) {
 	tenant, admin := Principal{Role: RoleTenant}, Principal{Role: RoleAdmin}
-	for _, a := range []Action{ActionPush, ActionRead, ActionConfigure, ActionMetrics, ActionReadMaintenance} {
+	for _, a := range []Action{ActionPush, ActionRead, ActionConfigure, ActionMetrics} {
 		if !tenant.May(a) || !admin.May(a) {
 			t.Errorf("action %d refused to a tenant or admin token", a)
 		}
 	}
-	if tenant.May(ActionSetMaintenance) || !admin.May(ActionSetMaintenance) {
-		t.Error("only admin tokens may switch maintenance")
+	if tenant.May(ActionAdmin) || !admin.May(ActionAdmin) {
+		t.Error("only admin tokens may use the admin routes")
 	}
 	if (Principal{}).May(ActionPush) {
 		t.Error("the zero principal may push")

@@ -14,7 +14,8 @@ type Role uint8
 const (
 	// RoleTenant pushes, reads and configures its own tenant's queues.
 	RoleTenant Role = iota + 1
-	// RoleAdmin may do what a tenant token may, and switch maintenance mode.
+	// RoleAdmin may do what a tenant token may, and use the admin routes
+	// (maintenance, queue and consumer-group deletes, stats refresh).
 	RoleAdmin
 )
 
@@ -26,8 +27,6 @@ const (
 	ActionRead
 	ActionConfigure
 	ActionMetrics
-	ActionReadMaintenance
-	ActionSetMaintenance
 	// ActionAdmin: Queen's ADMIN routes (queue and consumer-group deletes,
 	// maintenance, stats refresh).
 	ActionAdmin
@@ -42,7 +41,7 @@ type Principal struct {
 // May reports whether p may do a.
 func (p Principal) May(a Action) bool {
 	switch a {
-	case ActionSetMaintenance, ActionAdmin:
+	case ActionAdmin:
 		return p.Role == RoleAdmin
 	default:
 		return p.Role == RoleTenant || p.Role == RoleAdmin

@@ -56,13 +56,11 @@ func (b *Bridge) refuse(w http.ResponseWriter, a auth.Action, status int, msg st
 }
 
 var actionText = map[auth.Action]string{
-	auth.ActionPush:            "push",
-	auth.ActionRead:            "read messages",
-	auth.ActionConfigure:       "configure queues",
-	auth.ActionMetrics:         "read metrics",
-	auth.ActionReadMaintenance: "read maintenance mode",
-	auth.ActionSetMaintenance:  "switch maintenance mode (admin tokens only)",
-	auth.ActionAdmin:           "use an admin route (admin tokens only)",
+	auth.ActionPush:      "push",
+	auth.ActionRead:      "read messages",
+	auth.ActionConfigure: "configure queues",
+	auth.ActionMetrics:   "read metrics",
+	auth.ActionAdmin:     "use an admin route (admin tokens only)",
 }
 
 // isJSONMediaType reports whether a Content-Type with parameters (a
