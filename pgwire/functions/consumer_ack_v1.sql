@@ -43,6 +43,7 @@ DECLARE
     v_qid    bigint;
     v_limit  integer;
     v_offs   bigint[];
+    v_hi     bigint;      -- end of the segment that holds delivered_to
     v_block  bigint;      -- lowest offset to be delivered again
     v_move   bigint;
     v_retry  boolean := false;
@@ -75,18 +76,32 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Resolve each hash inside (cursor, delivered_to].
+    -- Resolve each hash inside (cursor, delivered_to]. The segments read
+    -- are bounded at both ends of the index: end_offset after the cursor,
+    -- up to the end of the segment that holds delivered_to (one probe). A
+    -- bound on base_offset alone would be a filter, and the read would go
+    -- on through every segment after the cursor: the whole backlog of a
+    -- group that is behind.
+    -- log_txns and log_segments hold the same segments (one row each), so
+    -- the segment table's first end at or after delivered_to bounds both
+    -- (ORDER BY ... LIMIT 1: one index tuple; a min() over the range may
+    -- be planned as a read of all of it).
+    SELECT x.end_offset INTO v_hi FROM queen.log_segments x
+    WHERE x.partition_id = p_pid AND x.end_offset >= r.delivered_to
+    ORDER BY x.end_offset LIMIT 1;
+    v_hi := coalesce(v_hi, r.delivered_to);
     SELECT array_agg(d.off ORDER BY d.k) INTO v_offs FROM (
         SELECT inc.k, min(st.off) AS off
         FROM generate_series(0, n - 1) AS inc(k)
         LEFT JOIN (
             SELECT t.base_offset + j.j AS off, substring(t.hashes FROM (j.j * 16 + 1)::integer FOR 16) AS h
             FROM (SELECT x.base_offset, x.end_offset, x.hashes FROM queen.log_segments x
-                  WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.base_offset <= r.delivered_to
-                    AND x.hashes IS NOT NULL
+                  WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.end_offset <= v_hi
+                    AND x.base_offset <= r.delivered_to AND x.hashes IS NOT NULL
                   UNION ALL
                   SELECT x.base_offset, x.end_offset, x.hashes FROM queen.log_txns x
-                  WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.base_offset <= r.delivered_to) t,
+                  WHERE x.partition_id = p_pid AND x.end_offset > r.cursor_offset AND x.end_offset <= v_hi
+                    AND x.base_offset <= r.delivered_to) t,
                  generate_series(greatest(0, r.cursor_offset + 1 - t.base_offset),
                                  least(t.end_offset, r.delivered_to) - t.base_offset) AS j(j)
         ) st ON st.h = substring(p_hashes FROM inc.k * 16 + 1 FOR 16)
