@@ -142,7 +142,11 @@ func (r *concRun) pipeline(rnd *rand.Rand) {
 // transaction posts ops with the pop's lease in requiredLeases, as Queen's
 // TransactionBuilder does.
 func (r *concRun) transaction(ops []txnOp, p popped) (txnAnswer, bool) {
-	body, _ := json.Marshal(map[string]any{"operations": ops, "requiredLeases": []string{p.LeaseID}})
+	leases := []string{}
+	if p.LeaseID != "" {
+		leases = append(leases, p.LeaseID)
+	}
+	body, _ := json.Marshal(map[string]any{"operations": ops, "requiredLeases": leases})
 	status, out, err := r.do(http.MethodPost, "/api/v1/transaction", body)
 	var a txnAnswer
 	if err != nil || status != http.StatusOK || json.Unmarshal(out, &a) != nil {
@@ -238,26 +242,39 @@ func (r *concRun) seeker(pace chan struct{}, seed int64) {
 			r.mu.Unlock()
 			body = fmt.Sprintf(`{"timestamp":%q}`, at)
 		}
-		status, out, err := r.do(http.MethodPost, cgPath(groupSeek, "queues", qIntake, "seek"), []byte(body))
-		var a cgSeekAnswer
-		if err != nil || status != http.StatusOK || json.Unmarshal(out, &a) != nil || !a.Success || a.PartitionsUpdated > r.parts {
-			r.fail("seek %s: %d %s %v", body, status, out, err)
+		if !r.seek(groupSeek, body) {
 			return
 		}
-		r.seeks.Add(1)
 	}
 }
 
+func (r *concRun) seek(group, body string) bool {
+	status, out, err := r.do(http.MethodPost, cgPath(group, "queues", qIntake, "seek"), []byte(body))
+	var a cgSeekAnswer
+	if err != nil || status != http.StatusOK || json.Unmarshal(out, &a) != nil || !a.Success || a.PartitionsUpdated > r.parts {
+		r.fail("seek of %s %s: %d %s %v", group, body, status, out, err)
+		return false
+	}
+	r.seeks.Add(1)
+	return true
+}
+
 // deleter deletes group "doomed", keeping or deleting its subscription in
-// turn, one delete per pace.
+// turn, one delete per pace; with each delete it sends a seek of the group
+// to its end, at the same moment: both lock the group's cursor rows, all
+// of them, and must take them in the same order.
 func (r *concRun) deleter(pace chan struct{}, seed int) {
 	for round := 0; !r.stopped(round); round++ {
 		r.waitPace(pace)
+		seeked := make(chan bool, 1)
+		go func() { seeked <- r.seek(groupDoomed, `{"toEnd":true}`) }()
 		path := cgPath(groupDoomed) + "?deleteMetadata=" + strconv.FormatBool((round+seed)%2 == 0)
 		status, out, err := r.do(http.MethodDelete, path, nil)
 		var a cgDeleteAnswer
 		if err != nil || status != http.StatusOK || json.Unmarshal(out, &a) != nil || !a.Success || a.DeletedPartitions > r.parts {
 			r.fail("delete %s: %d %s %v", path, status, out, err)
+		}
+		if !<-seeked || r.failed() {
 			return
 		}
 		r.groupDeletes.Add(1)
@@ -275,23 +292,8 @@ func (r *concRun) churnQueue(pace chan struct{}) {
 		case pace <- struct{}{}:
 		default:
 		}
-		var its []string
-		for p := 0; p < 4; p++ {
-			its = append(its, item(qChurn, fmt.Sprintf("p%d", p), fmt.Sprintf("c%d-%d", round, p)))
-		}
-		status, out, err := r.do(http.MethodPost, "/api/v1/push", []byte(items(its...)))
-		var rs []result
-		if err != nil || status != http.StatusCreated || json.Unmarshal(out, &rs) != nil || len(rs) != len(its) {
-			r.fail("push to C: %d %s %v", status, out, err)
+		if !r.pushC(fmt.Sprintf("c%d", round)) {
 			return
-		}
-		for _, res := range rs {
-			if res.Status != "queued" && res.Status != "buffered" {
-				r.fail("push to C: %+v", res)
-			}
-			if res.Status == "buffered" {
-				r.buffered.Add(1)
-			}
 		}
 		p, ok := r.pop(qChurn, url.Values{"batch": {"10"}})
 		if !ok {
@@ -312,16 +314,68 @@ func (r *concRun) churnQueue(pace chan struct{}) {
 	}
 }
 
+// pushC pushes one message to each of four partitions of C.
+func (r *concRun) pushC(tag string) bool {
+	var its []string
+	for p := 0; p < 4; p++ {
+		its = append(its, item(qChurn, fmt.Sprintf("p%d", p), fmt.Sprintf("%s-%d", tag, p)))
+	}
+	status, out, err := r.do(http.MethodPost, "/api/v1/push", []byte(items(its...)))
+	var rs []result
+	if err != nil || status != http.StatusCreated || json.Unmarshal(out, &rs) != nil || len(rs) != len(its) {
+		r.fail("push to C: %d %s %v", status, out, err)
+		return false
+	}
+	for _, res := range rs {
+		if res.Status != "queued" && res.Status != "buffered" {
+			r.fail("push to C: %+v", res)
+		}
+		if res.Status == "buffered" {
+			r.buffered.Add(1)
+		}
+	}
+	return true
+}
+
+// churnDeletes deletes C, one delete per pace, each sent together with a
+// transaction that pushes to four partitions of C: both lock those
+// partition rows, all in one statement, and must take them in the same
+// order. The transaction commits, or rolls back when the delete removed a
+// partition it had found before it could lock it.
 func (r *concRun) churnDeletes(pace chan struct{}) {
 	for round := 0; !r.stopped(round); round++ {
 		r.waitPace(pace)
+		pushed := make(chan bool, 1)
+		go func() { pushed <- r.pushCInTransaction(fmt.Sprintf("d%d", round)) }()
 		status, out, err := r.do(http.MethodDelete, "/api/v1/resources/queues/"+qChurn, nil)
 		if err != nil || status != http.StatusOK || !strings.HasPrefix(string(out), `{"deleted":true,"queue":"`+qChurn+`"`) {
 			r.fail("delete C: %d %s %v", status, out, err)
+		}
+		if !<-pushed || r.failed() {
 			return
 		}
 		r.queueDeletes.Add(1)
 	}
+}
+
+func (r *concRun) pushCInTransaction(tag string) bool {
+	var its []txnOp
+	for p := 0; p < 4; p++ {
+		its = append(its, txnOp{"queue": qChurn, "partition": fmt.Sprintf("p%d", p), "payload": txnOp{"t": tag}})
+	}
+	a, ok := r.transaction([]txnOp{{"type": "push", "items": its}}, popped{})
+	switch {
+	case !ok:
+		return false
+	case a.Success:
+		r.commits.Add(1)
+	case strings.Contains(errText(a.Error), "segments produced a result"):
+		r.raced.Add(1)
+	default:
+		r.fail("a transaction pushing to C: %+v (error %s)", a, errText(a.Error))
+		return false
+	}
+	return true
 }
 
 // retention runs the retention step and the purge of deleted queues'
