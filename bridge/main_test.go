@@ -60,6 +60,7 @@ type nodeOpts struct {
 	registry *prometheus.Registry
 	spoolDir string        // default: a new temporary directory
 	stmtTO   time.Duration // statement timeout; default pgwire's
+	acqTO    time.Duration // pgwire.Config.AcquireTimeout; default pgwire's
 	poll     time.Duration // maintenance re-read; default the bridge's
 	spoolMax int64
 	noHot    bool                          // QUEEN_HOTLIST=0
@@ -86,7 +87,7 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	if o.registry == nil {
 		o.registry = prometheus.NewRegistry()
 	}
-	db, err := pgwire.Open(ctx, pgwire.Config{DSN: o.dsn, MaxConns: 8, StatementTimeout: o.stmtTO})
+	db, err := pgwire.Open(ctx, pgwire.Config{DSN: o.dsn, MaxConns: 8, StatementTimeout: o.stmtTO, AcquireTimeout: o.acqTO})
 	if err != nil {
 		t.Fatal(err)
 	}
