@@ -192,3 +192,34 @@ func TestDeleteQueueRemovesEverything(t *testing.T) {
 		t.Fatalf("push after the delete: %+v", res[0])
 	}
 }
+
+// A push that names the partitions of a queue deleted meanwhile (ids the
+// bridge cached before the delete) writes into a new queue of that name,
+// and the bundle's other segments are written too: the delete never fails
+// someone else's push.
+func TestPushWithIDsOfADeletedQueueMakesItAnew(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	res := push(t, db, write("gone", "p", "a"))
+	if res[0].Status != segment.Queued {
+		t.Fatalf("first push: %+v", res[0])
+	}
+	old := res[0]
+	if d, err := db.DeleteQueue(ctx, [16]byte{}, "gone"); err != nil || !d.Existed {
+		t.Fatalf("delete: %+v %v", d, err)
+	}
+	stale := write("gone", "p", "b")
+	stale.PartitionID, stale.QueueID = old.PartitionID, old.QueueID
+	stale.Verified = old.BaseOffset
+	res = push(t, db, write("other", "p", "x"), stale)
+	for i, r := range res {
+		if r.Status != segment.Queued {
+			t.Fatalf("segment %d after the delete: %+v", i, r)
+		}
+	}
+	if res[1].PartitionID == old.PartitionID || res[1].BaseOffset != 1 {
+		t.Fatalf("the deleted queue's push went to partition %d at offset %d; want a new partition from offset 1 (old %d)",
+			res[1].PartitionID, res[1].BaseOffset, old.PartitionID)
+	}
+}

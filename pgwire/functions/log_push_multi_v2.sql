@@ -97,6 +97,7 @@ DECLARE
     v_dups     jsonb;
     i          integer;
     k          integer;
+    v_try      integer;
 BEGIN
     -- 1. Alignment guard: a silent misalignment would hand one request's
     -- verdict to another.
@@ -126,89 +127,104 @@ BEGIN
     v_tenants := coalesce(p_tenants, array_fill('00000000-0000-0000-0000-000000000000'::uuid, ARRAY[n]));
     v_kpids := coalesce(p_pids, array_fill(0::bigint, ARRAY[n]));
 
-    -- 2. Resolution and the provisioning skip, for unknown partitions only.
-    -- The look-up is a correlated scalar subquery per unknown row through the
-    -- unique indexes (a hash anti-join would read every partition row).
-    -- Only if something is still missing do the two ordered inserts run: ON
-    -- CONFLICT takes its speculative locks in row order.
-    IF array_position(v_kpids, 0) IS NOT NULL OR array_position(v_kpids, NULL) IS NOT NULL THEN
-        FOR i IN 1 .. 2 LOOP
-            SELECT array_agg(coalesce(nullif(u.kp, 0),
-                       (SELECT p.id FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
-                        WHERE q.tenant = u.t AND q.name = u.qn AND p.name = u.pn)) ORDER BY u.ord)
-            INTO v_kpids
-            FROM unnest(v_kpids, p_queues, p_partitions, v_tenants) WITH ORDINALITY AS u(kp, qn, pn, t, ord);
-            EXIT WHEN i = 2 OR array_position(v_kpids, NULL) IS NULL;
-            INSERT INTO queen.queues (tenant, name, namespace, task)
-            SELECT DISTINCT u.t, u.qn, split_part(u.qn, '.', 1), split_part(u.qn, '.', 2)
-            FROM unnest(p_queues, v_tenants, v_kpids) AS u(qn, t, kp)
-            WHERE u.kp IS NULL
-            ORDER BY 1, 2
-            ON CONFLICT (tenant, name) DO NOTHING;
-            -- The partition name's length, checked here where partitions
-            -- are made (the table's CHECK would be evaluated again on every
-            -- allocation UPDATE).
-            IF EXISTS (SELECT 1 FROM unnest(p_partitions, v_kpids) AS u(pn, kp)
-                       WHERE u.kp IS NULL AND octet_length(u.pn) NOT BETWEEN 1 AND 255) THEN
-                RAISE EXCEPTION 'log_push_multi_v2: a partition name must be 1 to 255 bytes'
-                    USING ERRCODE = '23514';
-            END IF;
-            -- The window copied into the new partition rows is read under a
-            -- share lock on the queue rows (ascending id): a configure that
-            -- changes the window waits for this bundle, or this bundle for it,
-            -- so its trigger never misses a partition made meanwhile. Queue
-            -- rows are locked before partition rows, everywhere.
-            PERFORM 1 FROM queen.queues q
-            WHERE (q.tenant, q.name) IN (SELECT u.t, u.qn FROM unnest(p_queues, v_tenants, v_kpids) AS u(qn, t, kp) WHERE u.kp IS NULL)
-            ORDER BY q.id
-            FOR SHARE;
-            INSERT INTO queen.log_partitions (queue_id, name, dedup_window_seconds)
-            SELECT DISTINCT q.id, u.pn, q.dedup_window_seconds
-            FROM unnest(p_queues, p_partitions, v_tenants, v_kpids) AS u(qn, pn, t, kp)
-            JOIN queen.queues q ON q.tenant = u.t AND q.name = u.qn
-            WHERE u.kp IS NULL
-            ORDER BY 1, 2
-            ON CONFLICT (queue_id, name) DO NOTHING;
-            v_kpids := array_replace(v_kpids, NULL, 0::bigint);
-        END LOOP;
-    END IF;
+    -- Steps 2 and 3 run again (at most twice more) for the ordinals whose
+    -- partition row the lock did not find: a queue deleted (SPEC 12.2)
+    -- after its ids were cached by the bridge or resolved in step 2 by
+    -- name, before the lock. Their ids are forgotten and resolved by name
+    -- once more, which makes the queue anew: a push racing a delete lands
+    -- in a new queue of that name instead of failing the whole bundle, and
+    -- with it the other queues' segments. The new partition rows are this
+    -- transaction's own (nobody else can hold or wait for them), so locking
+    -- them after the others keeps the one lock order's guarantee.
+    FOR v_try IN 1 .. 3 LOOP
+        -- 2. Resolution and the provisioning skip, for unknown partitions only.
+        -- The look-up is a correlated scalar subquery per unknown row through the
+        -- unique indexes (a hash anti-join would read every partition row).
+        -- Only if something is still missing do the two ordered inserts run: ON
+        -- CONFLICT takes its speculative locks in row order.
+        IF array_position(v_kpids, 0) IS NOT NULL OR array_position(v_kpids, NULL) IS NOT NULL THEN
+            FOR i IN 1 .. 2 LOOP
+                SELECT array_agg(coalesce(nullif(u.kp, 0),
+                           (SELECT p.id FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
+                            WHERE q.tenant = u.t AND q.name = u.qn AND p.name = u.pn)) ORDER BY u.ord)
+                INTO v_kpids
+                FROM unnest(v_kpids, p_queues, p_partitions, v_tenants) WITH ORDINALITY AS u(kp, qn, pn, t, ord);
+                EXIT WHEN i = 2 OR array_position(v_kpids, NULL) IS NULL;
+                INSERT INTO queen.queues (tenant, name, namespace, task)
+                SELECT DISTINCT u.t, u.qn, split_part(u.qn, '.', 1), split_part(u.qn, '.', 2)
+                FROM unnest(p_queues, v_tenants, v_kpids) AS u(qn, t, kp)
+                WHERE u.kp IS NULL
+                ORDER BY 1, 2
+                ON CONFLICT (tenant, name) DO NOTHING;
+                -- The partition name's length, checked here where partitions
+                -- are made (the table's CHECK would be evaluated again on every
+                -- allocation UPDATE).
+                IF EXISTS (SELECT 1 FROM unnest(p_partitions, v_kpids) AS u(pn, kp)
+                           WHERE u.kp IS NULL AND octet_length(u.pn) NOT BETWEEN 1 AND 255) THEN
+                    RAISE EXCEPTION 'log_push_multi_v2: a partition name must be 1 to 255 bytes'
+                        USING ERRCODE = '23514';
+                END IF;
+                -- The window copied into the new partition rows is read under a
+                -- share lock on the queue rows (ascending id): a configure that
+                -- changes the window waits for this bundle, or this bundle for it,
+                -- so its trigger never misses a partition made meanwhile. Queue
+                -- rows are locked before partition rows, everywhere.
+                PERFORM 1 FROM queen.queues q
+                WHERE (q.tenant, q.name) IN (SELECT u.t, u.qn FROM unnest(p_queues, v_tenants, v_kpids) AS u(qn, t, kp) WHERE u.kp IS NULL)
+                ORDER BY q.id
+                FOR SHARE;
+                INSERT INTO queen.log_partitions (queue_id, name, dedup_window_seconds)
+                SELECT DISTINCT q.id, u.pn, q.dedup_window_seconds
+                FROM unnest(p_queues, p_partitions, v_tenants, v_kpids) AS u(qn, pn, t, kp)
+                JOIN queen.queues q ON q.tenant = u.t AND q.name = u.qn
+                WHERE u.kp IS NULL
+                ORDER BY 1, 2
+                ON CONFLICT (queue_id, name) DO NOTHING;
+                v_kpids := array_replace(v_kpids, NULL, 0::bigint);
+            END LOOP;
+        END IF;
 
-    -- 3. One set-based pre-lock, ascending log_partitions.id: the one global
-    -- lock order (push, retention), which is why bundles cannot deadlock.
-    -- Rows come back after their lock is granted, at their latest version,
-    -- so last_offset and txns_start are read under the lock, and with them
-    -- each segment's probe range: (greatest(p_verified, txns_start - 1),
-    -- last_offset], joined by the forgotten range where there is one (one
-    -- range from the lower start to the higher end), in a window > 0.
-    -- The join runs from the given ids through the primary keys; the names
-    -- are checked after it (as join conditions they let the planner drive
-    -- from queues and read every partition of the queue per segment).
-    -- The aggregates keep the subquery's (lock) order: no sorts.
-    SELECT count(*), min(s.ord) FILTER (WHERE s.bad), min(s.ord) FILTER (WHERE s.wrong),
-           array_agg(s.ord), array_agg(s.pid), array_agg(s.win), array_agg(s.qid),
-           array_agg(CASE WHEN s.lo < s.last AND s.flo < s.fhi THEN least(s.lo, s.flo)
-                          WHEN s.lo < s.last THEN s.lo ELSE s.flo END),
-           array_agg(CASE WHEN s.lo < s.last THEN s.last ELSE s.fhi END),
-           array_agg(s.pwin),
-           array_agg(s.pwin > 0 AND (s.lo < s.last OR s.flo < s.fhi))
-    INTO v_locked, v_bad, v_wrong, v_ords, v_pids, v_wins, v_qids, v_lo, v_hi, v_pwin, v_probe
-    FROM (
-        SELECT u.ord::integer AS ord, p.id AS pid, q.dedup_window_seconds AS win, p.queue_id AS qid,
-               p.last_offset AS last,
-               greatest(coalesce(u.v, 0), p.txns_start - 1) AS lo,
-               greatest(coalesce(u.flo, 0), p.txns_start - 1) AS flo,
-               least(coalesce(u.fhi, 0), p.last_offset) AS fhi,
-               greatest(q.dedup_window_seconds, coalesce(u.mw, 0)) AS pwin,
-               (u.n IS NULL OR u.n < 1 OR octet_length(u.h) IS DISTINCT FROM 16 * u.n) AS bad,
-               (p.name IS DISTINCT FROM u.pn OR q.name IS DISTINCT FROM u.qn OR q.tenant IS DISTINCT FROM u.t) AS wrong
-        FROM unnest(v_kpids, p_queues, p_partitions, v_tenants, p_msg_counts, p_verified, p_min_windows, p_hashes,
-                    p_forgot_lo, p_forgot_hi)
-             WITH ORDINALITY AS u(kp, qn, pn, t, n, v, mw, h, flo, fhi, ord)
-        JOIN queen.log_partitions p ON p.id = u.kp
-        JOIN queen.queues q ON q.id = p.queue_id
-        ORDER BY p.id
-        FOR UPDATE OF p
-    ) s;
+        -- 3. One set-based pre-lock, ascending log_partitions.id: the one global
+        -- lock order (push, retention), which is why bundles cannot deadlock.
+        -- Rows come back after their lock is granted, at their latest version,
+        -- so last_offset and txns_start are read under the lock, and with them
+        -- each segment's probe range: (greatest(p_verified, txns_start - 1),
+        -- last_offset], joined by the forgotten range where there is one (one
+        -- range from the lower start to the higher end), in a window > 0.
+        -- The join runs from the given ids through the primary keys; the names
+        -- are checked after it (as join conditions they let the planner drive
+        -- from queues and read every partition of the queue per segment).
+        -- The aggregates keep the subquery's (lock) order: no sorts.
+        SELECT count(*), min(s.ord) FILTER (WHERE s.bad), min(s.ord) FILTER (WHERE s.wrong),
+               array_agg(s.ord), array_agg(s.pid), array_agg(s.win), array_agg(s.qid),
+               array_agg(CASE WHEN s.lo < s.last AND s.flo < s.fhi THEN least(s.lo, s.flo)
+                              WHEN s.lo < s.last THEN s.lo ELSE s.flo END),
+               array_agg(CASE WHEN s.lo < s.last THEN s.last ELSE s.fhi END),
+               array_agg(s.pwin),
+               array_agg(s.pwin > 0 AND (s.lo < s.last OR s.flo < s.fhi))
+        INTO v_locked, v_bad, v_wrong, v_ords, v_pids, v_wins, v_qids, v_lo, v_hi, v_pwin, v_probe
+        FROM (
+            SELECT u.ord::integer AS ord, p.id AS pid, q.dedup_window_seconds AS win, p.queue_id AS qid,
+                   p.last_offset AS last,
+                   greatest(coalesce(u.v, 0), p.txns_start - 1) AS lo,
+                   greatest(coalesce(u.flo, 0), p.txns_start - 1) AS flo,
+                   least(coalesce(u.fhi, 0), p.last_offset) AS fhi,
+                   greatest(q.dedup_window_seconds, coalesce(u.mw, 0)) AS pwin,
+                   (u.n IS NULL OR u.n < 1 OR octet_length(u.h) IS DISTINCT FROM 16 * u.n) AS bad,
+                   (p.name IS DISTINCT FROM u.pn OR q.name IS DISTINCT FROM u.qn OR q.tenant IS DISTINCT FROM u.t) AS wrong
+            FROM unnest(v_kpids, p_queues, p_partitions, v_tenants, p_msg_counts, p_verified, p_min_windows, p_hashes,
+                        p_forgot_lo, p_forgot_hi)
+                 WITH ORDINALITY AS u(kp, qn, pn, t, n, v, mw, h, flo, fhi, ord)
+            JOIN queen.log_partitions p ON p.id = u.kp
+            JOIN queen.queues q ON q.id = p.queue_id
+            ORDER BY p.id
+            FOR UPDATE OF p
+        ) s;
+        EXIT WHEN v_locked = n OR v_try = 3;
+        SELECT array_agg(CASE WHEN u.ord = ANY (coalesce(v_ords, '{}')) THEN u.kp ELSE 0 END ORDER BY u.ord)
+        INTO v_kpids
+        FROM unnest(v_kpids) WITH ORDINALITY AS u(kp, ord);
+    END LOOP;
 
     -- Completeness guard: every input ordinal resolved to a locked partition.
     IF v_locked <> n THEN
