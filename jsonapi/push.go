@@ -121,52 +121,89 @@ func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
 }
 
 func decodeItem(s *jsonscan.Scanner, idx int) (Item, error) {
-	it := Item{Payload: nullPayload}
 	if s.Peek() != '{' {
 		if err := skip(s, 1); err != nil {
-			return it, err
+			return Item{}, err
 		}
-		return it, Badf("items[%d] must be an object", idx)
+		return Item{}, Badf("items[%d] must be an object", idx)
 	}
-	var queue, partition, txid, trace field
-	err := members(s, func(name []byte) error {
-		switch string(name) {
-		case "queue":
-			return scanField(s, &queue)
-		case "partition":
-			return scanField(s, &partition)
-		case "transactionId":
-			return scanField(s, &txid)
-		case "traceId":
-			return scanField(s, &trace)
-		case "payload":
-			v, err := s.Value(2)
-			if err != nil {
-				return notJSON(err)
-			}
-			it.Payload = v
-			return nil
+	var f itemFields
+	if err := f.read(s, 1); err != nil {
+		return Item{}, err
+	}
+	return f.item(place{"items", idx})
+}
+
+// itemFields are the members of a push item as sent; a transaction's push
+// operations are read into them too, so that both wires apply one set of
+// rules.
+type itemFields struct {
+	queue, partition, txid, trace field
+	payload, data                 []byte // raw JSON; nil when absent
+}
+
+// read reads the item object at the cursor (depth: how deep it sits),
+// skipping the members that are not an item's.
+func (f *itemFields) read(s *jsonscan.Scanner, depth int) error {
+	return members(s, func(name []byte) error {
+		if ok, err := f.member(s, name, depth); ok {
+			return err
 		}
-		return skip(s, 2)
+		return skip(s, depth+1)
 	})
-	if err != nil {
-		return it, err
+}
+
+// member reads the member called name at the cursor when it is one of an
+// item's (ok false: it is not, and nothing was read). data is kept for the
+// transaction wire, where it is payload's synonym; a push ignores it.
+func (f *itemFields) member(s *jsonscan.Scanner, name []byte, depth int) (ok bool, err error) {
+	raw := func(dst *[]byte) error {
+		v, err := s.Value(depth + 1)
+		if err != nil {
+			return notJSON(err)
+		}
+		*dst = v
+		return nil
 	}
-	if it.Queue, err = checkName(idx, "queue", queue, true, 1); err != nil {
+	switch string(name) {
+	case "queue":
+		return true, scanField(s, &f.queue)
+	case "partition":
+		return true, scanField(s, &f.partition)
+	case "transactionId":
+		return true, scanField(s, &f.txid)
+	case "traceId":
+		return true, scanField(s, &f.trace)
+	case "payload":
+		return true, raw(&f.payload)
+	case "data":
+		return true, raw(&f.data)
+	}
+	return false, nil
+}
+
+// item applies section 2's rules to the fields of the item at.
+func (f *itemFields) item(at place) (Item, error) {
+	it := Item{Payload: nullPayload}
+	if f.payload != nil {
+		it.Payload = f.payload
+	}
+	var err error
+	if it.Queue, err = checkName(at, "queue", f.queue, true, 1); err != nil {
 		return it, err
 	}
 	// Queen's clients send "" for "none": an empty partition is Default, an
 	// empty transactionId or traceId is absent.
-	if it.Partition, err = checkName(idx, "partition", partition, false, 0); err != nil {
+	if it.Partition, err = checkName(at, "partition", f.partition, false, 0); err != nil {
 		return it, err
 	}
 	if it.Partition == "" {
 		it.Partition = DefaultPartition
 	}
-	if it.TransactionID, err = checkName(idx, "transactionId", txid, false, 0); err != nil {
+	if it.TransactionID, err = checkName(at, "transactionId", f.txid, false, 0); err != nil {
 		return it, err
 	}
-	if it.TraceID, err = checkName(idx, "traceId", trace, false, 0); err != nil {
+	if it.TraceID, err = checkName(at, "traceId", f.trace, false, 0); err != nil {
 		return it, err
 	}
 	return it, nil
