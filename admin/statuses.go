@@ -125,22 +125,10 @@ func option(opts map[string]json.RawMessage, name, def string) json.RawMessage {
 }
 
 func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
-	name, ok := queueName(req)
-	if !ok {
-		return queueNotFound()
+	q, parts, status, refused := a.queueStats(ctx, tenant, req)
+	if refused != nil {
+		return status, refused
 	}
-	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Name: name})
-	if err != nil {
-		return failed(err)
-	}
-	parts, found, err := a.cfg.DB.PartitionStats(ctx, tenant, name)
-	if err != nil {
-		return failed(err)
-	}
-	if len(qs) == 0 || !found {
-		return queueNotFound()
-	}
-	q := qs[0]
 	out := jsonapi.StatusQueueDetail{
 		Queue: jsonapi.StatusQueueInfo{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
 			Priority: option(q.Options, "priority", ""), CreatedAt: jsonapi.StatTime(q.CreatedAt),
