@@ -56,39 +56,58 @@ func skip(s *jsonscan.Scanner, depth int) error {
 // anything is returned; the first invalid one rejects the whole body.
 func DecodePush(body []byte) ([]Item, error) {
 	s := jsonscan.New(body)
+	var items []Item
+	err := arrayMember(s, "items", bodyRefusals{notObject: "body must be a JSON object with an items array",
+		notArray: "items must be an array", missing: "items is required"}, func() (err error) {
+		items, err = decodeItems(s)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// bodyRefusals are the 400s of a body that is not an object with its
+// array.
+type bodyRefusals struct{ notObject, notArray, missing string }
+
+// arrayMember reads a body (s, at its start) that must be a JSON object
+// holding the array member name (a push's items, a transaction's
+// operations): read reads the array, with the cursor on its '['; the other
+// members are skipped. (read takes no scanner: passed one through a func
+// value, the scanner would escape to the heap, an allocation per request.)
+func arrayMember(s *jsonscan.Scanner, name string, refuse bodyRefusals, read func() error) error {
 	if s.Peek() != '{' {
 		if err := skip(s, 0); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, Badf("body must be a JSON object with an items array")
+		return Badf("%s", refuse.notObject)
 	}
-	var items []Item
 	seen := false
-	err := members(s, func(name []byte) error {
-		if string(name) != "items" {
+	err := members(s, func(m []byte) error {
+		if string(m) != name {
 			return skip(s, 0)
 		}
 		if s.Peek() != '[' {
 			if err := skip(s, 0); err != nil {
 				return err
 			}
-			return Badf("items must be an array")
+			return Badf("%s", refuse.notArray)
 		}
-		var err error
-		items, err = decodeItems(s)
 		seen = true
-		return err
+		return read()
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !s.AtEnd() {
-		return nil, notJSON(s.ErrAt("data after the top-level value"))
+		return notJSON(s.ErrAt("data after the top-level value"))
 	}
 	if !seen {
-		return nil, Badf("items is required")
+		return Badf("%s", refuse.missing)
 	}
-	return items, nil
+	return nil
 }
 
 func decodeItems(s *jsonscan.Scanner) ([]Item, error) {

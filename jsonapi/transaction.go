@@ -38,38 +38,15 @@ var txnAckStatuses = map[string]bool{"": true, "completed": true, "success": tru
 // maxOps bounds the operations after flattening (0: no bound).
 // requiredLeases is accepted and ignored, as Queen does.
 func DecodeTransaction(body []byte, maxOps int) ([]TxnOp, error) {
+	const required = "operations array required" // Queen's one message for all three
 	s := jsonscan.New(body)
-	if s.Peek() != '{' {
-		if err := skip(s, 0); err != nil {
-			return nil, err
-		}
-		return nil, Badf("operations array required")
-	}
 	var ops []TxnOp
-	seen := false
-	err := members(s, func(name []byte) error {
-		if string(name) != "operations" {
-			return skip(s, 0)
-		}
-		if s.Peek() != '[' {
-			if err := skip(s, 0); err != nil {
-				return err
-			}
-			return Badf("operations array required")
-		}
-		seen = true
-		var err error
+	err := arrayMember(s, "operations", bodyRefusals{required, required, required}, func() (err error) {
 		ops, err = decodeOps(s, maxOps)
 		return err
 	})
 	if err != nil {
 		return nil, err
-	}
-	if !s.AtEnd() {
-		return nil, notJSON(s.ErrAt("data after the top-level value"))
-	}
-	if !seen {
-		return nil, Badf("operations array required")
 	}
 	return ops, nil
 }
