@@ -110,33 +110,48 @@ func arrayMember(s *jsonscan.Scanner, name string, refuse bodyRefusals, read fun
 	return nil
 }
 
-func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
+// elements walks the array at the cursor (on its '['): each reads element
+// i, the cursor on it; the array's end is consumed.
+func elements(s *jsonscan.Scanner, each func(i int) error) error {
 	s.Next() // '['
-	items := []Item{}
 	if s.Peek() == ']' {
 		s.Next()
-		return items, nil
+		return nil
 	}
-	for idx := 0; ; idx++ {
-		it, err := decodeItem(s, idx)
-		if err != nil {
-			var bad *BadRequest
-			if errors.As(err, &bad) && errors.Is(bad.cause, jsonscan.ErrInvalidUTF8) {
-				return nil, Badf("items[%d]: %v", idx, err) // say which item
-			}
-			return nil, err
+	for i := 0; ; i++ {
+		if err := each(i); err != nil {
+			return err
 		}
-		items = append(items, it)
 		switch s.Peek() {
 		case ',':
 			s.Next()
 		case ']':
 			s.Next()
-			return items, nil
+			return nil
 		default:
-			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
+			return notJSON(s.ErrAt("expected ',' or ']'"))
 		}
 	}
+}
+
+func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
+	items := []Item{}
+	err := elements(s, func(idx int) error {
+		it, err := decodeItem(s, idx)
+		if err != nil {
+			var bad *BadRequest
+			if errors.As(err, &bad) && errors.Is(bad.cause, jsonscan.ErrInvalidUTF8) {
+				return Badf("items[%d]: %v", idx, err) // say which item
+			}
+			return err
+		}
+		items = append(items, it)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 func decodeItem(s *jsonscan.Scanner, idx int) (Item, error) {

@@ -52,30 +52,23 @@ func DecodeTransaction(body []byte, maxOps int) ([]TxnOp, error) {
 }
 
 func decodeOps(s *jsonscan.Scanner, maxOps int) ([]TxnOp, error) {
-	s.Next() // '['
-	if s.Peek() == ']' {
-		s.Next()
-		return nil, Badf("operations array cannot be empty")
-	}
 	ops := []TxnOp{}
-	for {
-		var err error
+	err := elements(s, func(int) (err error) {
 		if ops, err = decodeOp(s, ops); err != nil {
-			return nil, err
+			return err
 		}
 		if maxOps > 0 && len(ops) > maxOps {
-			return nil, Badf("the transaction has more than %d operations (after flattening push items); at most %d per transaction", maxOps, maxOps)
+			return Badf("the transaction has more than %d operations (after flattening push items); at most %d per transaction", maxOps, maxOps)
 		}
-		switch s.Peek() {
-		case ',':
-			s.Next()
-		case ']':
-			s.Next()
-			return ops, nil
-		default:
-			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	if len(ops) == 0 {
+		return nil, Badf("operations array cannot be empty")
+	}
+	return ops, nil
 }
 
 // opLabel names operation i in an error.
@@ -162,36 +155,29 @@ func decodeTxnItems(raw []byte, ops []TxnOp) ([]TxnOp, error) {
 	if s.Peek() != '[' {
 		return nil, Badf("%s.items must be an array", opLabel(len(ops)))
 	}
-	s.Next()
-	if s.Peek() == ']' {
-		return ops, nil
-	}
-	for {
+	err := elements(s, func(int) error {
 		i := len(ops)
 		if s.Peek() != '{' {
 			if err := skip(s, 4); err != nil {
-				return nil, err
+				return err
 			}
-			return nil, Badf("%s must be an object (a push item)", opLabel(i))
+			return Badf("%s must be an object (a push item)", opLabel(i))
 		}
 		var f itemFields
 		if err := f.read(s, 4); err != nil {
-			return nil, err
+			return err
 		}
 		it, err := txnItem(&f, i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ops = append(ops, TxnOp{Push: true, Item: it})
-		switch s.Peek() {
-		case ',':
-			s.Next()
-		case ']':
-			return ops, nil
-		default:
-			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return ops, nil
 }
 
 // txnItem is operation i as a push item: a push's rules, with data as
