@@ -35,11 +35,7 @@ func (a *Admin) getMaintenance(ctx context.Context, _ tenancy.TenantID, _ Reques
 // setMaintenance needs {"enabled": bool}, as Queen does (over NATS, {}
 // reads).
 func (a *Admin) setMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
-	on, err := jsonapi.DecodeSwitch(req.Body)
-	if err != nil {
-		return a.cfg.Keeper.ServeMaintenance(ctx, nil, err)
-	}
-	return a.cfg.Keeper.ServeMaintenance(ctx, &on, nil)
+	return setSwitch(ctx, req, a.cfg.Keeper.ServeMaintenance)
 }
 
 func (a *Admin) getPopMaintenance(ctx context.Context, _ tenancy.TenantID, _ Request) (int, []byte) {
@@ -47,11 +43,17 @@ func (a *Admin) getPopMaintenance(ctx context.Context, _ tenancy.TenantID, _ Req
 }
 
 func (a *Admin) setPopMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
+	return setSwitch(ctx, req, a.cfg.Keeper.ServePopMaintenance)
+}
+
+// setSwitch hands a switch body to serve: the value it sets, or the
+// decoding's refusal.
+func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bool, error) (int, []byte)) (int, []byte) {
 	on, err := jsonapi.DecodeSwitch(req.Body)
 	if err != nil {
-		return a.cfg.Keeper.ServePopMaintenance(ctx, nil, err)
+		return serve(ctx, nil, err)
 	}
-	return a.cfg.Keeper.ServePopMaintenance(ctx, &on, nil)
+	return serve(ctx, &on, nil)
 }
 
 func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
