@@ -85,23 +85,37 @@ func queueNotFound() (int, []byte) {
 	return jsonapi.StatusNotFound, jsonapi.ErrorBody("Queue not found")
 }
 
-func (a *Admin) getQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+// queueStats reads the {queue} of req and its partitions' counts. When
+// either cannot be had (no such queue for the tenant, a failed read),
+// refused is the answer to give instead, with its status.
+func (a *Admin) queueStats(ctx context.Context, tenant tenancy.TenantID, req Request) (q pgwire.QueueStat, parts []pgwire.PartitionStat, status int, refused []byte) {
 	name, ok := queueName(req)
 	if !ok {
-		return queueNotFound()
+		status, refused = queueNotFound()
+		return
 	}
 	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Name: name})
 	if err != nil {
-		return failed(err)
+		status, refused = failed(err)
+		return
 	}
 	parts, found, err := a.cfg.DB.PartitionStats(ctx, tenant, name)
 	if err != nil {
-		return failed(err)
+		status, refused = failed(err)
+		return
 	}
 	if len(qs) == 0 || !found {
-		return queueNotFound()
+		status, refused = queueNotFound()
+		return
 	}
-	q := qs[0]
+	return qs[0], parts, 0, nil
+}
+
+func (a *Admin) getQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+	q, parts, status, refused := a.queueStats(ctx, tenant, req)
+	if refused != nil {
+		return status, refused
+	}
 	out := jsonapi.QueueDetail{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task, CreatedAt: jsonapi.StatTime(q.CreatedAt),
 		Partitions: make([]jsonapi.PartitionDetail, 0, len(parts))}
 	for _, p := range parts {

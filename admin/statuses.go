@@ -35,11 +35,7 @@ func (a *Admin) getMaintenance(ctx context.Context, _ tenancy.TenantID, _ Reques
 // setMaintenance needs {"enabled": bool}, as Queen does (over NATS, {}
 // reads).
 func (a *Admin) setMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
-	on, err := jsonapi.DecodeSwitch(req.Body)
-	if err != nil {
-		return a.cfg.Keeper.ServeMaintenance(ctx, nil, err)
-	}
-	return a.cfg.Keeper.ServeMaintenance(ctx, &on, nil)
+	return setSwitch(ctx, req, a.cfg.Keeper.ServeMaintenance)
 }
 
 func (a *Admin) getPopMaintenance(ctx context.Context, _ tenancy.TenantID, _ Request) (int, []byte) {
@@ -47,11 +43,17 @@ func (a *Admin) getPopMaintenance(ctx context.Context, _ tenancy.TenantID, _ Req
 }
 
 func (a *Admin) setPopMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
+	return setSwitch(ctx, req, a.cfg.Keeper.ServePopMaintenance)
+}
+
+// setSwitch hands a switch body to serve: the value it sets, or the
+// decoding's refusal.
+func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bool, error) (int, []byte)) (int, []byte) {
 	on, err := jsonapi.DecodeSwitch(req.Body)
 	if err != nil {
-		return a.cfg.Keeper.ServePopMaintenance(ctx, nil, err)
+		return serve(ctx, nil, err)
 	}
-	return a.cfg.Keeper.ServePopMaintenance(ctx, &on, nil)
+	return serve(ctx, &on, nil)
 }
 
 func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
@@ -125,22 +127,10 @@ func option(opts map[string]json.RawMessage, name, def string) json.RawMessage {
 }
 
 func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
-	name, ok := queueName(req)
-	if !ok {
-		return queueNotFound()
+	q, parts, status, refused := a.queueStats(ctx, tenant, req)
+	if refused != nil {
+		return status, refused
 	}
-	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Name: name})
-	if err != nil {
-		return failed(err)
-	}
-	parts, found, err := a.cfg.DB.PartitionStats(ctx, tenant, name)
-	if err != nil {
-		return failed(err)
-	}
-	if len(qs) == 0 || !found {
-		return queueNotFound()
-	}
-	q := qs[0]
 	out := jsonapi.StatusQueueDetail{
 		Queue: jsonapi.StatusQueueInfo{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
 			Priority: option(q.Options, "priority", ""), CreatedAt: jsonapi.StatTime(q.CreatedAt),

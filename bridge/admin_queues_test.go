@@ -1,11 +1,8 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,47 +18,15 @@ import (
 // Queen's queue resource, status and maintenance routes (SPEC §12.2,
 // §12.5, §12.7), over HTTP as Queen's clients send them.
 
-// send sends a request of any method; it may run on any goroutine (it
-// reports a failure instead of failing the test).
-func (n *node) send(method, path string, body []byte, header ...string) (int, []byte, error) {
-	req, err := http.NewRequest(method, n.base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
-}
-
 func (n *node) del(path string, header ...string) (int, []byte) {
 	n.t.Helper()
-	status, out, err := n.send(http.MethodDelete, path, nil, header...)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	return status, out
+	return n.call(http.MethodDelete, path, nil, header...)
 }
 
 // getJSON GETs path, wants 200 and decodes the answer into v.
 func (n *node) getJSON(path string, v any, header ...string) {
 	n.t.Helper()
-	status, out := n.get(path, header...)
-	if status != http.StatusOK {
-		n.t.Fatalf("GET %s: %d %s", path, status, out)
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		n.t.Fatalf("GET %s: %s: %v", path, out, err)
-	}
+	n.callJSON(http.MethodGet, path, nil, v, header...)
 }
 
 type counts struct {

@@ -1,10 +1,8 @@
 package bridge_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,33 +17,6 @@ import (
 // Queen's consumer-group routes (SPEC §12.3) and subscriptionMode on pop
 // (§12.6), over HTTP as Queen's clients send them.
 
-// cgDo sends any request (body as JSON when not nil) and returns status and
-// body.
-func (n *node) cgDo(method, path string, body []byte, header ...string) (int, []byte) {
-	n.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, n.base+path, rd)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	if body != nil || method == http.MethodPost {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
-}
-
 // cgOK sends a request that must answer 200 and decodes the answer.
 func (n *node) cgOK(method, path, body string, v any, header ...string) {
 	n.t.Helper()
@@ -53,13 +24,7 @@ func (n *node) cgOK(method, path, body string, v any, header ...string) {
 	if body != "" {
 		b = []byte(body)
 	}
-	status, out := n.cgDo(method, path, b, header...)
-	if status != http.StatusOK {
-		n.t.Fatalf("%s %s: %d %s", method, path, status, out)
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		n.t.Fatalf("%s %s: %s: %v", method, path, out, err)
-	}
+	n.callJSON(method, path, b, v, header...)
 }
 
 type cgSummary struct {
@@ -446,7 +411,7 @@ func TestSeekToEndSkips(t *testing.T) {
 		t.Fatalf("p2 after its seek: %v", got)
 	}
 	for _, path := range []string{cgPath("late", "queues", "e", "partitions", "p9", "seek"), cgPath("late", "queues", "nope", "partitions", "p0", "seek")} {
-		if status, out := n.cgDo("POST", path, nil); status != http.StatusNotFound || string(out) != `{"success":false,"error":"Partition not found"}` {
+		if status, out := n.call("POST", path, nil); status != http.StatusNotFound || string(out) != `{"success":false,"error":"Partition not found"}` {
 			t.Fatalf("%s: %d %s", path, status, out)
 		}
 	}
@@ -457,7 +422,7 @@ func TestSeekToEndSkips(t *testing.T) {
 		`{"timestamp":"friday"}`: "timestamp must be an RFC 3339 time",
 		`[1]`:                    "seek body",
 	} {
-		if status, out := n.cgDo("POST", cgPath("g", "queues", "e", "seek"), []byte(body)); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
+		if status, out := n.call("POST", cgPath("g", "queues", "e", "seek"), []byte(body)); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
 			t.Errorf("seek body %q: %d %s", body, status, out)
 		}
 	}
@@ -571,7 +536,7 @@ func TestSubscriptionUpdateMovesUnclaimedStarts(t *testing.T) {
 		`{"subscriptionTimestamp":12}`:        "subscription body",
 		`{"subscriptionTimestamp":"2026-13"}`: "subscriptionTimestamp",
 	} {
-		if status, out := n.cgDo("POST", cgPath("g", "subscription"), []byte(body)); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
+		if status, out := n.call("POST", cgPath("g", "subscription"), []byte(body)); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
 			t.Errorf("%s: %d %s", body, status, out)
 		}
 	}
@@ -609,7 +574,7 @@ func TestConsumerGroupsTenantsAndRights(t *testing.T) {
 	if n.cgOK("POST", cgPath("g", "queues", "q", "seek"), `{"toEnd":true}`, &s, as("tok-b")...); s.PartitionsUpdated != 0 {
 		t.Fatalf("b seeks %+v", s)
 	}
-	if status, _ := n.cgDo("POST", cgPath("g", "queues", "q", "partitions", "p", "seek"), nil, as("tok-b")...); status != http.StatusNotFound {
+	if status, _ := n.call("POST", cgPath("g", "queues", "q", "partitions", "p", "seek"), nil, as("tok-b")...); status != http.StatusNotFound {
 		t.Fatalf("b seeks a's partition: %d", status)
 	}
 	var sub struct {
@@ -626,10 +591,10 @@ func TestConsumerGroupsTenantsAndRights(t *testing.T) {
 		t.Fatalf("b's admin deletes on q %+v, %d cursors left", d, cursor())
 	}
 	for _, path := range []string{cgPath("g"), cgPath("g", "queues", "q")} {
-		if status, out := n.cgDo("DELETE", path, nil, as("tok-a")...); status != http.StatusForbidden || cursor() != 1 {
+		if status, out := n.call("DELETE", path, nil, as("tok-a")...); status != http.StatusForbidden || cursor() != 1 {
 			t.Fatalf("a tenant token deleting %s: %d %s", path, status, out)
 		}
-		if status, _ := n.cgDo("DELETE", path, nil); status != http.StatusUnauthorized {
+		if status, _ := n.call("DELETE", path, nil); status != http.StatusUnauthorized {
 			t.Fatalf("no token deleting %s: %d", path, status)
 		}
 	}

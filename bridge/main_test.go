@@ -150,43 +150,67 @@ func (n *node) stopNow() {
 	n.sp.Close()
 }
 
+// send sends a request of any method and returns status and body. A body
+// goes as application/json, and so does every POST (the front door wants
+// it there, body or none). It may run on any goroutine: it reports a
+// failure instead of failing the test.
+func (n *node) send(method, path string, body []byte, header ...string) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, n.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil || method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// call is send on the test's goroutine: a failure fails the test.
+func (n *node) call(method, path string, body []byte, header ...string) (int, []byte) {
+	n.t.Helper()
+	status, out, err := n.send(method, path, body, header...)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return status, out
+}
+
 // post sends body to an HTTP route (as application/json unless header
 // says otherwise) and returns status and body.
 func (n *node) post(path string, body []byte, header ...string) (int, []byte) {
 	n.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, n.base+path, bytes.NewReader(body))
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return n.call(http.MethodPost, path, body, header...)
 }
 
 func (n *node) get(path string, header ...string) (int, []byte) {
 	n.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, n.base+path, nil)
-	if err != nil {
-		n.t.Fatal(err)
+	return n.call(http.MethodGet, path, nil, header...)
+}
+
+// callJSON sends a request that must answer 200 and decodes the answer
+// into v.
+func (n *node) callJSON(method, path string, body []byte, v any, header ...string) {
+	n.t.Helper()
+	status, out := n.call(method, path, body, header...)
+	if status != http.StatusOK {
+		n.t.Fatalf("%s %s: %d %s", method, path, status, out)
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+	if err := json.Unmarshal(out, v); err != nil {
+		n.t.Fatalf("%s %s: %s: %v", method, path, out, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
 }
 
 // natsPush sends body on the push subject (suffix: ".<tenant>" or "").

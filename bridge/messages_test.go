@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -89,25 +88,6 @@ type deleted struct {
 	Message       string `json:"message"`
 }
 
-// do sends a request without a body.
-func (n *node) do(method, path string, header ...string) (int, []byte) {
-	n.t.Helper()
-	req, err := http.NewRequest(method, n.base+path, nil)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
-}
-
 func messagePath(pid, txid string) string {
 	return "/api/v1/messages/" + url.PathEscape(pid) + "/" + url.PathEscape(txid)
 }
@@ -115,7 +95,7 @@ func messagePath(pid, txid string) string {
 // detail reads a message's detail: nil on 404.
 func (n *node) detail(pid, txid string, header ...string) *messageDetail {
 	n.t.Helper()
-	status, out := n.do("GET", messagePath(pid, txid), header...)
+	status, out := n.call("GET", messagePath(pid, txid), nil, header...)
 	if status == http.StatusNotFound {
 		if string(out) != `{"error":"Message not found"}` {
 			n.t.Fatalf("detail 404 body: %s", out)
@@ -131,7 +111,7 @@ func (n *node) detail(pid, txid string, header ...string) *messageDetail {
 
 func (n *node) deleteMessage(pid, txid string, header ...string) deleted {
 	n.t.Helper()
-	status, out := n.do("DELETE", messagePath(pid, txid), header...)
+	status, out := n.call("DELETE", messagePath(pid, txid), nil, header...)
 	var d deleted
 	if status != http.StatusOK || json.Unmarshal(out, &d) != nil {
 		n.t.Fatalf("delete %s/%s: %d %s", pid, txid, status, out)
@@ -457,7 +437,7 @@ func TestMessageRoutesAreScopedToTheTenant(t *testing.T) {
 	if d := n.deleteMessage(pid, "t1", a...); !d.Success {
 		t.Fatal("tenant a could not delete its message")
 	}
-	if status, _ := n.do("DELETE", messagePath(pid, "t2")); status != http.StatusUnauthorized {
+	if status, _ := n.call("DELETE", messagePath(pid, "t2"), nil); status != http.StatusUnauthorized {
 		t.Fatalf("delete without a token: %d", status)
 	}
 }

@@ -72,13 +72,8 @@ const inlinePushBytes = 64 << 10
 // natsPush runs on the subscription's delivery goroutine; the answer is sent
 // from whichever goroutine settles the last verdict.
 func (b *Bridge) natsPush(req micro.Request) {
-	tenant, status, err := b.natsTenant(req, b.pushBase(req.Subject()))
-	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
-		return
-	}
-	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
-		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, jsonapi.ErrorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
+	tenant, ok := b.natsBounded(req, b.pushBase(req.Subject()))
+	if !ok {
 		return
 	}
 	size := int64(len(req.Data()))
@@ -182,6 +177,19 @@ func (b *Bridge) natsTenant(req micro.Request, base string) (tenancy.TenantID, i
 		return t, http.StatusBadRequest, jsonapi.Badf("subject %q: in the accounts mode the tenant is the NATS account's; send on %s", req.Subject(), base)
 	}
 	return t, 0, nil
+}
+
+// natsBounded is natsTenant for a request MaxBodyBytes bounds (a push, a
+// transaction); false: it was refused, and answered.
+func (b *Bridge) natsBounded(req micro.Request, base string) (tenancy.TenantID, bool) {
+	tenant, status, err := b.natsTenant(req, base)
+	if err == nil && int64(len(req.Data())) > b.cfg.MaxBodyBytes {
+		status, err = http.StatusRequestEntityTooLarge, jsonapi.Badf("body larger than %d bytes", b.cfg.MaxBodyBytes)
+	}
+	if err != nil {
+		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+	}
+	return tenant, err == nil
 }
 
 // pushBase is the subject a push came under: this bridge's own push

@@ -1,10 +1,8 @@
 package bridge_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"net/url"
@@ -147,23 +145,6 @@ func (r *tailRun) fail(format string, args ...any) {
 	}
 }
 
-// try sends a request without failing the test: consumers and producers
-// run on goroutines of their own.
-func (n *node) try(method, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequest(method, n.base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
-}
-
 // produce pushes per messages to partition part, 1 to 3 a request, in
 // order, each request through the bridge pick names. A request the bridge
 // could not write (the machine is busy: a connection not had in time) is
@@ -178,7 +159,7 @@ func (r *tailRun) produce(pool *bridgePool, part string, per int, rnd *rand.Rand
 		for try := 0; ; try++ {
 			var again bool
 			pool.with(pick(), func(nd *node) {
-				status, out, err := nd.try(http.MethodPost, "/api/v1/push", []byte(items(its...)))
+				status, out, err := nd.send(http.MethodPost, "/api/v1/push", []byte(items(its...)))
 				var rs []result
 				if err == nil && (status == http.StatusServiceUnavailable || status == http.StatusInternalServerError) && try < 5 {
 					again = true
@@ -228,7 +209,7 @@ func (r *tailRun) consume(pool *bridgePool, home int, rnd *rand.Rand) {
 		pool.with(via, func(n *node) {
 			var out []byte
 			var err error
-			status, out, err = n.try(http.MethodGet, path+"?"+q.Encode(), nil)
+			status, out, err = n.send(http.MethodGet, path+"?"+q.Encode(), nil)
 			if err == nil && status == http.StatusServiceUnavailable && strings.Contains(string(out), "database unavailable") {
 				status = 0 // no connection in time: nothing claimed; pop again, as clients do
 				return
@@ -283,7 +264,7 @@ func (r *tailRun) ack(pool *bridgePool, via int, p popped) {
 		var status int
 		var out []byte
 		var err error
-		pool.with(via, func(n *node) { status, out, err = n.try(http.MethodPost, "/api/v1/ack/batch", body) })
+		pool.with(via, func(n *node) { status, out, err = n.send(http.MethodPost, "/api/v1/ack/batch", body) })
 		var res []ackAnswer
 		if err != nil || status != http.StatusOK || json.Unmarshal(out, &res) != nil || len(res) != len(acks) {
 			r.fail("ack: %d %s %v", status, out, err)

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -22,19 +21,12 @@ func (b *Bridge) httpTransaction(ctx context.Context, tenant tenancy.TenantID, _
 // single-account mode, <prefix>.v1.transaction.<tenant-uuid>) on the
 // worker pool: it waits on the database.
 func (b *Bridge) natsTransaction(req micro.Request) {
-	tenant, status, err := b.natsTenant(req, b.cfg.Prefix+".v1.transaction")
-	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
-		return
+	if tenant, ok := b.natsBounded(req, b.cfg.Prefix+".v1.transaction"); ok {
+		b.enqueue(req, func() {
+			defer b.gate.Done()
+			ops, err := jsonapi.DecodeTransaction(req.Data(), b.cfg.MaxTxnOperations)
+			status, out := b.consumer.ServeTransaction(context.Background(), tenant, ops, err)
+			respondNATS(b.cfg.NATS, req, status, out)
+		})
 	}
-	if int64(len(req.Data())) > b.cfg.MaxBodyBytes {
-		respondNATS(b.cfg.NATS, req, http.StatusRequestEntityTooLarge, jsonapi.ErrorBody("body larger than "+strconv.FormatInt(b.cfg.MaxBodyBytes, 10)+" bytes"))
-		return
-	}
-	b.enqueue(req, func() {
-		defer b.gate.Done()
-		ops, err := jsonapi.DecodeTransaction(req.Data(), b.cfg.MaxTxnOperations)
-		status, out := b.consumer.ServeTransaction(context.Background(), tenant, ops, err)
-		respondNATS(b.cfg.NATS, req, status, out)
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
@@ -194,8 +193,7 @@ func (c *Client) Push(ctx context.Context, items ...Item) ([]Result, error) {
 		pending[i] = i
 		results[i] = Result{Index: i, Status: Failed, TransactionID: items[i].TransactionID, Queue: items[i].Queue, Partition: items[i].Partition}
 	}
-	deadline := time.Now().Add(c.cfg.RetryBudget)
-	backoff := c.cfg.MinBackoff
+	r := c.newRetry()
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		batch := make([]Item, len(pending))
@@ -225,22 +223,9 @@ func (c *Client) Push(ctx context.Context, items ...Item) ([]Result, error) {
 			}
 			lastErr = fmt.Errorf("%d items failed, the first: %s", len(pending), results[pending[0]].Error)
 		}
-		if ctx.Err() != nil {
-			return results, ctx.Err()
+		if err := r.pause(ctx, attempt, lastErr); err != nil {
+			return results, err
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
-		if time.Now().Add(wait).After(deadline) {
-			return results, fmt.Errorf("%w after %d attempts: %v", ErrGaveUp, attempt+1, lastErr)
-		}
-		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(attempt, lastErr)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return results, ctx.Err()
-		}
-		backoff = min(2*backoff, c.cfg.MaxBackoff)
 	}
 }
 
@@ -251,6 +236,15 @@ type wireItem struct {
 	Payload       json.RawMessage `json:"payload"`
 	TransactionID string          `json:"transactionId"`
 	TraceID       string          `json:"traceId,omitempty"`
+}
+
+// wire is it as the bridge reads it: no payload is JSON null.
+func wire(it Item) wireItem {
+	p := it.Payload
+	if p == nil {
+		p = json.RawMessage("null")
+	}
+	return wireItem{Queue: it.Queue, Partition: it.Partition, Payload: p, TransactionID: it.TransactionID, TraceID: it.TraceID}
 }
 
 // attempt sends one push (or, partition-aware, one part per owner) and
@@ -271,11 +265,7 @@ func (c *Client) overSubject(actx context.Context, subject string, items []Item)
 		Items []wireItem `json:"items"`
 	}{Items: make([]wireItem, len(items))}
 	for i, it := range items {
-		p := it.Payload
-		if p == nil {
-			p = json.RawMessage("null")
-		}
-		body.Items[i] = wireItem{Queue: it.Queue, Partition: it.Partition, Payload: p, TransactionID: it.TransactionID, TraceID: it.TraceID}
+		body.Items[i] = wire(it)
 	}
 	data, err := json.Marshal(body)
 	if err != nil {

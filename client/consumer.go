@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -109,13 +108,12 @@ func (c *Client) Consume(ctx context.Context, queue, group string, h Handler, op
 		o = opts[0]
 	}
 	o.defaults()
-	backoff := c.cfg.MinBackoff
+	b := c.newBackoff()
 	pause := func(err error) bool {
 		if o.OnError != nil {
 			o.OnError(err)
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
-		backoff = min(2*backoff, c.cfg.MaxBackoff)
+		wait := b.next()
 		select {
 		case <-time.After(wait):
 			return true
@@ -135,7 +133,7 @@ func (c *Client) Consume(ctx context.Context, queue, group string, h Handler, op
 			}
 			continue
 		}
-		backoff = c.cfg.MinBackoff
+		b = c.newBackoff()
 		if len(msgs) == 0 {
 			continue
 		}
@@ -307,19 +305,9 @@ func (c *Client) Ack(ctx context.Context, group string, msgs []Message, status, 
 	data, _ := json.Marshal(body)
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
-	var code int
-	var answer []byte
-	var err error
-	if c.cfg.NATS != nil {
-		code, answer, err = c.natsCall(actx, c.cfg.Prefix+".v1.ack", data)
-	} else {
-		code, answer, err = c.httpCall(actx, http.MethodPost, "/api/v1/ack/batch", data)
-	}
+	answer, err := c.call(actx, c.cfg.Prefix+".v1.ack", http.MethodPost, "/api/v1/ack/batch", data)
 	if err != nil {
 		return nil, err
-	}
-	if code != http.StatusOK {
-		return nil, refusal(code, answer)
 	}
 	var rs []AckResult
 	if err := json.Unmarshal(answer, &rs); err != nil || len(rs) != len(msgs) {
@@ -364,6 +352,27 @@ func refusal(status int, answer []byte) error {
 	}
 	_ = json.Unmarshal(answer, &e)
 	return &RequestError{Status: status, Message: e.Error}
+}
+
+// call makes one request, over NATS on subject or else over HTTP (method,
+// path), and returns the answer of a 200; any other status is a
+// *RequestError.
+func (c *Client) call(ctx context.Context, subject, method, path string, data []byte) ([]byte, error) {
+	var code int
+	var answer []byte
+	var err error
+	if c.cfg.NATS != nil {
+		code, answer, err = c.natsCall(ctx, subject, data)
+	} else {
+		code, answer, err = c.httpCall(ctx, method, path, data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusOK {
+		return nil, refusal(code, answer)
+	}
+	return answer, nil
 }
 
 // natsCall sends a request; an error code header is the status, 200

@@ -1,26 +1,18 @@
 package client_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/client"
-	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
@@ -35,85 +27,25 @@ import (
 // after its lease, to another process.
 func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
 	const parts, perPart, consumers = 20, 1000, 6
-	bin := bridgeBinary(t)
-	a := newBridge(t, bin)
-	b := &bridgeProc{http: testkit.FreeAddr(t), prefix: a.prefix, dsn: a.dsn}
-	b.env = []string{"QUEEN_NATS_URL=" + testenv.NATSURL(t), "QUEEN_NATS_PREFIX=" + b.prefix, "QUEEN_PG_DSN=" + b.dsn,
-		"QUEEN_HTTP_ADDR=" + b.http, "QUEEN_DATA_DIR=" + t.TempDir()}
-	b.start(t, bin)
-	t.Cleanup(func() { b.stop(t) })
-	if status, out := post(t, "http://"+a.http+"/api/v1/configure", `{"queue":"stage-a","options":{"leaseTime":3}}`); status != http.StatusOK {
-		t.Fatalf("configure: %d %s", status, out)
-	}
-	c, err := client.New(client.Config{HTTPURL: "http://" + a.http})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := 0; k < perPart; k += 25 {
-		var its []client.Item
-		for p := 0; p < parts; p++ {
-			for j := k; j < k+25; j++ {
-				its = append(its, client.Item{Queue: "stage-a", Partition: fmt.Sprintf("p%d", p), TransactionID: fmt.Sprintf("p%d-%d", p, j),
-					Payload: json.RawMessage(fmt.Sprintf(`{"p":%d,"k":%d}`, p, j))})
-			}
-		}
-		if _, err := c.Push(context.Background(), its...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pool, err := pgxpool.New(context.Background(), a.dsn)
+	r := newFaultRig(t, "stage-a")
+	r.fill(t, "stage-a", parts, perPart, 25, func(p, k int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"p":%d,"k":%d}`, p, k)) })
+	pool, err := pgxpool.New(context.Background(), r.a.dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
 
-	type line struct {
-		proc int
-		kind string // C committed, F not committed, H hanging, S the stale commit's outcome
-		text string
-	}
-	lines := make(chan line, 4096)
+	// Line kinds: C committed, F not committed, H hanging, S the stale
+	// commit's outcome.
 	roles := []string{"hang", "slow"} // the others: "run"
-	procs := make([]*exec.Cmd, consumers)
-	var readers sync.WaitGroup
-	for i := range procs {
+	for i := 0; i < consumers; i++ {
 		role := "run"
 		if i < len(roles) {
 			role = roles[i]
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPipelineHelperProcess$")
-		cmd.Env = append(os.Environ(), "QUEEN_PIPELINE_HELPER=1", "QUEEN_PIPELINE_NATS="+testenv.NATSURL(t),
-			"QUEEN_PIPELINE_PREFIX="+a.prefix, "QUEEN_PIPELINE_ROLE="+role)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[i] = cmd
-		readers.Add(1)
-		go func(i int) { // owned by the process: ends when its stdout closes
-			defer readers.Done()
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				kind, rest, _ := strings.Cut(sc.Text(), " ")
-				lines <- line{i, kind, rest}
-			}
-		}(i)
+		r.spawn(t, "TestPipelineHelperProcess", "QUEEN_PIPELINE_ROLE="+role)
 	}
-	stopAll := func() {
-		for _, p := range procs {
-			if p.ProcessState == nil {
-				_ = p.Process.Signal(syscall.SIGTERM)
-			}
-		}
-		for _, p := range procs {
-			_ = p.Wait()
-		}
-	}
-	defer stopAll()
+	defer r.stopAll()
 
 	count := func(sql string) int64 {
 		var n int64
@@ -131,19 +63,19 @@ func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
 	committed, failed := 0, 0
 	killed, restarted, stale := false, false, ""
 	deadline := time.After(8 * time.Minute)
-	restartDone := make(chan struct{})
+	var restartDone <-chan struct{}
 	poll := time.NewTicker(200 * time.Millisecond)
 	defer poll.Stop()
 	for !(killed && restarted && stale != "" && done()) {
 		select {
 		case <-deadline:
 			t.Fatalf("time ran out: %d committed, %d not; killed %v, restarted %v, stale commit %q; A done %v", committed, failed, killed, restarted, stale, done())
-		case l := <-lines:
+		case l := <-r.lines:
 			switch l.kind {
 			case "H":
 				if !killed {
 					killed = true
-					_ = procs[l.proc].Process.Kill()
+					_ = r.procs[l.proc].Process.Kill()
 					t.Logf("killed consumer %d while it held a batch, at %d committed", l.proc, committed)
 				}
 			case "S":
@@ -156,11 +88,7 @@ func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
 			if !restarted && committed >= 50 {
 				restarted = true
 				t.Logf("restarting a bridge at %d transactions committed", committed)
-				go func() {
-					defer close(restartDone)
-					b.stop(t)
-					b.start(t, bin)
-				}()
+				restartDone = r.restartB(t)
 			}
 		case <-poll.C:
 		}
@@ -171,8 +99,8 @@ func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
 	if !strings.HasPrefix(stale, "failed") || !strings.Contains(stale, "Invalid or expired lease") && !strings.Contains(stale, "duplicate transactionId") {
 		t.Fatalf("the commit after the lease was lost: %s", stale)
 	}
-	stopAll()
-	readers.Wait()
+	r.stopAll()
+	r.readers.Wait()
 	t.Logf("%d transactions committed, %d not (resends after a restart); the commit after the lost lease %s", committed, failed, stale)
 	inB := testkit.StoredTransactionIDs(t, pool, "stage-b")
 	if len(inB) != parts*perPart {
@@ -199,22 +127,8 @@ func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
 // slow waits past its second batch's lease before it commits and prints
 // "S failed <error>" or "S committed".
 func TestPipelineHelperProcess(t *testing.T) {
-	if os.Getenv("QUEEN_PIPELINE_HELPER") == "" {
-		t.Skip("helper for TestPipelineExactlyOnceUnderFaults; runs only when re-executed by it")
-	}
-	nc, err := nats.Connect(os.Getenv("QUEEN_PIPELINE_NATS"), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := client.New(client.Config{NATS: nc, Prefix: os.Getenv("QUEEN_PIPELINE_PREFIX"), AttemptTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
+	c, ctx := helperClient(t)
 	role := os.Getenv("QUEEN_PIPELINE_ROLE")
-	say := func(kind, text string) { fmt.Fprintln(os.Stdout, kind+" "+text) }
 	for batches := 1; ctx.Err() == nil; {
 		msgs, err := c.Pop(ctx, "stage-a", "stage", client.ConsumeOptions{Batch: 50, Wait: time.Second})
 		if err != nil || len(msgs) == 0 {

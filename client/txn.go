@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -83,14 +82,10 @@ func (c *Client) Commit(ctx context.Context, tx Txn) (*TxnResult, error) {
 	if len(tx.Push) > 0 {
 		items := make([]wireItem, len(tx.Push))
 		for i, it := range tx.Push {
-			p := it.Payload
-			if p == nil {
-				p = json.RawMessage("null")
-			}
 			if it.TransactionID == "" {
 				it.TransactionID = uuid.Must(uuid.NewV7()).String()
 			}
-			items[i] = wireItem{Queue: it.Queue, Partition: it.Partition, Payload: p, TransactionID: it.TransactionID, TraceID: it.TraceID}
+			items[i] = wire(it)
 		}
 		ops = append(ops, op{Type: "push", Items: items})
 	}
@@ -107,8 +102,7 @@ func (c *Client) Commit(ctx context.Context, tx Txn) (*TxnResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: encode: %w", err)
 	}
-	deadline := time.Now().Add(c.cfg.RetryBudget)
-	backoff := c.cfg.MinBackoff
+	r := c.newRetry()
 	for attempt := 0; ; attempt++ {
 		res, err := c.commitOnce(ctx, data)
 		var refused *RequestError
@@ -119,22 +113,9 @@ func (c *Client) Commit(ctx context.Context, tx Txn) (*TxnResult, error) {
 		case errors.As(err, &failed), errors.As(err, &refused) && !refused.retryable():
 			return nil, err
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := r.pause(ctx, attempt, err); err != nil {
+			return nil, err
 		}
-		wait := backoff/2 + rand.N(backoff/2+1)
-		if time.Now().Add(wait).After(deadline) {
-			return nil, fmt.Errorf("%w after %d attempts: %v", ErrGaveUp, attempt+1, err)
-		}
-		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(attempt, err)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		backoff = min(2*backoff, c.cfg.MaxBackoff)
 	}
 }
 
@@ -142,23 +123,13 @@ func (c *Client) Commit(ctx context.Context, tx Txn) (*TxnResult, error) {
 func (c *Client) commitOnce(ctx context.Context, data []byte) (*TxnResult, error) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
-	var code int
-	var answer []byte
-	var err error
-	if c.cfg.NATS != nil {
-		subject := c.cfg.Prefix + ".v1.transaction"
-		if c.cfg.Tenant != "" {
-			subject += "." + c.cfg.Tenant
-		}
-		code, answer, err = c.natsCall(actx, subject, data)
-	} else {
-		code, answer, err = c.httpCall(actx, http.MethodPost, "/api/v1/transaction", data)
+	subject := c.cfg.Prefix + ".v1.transaction"
+	if c.cfg.Tenant != "" {
+		subject += "." + c.cfg.Tenant
 	}
+	answer, err := c.call(actx, subject, http.MethodPost, "/api/v1/transaction", data)
 	if err != nil {
 		return nil, err
-	}
-	if code != http.StatusOK {
-		return nil, refusal(code, answer)
 	}
 	var res struct {
 		TxnResult

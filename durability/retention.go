@@ -13,43 +13,41 @@ import (
 // Called every RetentionInterval.
 func (k *Keeper) retentionStep() {
 	defer k.purgeStep()
-	for i := 0; i < 100; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	k.steps("retention step failed", func(ctx context.Context) (int, error) {
 		r, err := k.cfg.DB.RetentionStep(ctx, 16, 500)
-		cancel()
 		if err != nil {
-			if retentionErrLog.Allow() {
-				k.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg("retention step failed")
-			}
-			return
+			return 0, err
 		}
 		k.retainedSegments.Add(uint64(r.Segments))
-		if r.Partitions == 0 {
-			return
-		}
-		select {
-		case <-k.quit:
-			return
-		default:
-		}
-	}
+		return r.Partitions, nil
+	})
 }
 
 // purgeStep removes, in bounded steps (at most 100 per tick), the segments
 // and hash blobs of deleted queues (pgwire.PurgeStep). It locks no
 // partition or consumer row: those partitions are gone.
 func (k *Keeper) purgeStep() {
+	k.steps("purge step failed", func(ctx context.Context) (int, error) {
+		r, err := k.cfg.DB.PurgeStep(ctx, 16, 500)
+		return r.Partitions, err
+	})
+}
+
+// steps runs step (10 s each) back to back while it finds work: until it
+// looks at no partition, fails (logged as failed), has run 100 times, or
+// the keeper stops.
+func (k *Keeper) steps(failed string, step func(context.Context) (partitions int, err error)) {
 	for i := 0; i < 100; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		r, err := k.cfg.DB.PurgeStep(ctx, 16, 500)
+		n, err := step(ctx)
 		cancel()
 		if err != nil {
 			if retentionErrLog.Allow() {
-				k.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg("purge step failed")
+				k.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg(failed)
 			}
 			return
 		}
-		if r.Partitions == 0 {
+		if n == 0 {
 			return
 		}
 		select {

@@ -12,32 +12,35 @@ import (
 // (SetMaintenance); err is the decoding's (jsonapi.DecodeMaintenance, or
 // jsonapi.DecodeSwitch over HTTP).
 func (k *Keeper) ServeMaintenance(ctx context.Context, enabled *bool, err error) (int, []byte) {
-	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
-	}
-	if enabled != nil {
-		if err := k.SetMaintenance(ctx, *enabled); err != nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
-		}
-	}
-	st := k.Stats()
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	dbUp := k.cfg.DB.Ping(pctx) == nil
-	cancel()
-	return jsonapi.StatusOK, jsonapi.AppendMaintenance(nil, jsonapi.Maintenance{On: st.Maintenance, PopOn: st.PopMaintenance,
-		Buffered: st.SpoolRecords, BufferHealthy: st.SpoolHealthy, DBHealthy: dbUp})
+	return serveSwitch(ctx, enabled, err, k.SetMaintenance, func() []byte {
+		st := k.Stats()
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		dbUp := k.cfg.DB.Ping(pctx) == nil
+		cancel()
+		return jsonapi.AppendMaintenance(nil, jsonapi.Maintenance{On: st.Maintenance, PopOn: st.PopMaintenance,
+			Buffered: st.SpoolRecords, BufferHealthy: st.SpoolHealthy, DBHealthy: dbUp})
+	})
 }
 
 // ServePopMaintenance reads (enabled nil) or sets pop maintenance, as
 // ServeMaintenance does maintenance mode.
 func (k *Keeper) ServePopMaintenance(ctx context.Context, enabled *bool, err error) (int, []byte) {
+	return serveSwitch(ctx, enabled, err, k.SetPopMaintenance, func() []byte {
+		return jsonapi.AppendPopMaintenance(nil, k.PopMaintenance())
+	})
+}
+
+// serveSwitch runs a request for one switch: err (the decoding's) is a
+// 400; a set (enabled not nil) goes through set, a 503 when it fails; then
+// answer, which reads the switch.
+func serveSwitch(ctx context.Context, enabled *bool, err error, set func(context.Context, bool) error, answer func() []byte) (int, []byte) {
 	if err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	if enabled != nil {
-		if err := k.SetPopMaintenance(ctx, *enabled); err != nil {
+		if err := set(ctx, *enabled); err != nil {
 			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 		}
 	}
-	return jsonapi.StatusOK, jsonapi.AppendPopMaintenance(nil, k.PopMaintenance())
+	return jsonapi.StatusOK, answer()
 }

@@ -44,6 +44,18 @@ func wantBad(t *testing.T, err error, want string) {
 	}
 }
 
+// refused reports whether a decoder refused its input, and fails the test
+// when the refusal is not a *BadRequest (a 400): a fuzz target's input is
+// accepted or refused, never anything else.
+func refused(t *testing.T, err error) bool {
+	t.Helper()
+	var bad *BadRequest
+	if err != nil && !errors.As(err, &bad) {
+		t.Fatalf("error of the wrong kind: %v", err)
+	}
+	return err != nil
+}
+
 // params is a query: get of the given name/value pairs ("" when absent).
 func params(kv ...string) func(string) string {
 	m := map[string]string{}

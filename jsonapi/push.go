@@ -56,117 +56,188 @@ func skip(s *jsonscan.Scanner, depth int) error {
 // anything is returned; the first invalid one rejects the whole body.
 func DecodePush(body []byte) ([]Item, error) {
 	s := jsonscan.New(body)
+	var items []Item
+	err := arrayMember(s, "items", bodyRefusals{notObject: "body must be a JSON object with an items array",
+		notArray: "items must be an array", missing: "items is required"}, func() (err error) {
+		items, err = decodeItems(s)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// bodyRefusals are the 400s of a body that is not an object with its
+// array.
+type bodyRefusals struct{ notObject, notArray, missing string }
+
+// arrayMember reads a body (s, at its start) that must be a JSON object
+// holding the array member name (a push's items, a transaction's
+// operations): read reads the array, with the cursor on its '['; the other
+// members are skipped. (read takes no scanner: passed one through a func
+// value, the scanner would escape to the heap, an allocation per request.)
+func arrayMember(s *jsonscan.Scanner, name string, refuse bodyRefusals, read func() error) error {
 	if s.Peek() != '{' {
 		if err := skip(s, 0); err != nil {
-			return nil, err
+			return err
 		}
-		return nil, Badf("body must be a JSON object with an items array")
+		return Badf("%s", refuse.notObject)
 	}
-	var items []Item
 	seen := false
-	err := members(s, func(name []byte) error {
-		if string(name) != "items" {
+	err := members(s, func(m []byte) error {
+		if string(m) != name {
 			return skip(s, 0)
 		}
 		if s.Peek() != '[' {
 			if err := skip(s, 0); err != nil {
 				return err
 			}
-			return Badf("items must be an array")
+			return Badf("%s", refuse.notArray)
 		}
-		var err error
-		items, err = decodeItems(s)
 		seen = true
-		return err
+		return read()
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !s.AtEnd() {
-		return nil, notJSON(s.ErrAt("data after the top-level value"))
+		return notJSON(s.ErrAt("data after the top-level value"))
 	}
 	if !seen {
-		return nil, Badf("items is required")
+		return Badf("%s", refuse.missing)
 	}
-	return items, nil
+	return nil
 }
 
-func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
+// elements walks the array at the cursor (on its '['): each reads element
+// i, the cursor on it; the array's end is consumed.
+func elements(s *jsonscan.Scanner, each func(i int) error) error {
 	s.Next() // '['
-	items := []Item{}
 	if s.Peek() == ']' {
 		s.Next()
-		return items, nil
+		return nil
 	}
-	for idx := 0; ; idx++ {
-		it, err := decodeItem(s, idx)
-		if err != nil {
-			var bad *BadRequest
-			if errors.As(err, &bad) && errors.Is(bad.cause, jsonscan.ErrInvalidUTF8) {
-				return nil, Badf("items[%d]: %v", idx, err) // say which item
-			}
-			return nil, err
+	for i := 0; ; i++ {
+		if err := each(i); err != nil {
+			return err
 		}
-		items = append(items, it)
 		switch s.Peek() {
 		case ',':
 			s.Next()
 		case ']':
 			s.Next()
-			return items, nil
+			return nil
 		default:
-			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
+			return notJSON(s.ErrAt("expected ',' or ']'"))
 		}
 	}
 }
 
-func decodeItem(s *jsonscan.Scanner, idx int) (Item, error) {
-	it := Item{Payload: nullPayload}
-	if s.Peek() != '{' {
-		if err := skip(s, 1); err != nil {
-			return it, err
-		}
-		return it, Badf("items[%d] must be an object", idx)
-	}
-	var queue, partition, txid, trace field
-	err := members(s, func(name []byte) error {
-		switch string(name) {
-		case "queue":
-			return scanField(s, &queue)
-		case "partition":
-			return scanField(s, &partition)
-		case "transactionId":
-			return scanField(s, &txid)
-		case "traceId":
-			return scanField(s, &trace)
-		case "payload":
-			v, err := s.Value(2)
-			if err != nil {
-				return notJSON(err)
+func decodeItems(s *jsonscan.Scanner) ([]Item, error) {
+	items := []Item{}
+	err := elements(s, func(idx int) error {
+		it, err := decodeItem(s, idx)
+		if err != nil {
+			var bad *BadRequest
+			if errors.As(err, &bad) && errors.Is(bad.cause, jsonscan.ErrInvalidUTF8) {
+				return Badf("items[%d]: %v", idx, err) // say which item
 			}
-			it.Payload = v
-			return nil
+			return err
 		}
-		return skip(s, 2)
+		items = append(items, it)
+		return nil
 	})
 	if err != nil {
-		return it, err
+		return nil, err
 	}
-	if it.Queue, err = checkName(idx, "queue", queue, true, 1); err != nil {
+	return items, nil
+}
+
+func decodeItem(s *jsonscan.Scanner, idx int) (Item, error) {
+	if s.Peek() != '{' {
+		if err := skip(s, 1); err != nil {
+			return Item{}, err
+		}
+		return Item{}, Badf("items[%d] must be an object", idx)
+	}
+	var f itemFields
+	if err := f.read(s, 1); err != nil {
+		return Item{}, err
+	}
+	return f.item(place{"items", idx})
+}
+
+// itemFields are the members of a push item as sent; a transaction's push
+// operations are read into them too, so that both wires apply one set of
+// rules.
+type itemFields struct {
+	queue, partition, txid, trace field
+	payload, data                 []byte // raw JSON; nil when absent
+}
+
+// read reads the item object at the cursor (depth: how deep it sits),
+// skipping the members that are not an item's.
+func (f *itemFields) read(s *jsonscan.Scanner, depth int) error {
+	return members(s, func(name []byte) error {
+		if ok, err := f.member(s, name, depth); ok {
+			return err
+		}
+		return skip(s, depth+1)
+	})
+}
+
+// member reads the member called name at the cursor when it is one of an
+// item's (ok false: it is not, and nothing was read). data is kept for the
+// transaction wire, where it is payload's synonym; a push ignores it.
+func (f *itemFields) member(s *jsonscan.Scanner, name []byte, depth int) (ok bool, err error) {
+	raw := func(dst *[]byte) error {
+		v, err := s.Value(depth + 1)
+		if err != nil {
+			return notJSON(err)
+		}
+		*dst = v
+		return nil
+	}
+	switch string(name) {
+	case "queue":
+		return true, scanField(s, &f.queue)
+	case "partition":
+		return true, scanField(s, &f.partition)
+	case "transactionId":
+		return true, scanField(s, &f.txid)
+	case "traceId":
+		return true, scanField(s, &f.trace)
+	case "payload":
+		return true, raw(&f.payload)
+	case "data":
+		return true, raw(&f.data)
+	}
+	return false, nil
+}
+
+// item applies section 2's rules to the fields of the item at.
+func (f *itemFields) item(at place) (Item, error) {
+	it := Item{Payload: nullPayload}
+	if f.payload != nil {
+		it.Payload = f.payload
+	}
+	var err error
+	if it.Queue, err = checkName(at, "queue", f.queue, true, 1); err != nil {
 		return it, err
 	}
 	// Queen's clients send "" for "none": an empty partition is Default, an
 	// empty transactionId or traceId is absent.
-	if it.Partition, err = checkName(idx, "partition", partition, false, 0); err != nil {
+	if it.Partition, err = checkName(at, "partition", f.partition, false, 0); err != nil {
 		return it, err
 	}
 	if it.Partition == "" {
 		it.Partition = DefaultPartition
 	}
-	if it.TransactionID, err = checkName(idx, "transactionId", txid, false, 0); err != nil {
+	if it.TransactionID, err = checkName(at, "transactionId", f.txid, false, 0); err != nil {
 		return it, err
 	}
-	if it.TraceID, err = checkName(idx, "traceId", trace, false, 0); err != nil {
+	if it.TraceID, err = checkName(at, "traceId", f.trace, false, 0); err != nil {
 		return it, err
 	}
 	return it, nil

@@ -38,77 +38,48 @@ var txnAckStatuses = map[string]bool{"": true, "completed": true, "success": tru
 // maxOps bounds the operations after flattening (0: no bound).
 // requiredLeases is accepted and ignored, as Queen does.
 func DecodeTransaction(body []byte, maxOps int) ([]TxnOp, error) {
+	const required = "operations array required" // Queen's one message for all three
 	s := jsonscan.New(body)
-	if s.Peek() != '{' {
-		if err := skip(s, 0); err != nil {
-			return nil, err
-		}
-		return nil, Badf("operations array required")
-	}
 	var ops []TxnOp
-	seen := false
-	err := members(s, func(name []byte) error {
-		if string(name) != "operations" {
-			return skip(s, 0)
-		}
-		if s.Peek() != '[' {
-			if err := skip(s, 0); err != nil {
-				return err
-			}
-			return Badf("operations array required")
-		}
-		seen = true
-		var err error
+	err := arrayMember(s, "operations", bodyRefusals{required, required, required}, func() (err error) {
 		ops, err = decodeOps(s, maxOps)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !s.AtEnd() {
-		return nil, notJSON(s.ErrAt("data after the top-level value"))
-	}
-	if !seen {
-		return nil, Badf("operations array required")
-	}
 	return ops, nil
 }
 
 func decodeOps(s *jsonscan.Scanner, maxOps int) ([]TxnOp, error) {
-	s.Next() // '['
-	if s.Peek() == ']' {
-		s.Next()
-		return nil, Badf("operations array cannot be empty")
-	}
 	ops := []TxnOp{}
-	for {
-		var err error
+	err := elements(s, func(int) (err error) {
 		if ops, err = decodeOp(s, ops); err != nil {
-			return nil, err
+			return err
 		}
 		if maxOps > 0 && len(ops) > maxOps {
-			return nil, Badf("the transaction has more than %d operations (after flattening push items); at most %d per transaction", maxOps, maxOps)
+			return Badf("the transaction has more than %d operations (after flattening push items); at most %d per transaction", maxOps, maxOps)
 		}
-		switch s.Peek() {
-		case ',':
-			s.Next()
-		case ']':
-			s.Next()
-			return ops, nil
-		default:
-			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	if len(ops) == 0 {
+		return nil, Badf("operations array cannot be empty")
+	}
+	return ops, nil
 }
 
 // opLabel names operation i in an error.
 func opLabel(i int) string { return "operations[" + strconv.Itoa(i) + "]" }
 
-// txnFields are the members of an operation or of a push item as sent.
+// txnFields are the members of an operation as sent: a flat push
+// operation is itself a push item.
 type txnFields struct {
-	typ, queue, partition, txid, trace field
-	status, group, lease, errText      field
-	payload, data, pid, items          []byte // raw JSON; nil when absent
+	itemFields
+	typ, status, group, lease, errText field
+	pid, items                         []byte // raw JSON; nil when absent
 }
 
 // read reads the object at the cursor (depth: how deep it sits).
@@ -122,17 +93,12 @@ func (f *txnFields) read(s *jsonscan.Scanner, depth int) error {
 		return nil
 	}
 	return members(s, func(name []byte) error {
+		if ok, err := f.member(s, name, depth); ok {
+			return err
+		}
 		switch string(name) {
 		case "type":
 			return scanField(s, &f.typ)
-		case "queue":
-			return scanField(s, &f.queue)
-		case "partition":
-			return scanField(s, &f.partition)
-		case "transactionId":
-			return scanField(s, &f.txid)
-		case "traceId":
-			return scanField(s, &f.trace)
 		case "status":
 			return scanField(s, &f.status)
 		case "consumerGroup":
@@ -141,10 +107,6 @@ func (f *txnFields) read(s *jsonscan.Scanner, depth int) error {
 			return scanField(s, &f.lease)
 		case "error":
 			return scanField(s, &f.errText)
-		case "payload":
-			return raw(&f.payload)
-		case "data":
-			return raw(&f.data)
 		case "partitionId":
 			return raw(&f.pid)
 		case "items":
@@ -173,7 +135,7 @@ func decodeOp(s *jsonscan.Scanner, ops []TxnOp) ([]TxnOp, error) {
 	switch f.typ.value {
 	case "push":
 		if f.items == nil || string(f.items) == "null" {
-			it, err := f.item(i) // the flat form: the operation is the item
+			it, err := txnItem(&f.itemFields, i) // the flat form: the operation is the item
 			return append(ops, TxnOp{Push: true, Item: it}), err
 		}
 		return decodeTxnItems(f.items, ops)
@@ -193,78 +155,38 @@ func decodeTxnItems(raw []byte, ops []TxnOp) ([]TxnOp, error) {
 	if s.Peek() != '[' {
 		return nil, Badf("%s.items must be an array", opLabel(len(ops)))
 	}
-	s.Next()
-	if s.Peek() == ']' {
-		return ops, nil
-	}
-	for {
+	err := elements(s, func(int) error {
 		i := len(ops)
 		if s.Peek() != '{' {
 			if err := skip(s, 4); err != nil {
-				return nil, err
+				return err
 			}
-			return nil, Badf("%s must be an object (a push item)", opLabel(i))
+			return Badf("%s must be an object (a push item)", opLabel(i))
 		}
-		var f txnFields
+		var f itemFields
 		if err := f.read(s, 4); err != nil {
-			return nil, err
+			return err
 		}
-		it, err := f.item(i)
+		it, err := txnItem(&f, i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ops = append(ops, TxnOp{Push: true, Item: it})
-		switch s.Peek() {
-		case ',':
-			s.Next()
-		case ']':
-			return ops, nil
-		default:
-			return nil, notJSON(s.ErrAt("expected ',' or ']'"))
-		}
-	}
-}
-
-// named applies the name rules to one field of operation i.
-func named(i int, name string, f field, required bool, minLen int) (string, error) {
-	v, err := checkName(-1, name, f, required, minLen)
+		return nil
+	})
 	if err != nil {
-		var bad *BadRequest
-		if errors.As(err, &bad) {
-			return "", Badf("%s.%s", opLabel(i), bad.msg)
-		}
-		return "", err
+		return nil, err
 	}
-	return v, nil
+	return ops, nil
 }
 
-// item is operation i as a push item: section 2's rules; data is payload's
-// synonym (payload wins when both are sent).
-func (f *txnFields) item(i int) (Item, error) {
-	it := Item{Payload: nullPayload}
-	switch {
-	case f.payload != nil:
-		it.Payload = f.payload
-	case f.data != nil:
-		it.Payload = f.data
+// txnItem is operation i as a push item: a push's rules, with data as
+// payload's synonym (payload wins when both are sent).
+func txnItem(f *itemFields, i int) (Item, error) {
+	if f.payload == nil {
+		f.payload = f.data
 	}
-	var err error
-	if it.Queue, err = named(i, "queue", f.queue, true, 1); err != nil {
-		return it, err
-	}
-	if it.Partition, err = named(i, "partition", f.partition, false, 0); err != nil {
-		return it, err
-	}
-	if it.Partition == "" {
-		it.Partition = DefaultPartition
-	}
-	if it.TransactionID, err = named(i, "transactionId", f.txid, false, 0); err != nil {
-		return it, err
-	}
-	if it.TraceID, err = named(i, "traceId", f.trace, false, 0); err != nil {
-		return it, err
-	}
-	return it, nil
+	return f.item(place{"operations", i})
 }
 
 // ack is operation i as an acknowledgement: /api/v1/ack's rules, but only

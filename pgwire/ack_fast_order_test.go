@@ -174,24 +174,10 @@ func TestWholeAckStatementLocksInAscendingOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Exec(ctx, "DEALLOCATE whole_plan")
-		rows, err := conn.Query(ctx, `EXPLAIN (COSTS OFF) EXECUTE whole_plan(
+		plan := textRows(t, conn, `EXPLAIN (COSTS OFF) EXECUTE whole_plan(
 			'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{2,1}', '{g,g}',
 			'{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000001}', '{1,1}', '{"\\x00","\\x00"}',
 			'{completed,completed}', '{0,1}', '{a,b}', '{"",""}')`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
 		if err := lockedInOrder(plan); err != nil {
 			t.Fatalf("%s: %v:\n%s", when, err, strings.Join(plan, "\n"))
 		}

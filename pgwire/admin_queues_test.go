@@ -99,19 +99,7 @@ func TestCountStatementsDoNotScanSegments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := conn.Query(context.Background(), "EXPLAIN (COSTS OFF) "+sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
+		plan := textRows(t, conn, "EXPLAIN (COSTS OFF) "+sql, args...)
 		conn.Release()
 		text := strings.Join(plan, "\n")
 		// log_partitions through an index on the key it is given (a

@@ -209,7 +209,7 @@ func age(t *testing.T, db *pgwire.DB, queue string, d time.Duration) {
 // rows. Timestamps are left out; their order is checked by the offsets.
 func storedRows(t *testing.T, db *pgwire.DB) []string {
 	t.Helper()
-	rows, err := db.Pool().Query(context.Background(), `
+	return textRows(t, db.Pool(), `
 		SELECT 'p ' || q.name || '/' || p.name || ' last ' || p.last_offset || ' txns_start ' || p.txns_start
 		FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
 		UNION ALL
@@ -220,20 +220,4 @@ func storedRows(t *testing.T, db *pgwire.DB) []string {
 		SELECT 't ' || q.name || '/' || p.name || ' ' || x.base_offset || '-' || x.end_offset || ' ' || md5(x.hashes)
 		FROM queen.log_txns x JOIN queen.log_partitions p ON p.id = x.partition_id JOIN queen.queues q ON q.id = p.queue_id
 		ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

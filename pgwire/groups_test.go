@@ -185,19 +185,7 @@ func TestGroupStatementsLockInAscendingOrder(t *testing.T) {
 		if _, err := conn.Exec(ctx, c.prepare); err != nil {
 			t.Fatal(err)
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE plan"+c.args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
+		plan := textRows(t, conn, "EXPLAIN (COSTS OFF) EXECUTE plan"+c.args)
 		if _, err := conn.Exec(ctx, "DEALLOCATE plan"); err != nil {
 			t.Fatal(err)
 		}

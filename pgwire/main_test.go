@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
@@ -76,4 +77,22 @@ func setWindow(t testing.TB, db *pgwire.DB, queue string, seconds int) {
 	if _, err := db.Pool().Exec(context.Background(), `UPDATE queen.queues SET dedup_window_seconds = $2 WHERE name = $1`, queue, seconds); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// textRows runs a query of one text column (an EXPLAIN, a schema listing)
+// on q (a pool or one connection, for its prepared statements and
+// settings) and answers its rows.
+func textRows(t testing.TB, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
 }

@@ -35,21 +35,7 @@ func TestKnownStatementLocksInAscendingOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Exec(ctx, "DEALLOCATE known_plan")
-		rows, err := conn.Query(ctx, `EXPLAIN (COSTS OFF) EXECUTE known_plan('{1,2}', '{0,0}', '{1,1}', '{"\\x00","\\x00"}', '{"\\x00","\\x00"}', '{1,1}', '{a,b}')`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		plan := textRows(t, conn, `EXPLAIN (COSTS OFF) EXECUTE known_plan('{1,2}', '{0,0}', '{1,1}', '{"\\x00","\\x00"}', '{"\\x00","\\x00"}', '{1,1}', '{a,b}')`)
 		text := strings.Join(plan, "\n")
 		if strings.Contains(text, "Seq Scan on log_partitions") || strings.Contains(text, "Bitmap Heap Scan on log_partitions") ||
 			!regexp.MustCompile(`Index Scan using log_partitions_\w+ on log_partitions`).MatchString(text) {

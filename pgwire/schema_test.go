@@ -72,20 +72,7 @@ func schemaOf(t testing.TB, pool *pgxpool.Pool) []string {
 	t.Helper()
 	var out []string
 	for _, q := range schemaQueries {
-		rows, err := pool.Query(context.Background(), q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		out = append(out, textRows(t, pool, q)...)
 	}
 	return out
 }

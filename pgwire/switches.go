@@ -30,13 +30,18 @@ func (db *DB) ReadSwitches(ctx context.Context) (Switches, error) {
 
 // SetPopMaintenance stores the pop maintenance switch.
 func (db *DB) SetPopMaintenance(ctx context.Context, on bool) error {
+	return db.setSwitch(ctx, "pop_maintenance", "pop maintenance", on)
+}
+
+// setSwitch stores the switch under key (what names it in errors).
+func (db *DB) setSwitch(ctx context.Context, key, what string, on bool) error {
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		_, err := conn.Exec(ctx, `INSERT INTO queen.system_state (key, value) VALUES ('pop_maintenance', jsonb_build_object('enabled', $1::boolean))
-			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, on)
+		_, err := conn.Exec(ctx, `INSERT INTO queen.system_state (key, value) VALUES ($1, jsonb_build_object('enabled', $2::boolean))
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, on)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pgwire: set pop maintenance: %w", err)
+		return fmt.Errorf("pgwire: set %s: %w", what, err)
 	}
 	return nil
 }

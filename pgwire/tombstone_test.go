@@ -204,22 +204,7 @@ func TestPopsProbeTombstonesByTheIndex(t *testing.T) {
 		if _, err := conn.Exec(ctx, "PREPARE "+name+" AS "+prepare); err != nil {
 			t.Fatal(err)
 		}
-		var plan []string
-		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE "+name+execute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := strings.Join(textRows(t, conn, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE "+name+execute), "\n")
 		t.Logf("%s:\n%s", name, text)
 		if !probe.MatchString(text) || strings.Count(text, "on log_tombstones") != 1 {
 			t.Fatalf("%s does not probe log_tombstones by its key alone, finding nothing", name)

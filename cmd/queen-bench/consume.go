@@ -91,31 +91,48 @@ func (c *consumer) popRequest(queue string) (body []byte, u string) {
 func (c *consumer) ack(p *poppedWire) (int, error) {
 	body := appendAckBody(c.ackBody[:0], c.group, p)
 	c.ackBody = body
-	var answer []byte
-	if c.nc != nil {
-		// Request has copied body into the connection's buffer when it
-		// returns: the next ack may reuse it.
-		m, err := c.nc.Request(c.o.prefix+".v1.ack", body, 30*time.Second)
-		if err != nil {
-			return 0, err
-		}
-		answer = m.Data
-	} else {
-		// A RoundTripper may still read a request body after it answers:
-		// this one is the request's own.
-		resp, err := c.client.Post("http://"+c.o.httpAddr+"/api/v1/ack/batch", "application/json", bytes.NewReader(bytes.Clone(body)))
-		if err != nil {
-			return 0, err
-		}
-		c.ackIn.Reset()
-		_, err = c.ackIn.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		answer = c.ackIn.Bytes()
+	// A refusal answers no success: the count says it.
+	answer, _, err := c.request(".v1.ack", "/api/v1/ack/batch", body)
+	if err != nil {
+		return 0, err
 	}
 	return bytes.Count(answer, []byte(`"success":true`)), nil
+}
+
+// request sends body to the bridge, over NATS on the prefix's subject or
+// over HTTP to path, and answers the reply (over HTTP in c.ackIn, good
+// until the next request) and refused, the bridge's error status if it
+// answered one.
+func (c *consumer) request(subject, path string, body []byte) (answer []byte, refused, err error) {
+	if c.nc != nil {
+		// Request has copied body into the connection's buffer when it
+		// returns: the next request may reuse it.
+		m, err := c.nc.Request(c.o.prefix+subject, body, 30*time.Second)
+		if err != nil {
+			return nil, nil, err
+		}
+		if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
+			refused = fmt.Errorf("error %s: %s", code, m.Header.Get("Nats-Service-Error"))
+		}
+		return m.Data, refused, nil
+	}
+	// A RoundTripper may still read a request body after it answers:
+	// this one is the request's own.
+	resp, err := c.client.Post("http://"+c.o.httpAddr+path, "application/json", bytes.NewReader(bytes.Clone(body)))
+	if err != nil {
+		return nil, nil, err
+	}
+	c.ackIn.Reset()
+	_, err = c.ackIn.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	answer = c.ackIn.Bytes()
+	if resp.StatusCode != http.StatusOK {
+		refused = fmt.Errorf("HTTP %d: %s", resp.StatusCode, answer)
+	}
+	return answer, refused, nil
 }
 
 // appendAckBody appends the batch acknowledgement of every message of p,

@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/queenbridge/queenbridge/internal/testenv"
-	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // The consume mode against a real bridge: everything pushed is consumed
@@ -19,18 +14,11 @@ import (
 // schedule, exactly the scheduled items are pushed; with several groups,
 // each group gets every message once.
 func TestConsumeModeDrainsWhatItPushed(t *testing.T) {
-	bin := testkit.BuildBridge(t, "../queen-bridge")
-	addr := testkit.FreeAddr(t)
-	prefix := "b" + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 10)
-	dsn := testenv.NewDatabase(t)
-	p := testkit.StartBridge(t, bin, "QUEEN_NATS_URL="+testenv.NATSURL(t), "QUEEN_NATS_PREFIX="+prefix, "QUEEN_PG_DSN="+dsn,
-		"QUEEN_HTTP_ADDR="+addr, "QUEEN_DATA_DIR="+t.TempDir())
-	defer func() { _ = p.Stop(t, syscall.SIGTERM) }()
+	br := startBridge(t, "b")
 	base := func(transport, name string) options {
-		return options{target: "bridge", transport: transport, natsURL: testenv.NATSURL(t), prefix: prefix, httpAddr: addr,
-			metricsURL: "http://" + addr + "/metrics/prometheus", pgDSN: dsn, clients: 3, items: 10, partitions: 7, queues: 1, payload: 100,
+		return br.reach(t, options{transport: transport, clients: 3, items: 10, partitions: 7, queues: 1, payload: 100,
 			duration: 500 * time.Millisecond, run: "t-" + name, consumers: 3, consumeBatch: 20, consumePartitions: 1, consumeGroup: "g-" + name,
-			queuePrefix: "bench-" + name + ".q", groups: 1}
+			queuePrefix: "bench-" + name + ".q", groups: 1})
 	}
 	for _, transport := range []string{"nats", "http"} {
 		o := base(transport, transport)

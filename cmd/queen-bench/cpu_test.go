@@ -7,15 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/queenbridge/queenbridge/internal/testenv"
-	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // fakeBridge serves a Prometheus page with the fusion counters it is set to;
@@ -90,12 +85,7 @@ func TestMeterCountsEveryBundleCall(t *testing.T) {
 // known-partition statement (no function call), every -window line counts
 // bundle calls and gives their mean time.
 func TestWindowCountsARealBridgesBundleCalls(t *testing.T) {
-	bin := testkit.BuildBridge(t, "../queen-bridge")
-	addr := testkit.FreeAddr(t)
-	prefix := "w" + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 10)
-	p := testkit.StartBridge(t, bin, "QUEEN_NATS_URL="+testenv.NATSURL(t), "QUEEN_NATS_PREFIX="+prefix, "QUEEN_PG_DSN="+testenv.NewDatabase(t),
-		"QUEEN_HTTP_ADDR="+addr, "QUEEN_DATA_DIR="+t.TempDir())
-	defer func() { _ = p.Stop(t, syscall.SIGTERM) }()
+	addr := startBridge(t, "w").addr
 	var out strings.Builder
 	_, err := run(context.Background(), options{target: "bridge", transport: "http", httpAddr: addr, metricsURL: "http://" + addr + "/metrics/prometheus",
 		clients: 3, items: 5, partitions: 7, queues: 1, payload: 100, duration: 2500 * time.Millisecond, window: time.Second, run: "w"}, &out)

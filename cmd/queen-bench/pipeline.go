@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // The pipeline mode (-consumers N -pipeline-to PREFIX): the consume mode,
@@ -29,31 +27,12 @@ func forwardQueue(o options, queue string) string {
 func (c *consumer) forward(to string, p *poppedWire) (int, error) {
 	body := appendForwardBody(c.ackBody[:0], c.group, to, p)
 	c.ackBody = body
-	var answer []byte
-	if c.nc != nil {
-		m, err := c.nc.Request(c.o.prefix+".v1.transaction", body, 30*time.Second)
-		if err != nil {
-			return 0, err
-		}
-		if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
-			return 0, fmt.Errorf("transaction: error %s: %s", code, m.Header.Get("Nats-Service-Error"))
-		}
-		answer = m.Data
-	} else {
-		resp, err := c.client.Post("http://"+c.o.httpAddr+"/api/v1/transaction", "application/json", bytes.NewReader(bytes.Clone(body)))
-		if err != nil {
-			return 0, err
-		}
-		c.ackIn.Reset()
-		_, err = c.ackIn.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return 0, err
-		}
-		answer = c.ackIn.Bytes()
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("transaction: HTTP %d: %s", resp.StatusCode, answer)
-		}
+	answer, refused, err := c.request(".v1.transaction", "/api/v1/transaction", body)
+	if err != nil {
+		return 0, err
+	}
+	if refused != nil {
+		return 0, fmt.Errorf("transaction: %w", refused)
 	}
 	// A transaction that did not commit lists no results, and its
 	// answer no "success":true.

@@ -5,30 +5,19 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/queenbridge/queenbridge/internal/testenv"
-	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // The pipeline mode against a real bridge: what is pushed to A is
 // forwarded to B in transactions, each message exactly once, and the report
 // has the forwarded rate and CPU per forwarded item.
 func TestPipelineModeForwardsWhatItPushed(t *testing.T) {
-	bin := testkit.BuildBridge(t, "../queen-bridge")
-	addr := testkit.FreeAddr(t)
-	prefix := "b" + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 10)
-	dsn := testenv.NewDatabase(t)
-	p := testkit.StartBridge(t, bin, "QUEEN_NATS_URL="+testenv.NATSURL(t), "QUEEN_NATS_PREFIX="+prefix, "QUEEN_PG_DSN="+dsn,
-		"QUEEN_HTTP_ADDR="+addr, "QUEEN_DATA_DIR="+t.TempDir())
-	defer func() { _ = p.Stop(t, syscall.SIGTERM) }()
+	br := startBridge(t, "b")
 	for _, transport := range []string{"nats", "http"} {
-		o := options{target: "bridge", transport: transport, natsURL: testenv.NATSURL(t), prefix: prefix, httpAddr: addr,
-			metricsURL: "http://" + addr + "/metrics/prometheus", pgDSN: dsn, clients: 3, items: 10, partitions: 5, queues: 2, payload: 100,
+		o := br.reach(t, options{transport: transport, clients: 3, items: 10, partitions: 5, queues: 2, payload: 100,
 			duration: 500 * time.Millisecond, run: "p-" + transport, consumers: 2, consumeBatch: 20, consumePartitions: 1, consumeGroup: "stage",
-			queuePrefix: "a-" + transport + ".q", groups: 1, pipelineTo: "b-" + transport + ".q"}
+			queuePrefix: "a-" + transport + ".q", groups: 1, pipelineTo: "b-" + transport + ".q"})
 		report := consumeReport(t, o)
 		pushed := regexp.MustCompile(`pushed +(\d+) \(`).FindStringSubmatch(report)
 		left := regexp.MustCompile(`after the push stopped, (\d+) left`).FindStringSubmatch(report)
