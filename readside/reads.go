@@ -113,8 +113,10 @@ type FetchRequest struct {
 func (r *Reads) Fetch(ctx context.Context, tenant tenancy.TenantID, req FetchRequest) ([]pgwire.Message, error) {
 	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}
 	return lookParked(r, ctx, k, req.Wait, "read", func() ([]pgwire.Message, bool, error) {
-		r.queries.Add(1)
 		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit, req.MaxBytes)
+		// Counted once made, so that a count seen together with the read
+		// parked means that read has looked and found nothing.
+		r.queries.Add(1)
 		if err != nil {
 			return nil, false, err
 		}
