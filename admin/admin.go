@@ -11,7 +11,6 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/queues"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/rs/zerolog"
 )
 
@@ -20,7 +19,6 @@ type Config struct {
 	DB       *pgwire.DB
 	Consumer *consume.Consumer
 	Queues   *queues.Settings
-	Reads    *readside.Reads
 	Keeper   *durability.Keeper
 	Logger   zerolog.Logger
 }
@@ -32,8 +30,8 @@ type Admin struct {
 
 // New checks cfg.
 func New(cfg Config) (*Admin, error) {
-	if cfg.DB == nil || cfg.Consumer == nil || cfg.Queues == nil || cfg.Reads == nil || cfg.Keeper == nil {
-		return nil, errors.New("admin: Config needs DB, Consumer, Queues, Reads and Keeper")
+	if cfg.DB == nil || cfg.Consumer == nil || cfg.Queues == nil || cfg.Keeper == nil {
+		return nil, errors.New("admin: Config needs DB, Consumer, Queues and Keeper")
 	}
 	return &Admin{cfg: cfg}, nil
 }

@@ -9,7 +9,7 @@
 // What it asks of others: pgwire runs every read and write (counts come
 // from high-water marks, cursors and dead letters, never from a scan of
 // segments); consume owns the consumer state that group deletes and seeks
-// change; readside answers parked pops and tells peers of changes; queues
+// change (and tells the read side); queues
 // forgets deleted queues (Settings.Dropped: here, on every peer through
 // queue.changed, and through its OnDrop hook in the read side, the hot tail
 // and fusion) and decrypts payloads; durability holds the maintenance

@@ -40,7 +40,7 @@ func (a *Admin) groupRoutes() []Route {
 func (a *Admin) serveGroups(ctx context.Context, tenant tenancy.TenantID, _ Request) (int, []byte) {
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, "")
 	if err != nil {
-		return groupFailed(err)
+		return failed(err)
 	}
 	var out []jsonapi.GroupSummary
 	moved := false
@@ -82,7 +82,7 @@ func (a *Admin) serveGroup(ctx context.Context, tenant tenancy.TenantID, req Req
 	}
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, group)
 	if err != nil {
-		return groupFailed(err)
+		return failed(err)
 	}
 	var out []jsonapi.GroupQueue
 	for i, c := range cs {
@@ -103,7 +103,7 @@ func (a *Admin) serveLagging(ctx context.Context, tenant tenancy.TenantID, req R
 	}
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, "")
 	if err != nil {
-		return groupFailed(err)
+		return failed(err)
 	}
 	var out []jsonapi.LaggingPartition
 	for _, c := range cs {
@@ -127,7 +127,7 @@ func (a *Admin) serveDeleteGroup(ctx context.Context, tenant tenancy.TenantID, r
 	meta := jsonapi.DeleteMetadata(req.Query.Get)
 	parts, err := a.cfg.Consumer.DeleteGroup(ctx, tenant, group, queue, meta)
 	if err != nil {
-		return groupFailed(err)
+		return failed(err)
 	}
 	return jsonapi.StatusOK, jsonapi.GroupDeleted(group, queue, len(parts), meta)
 }
@@ -145,7 +145,7 @@ func (a *Admin) serveSeek(ctx context.Context, tenant tenancy.TenantID, req Requ
 		}
 		parts, err := a.cfg.Consumer.SeekGroup(ctx, pgwire.SeekRequest{Tenant: tenant, Group: group, Queue: queue, Partition: partition, ToEnd: true})
 		if err != nil {
-			return groupFailed(err)
+			return failed(err)
 		}
 		if len(parts) == 0 {
 			return jsonapi.StatusNotFound, jsonapi.PartitionNotFound()
@@ -158,7 +158,7 @@ func (a *Admin) serveSeek(ctx context.Context, tenant tenancy.TenantID, req Requ
 	}
 	parts, err := a.cfg.Consumer.SeekGroup(ctx, pgwire.SeekRequest{Tenant: tenant, Group: group, Queue: queue, ToEnd: to.ToEnd, At: to.At})
 	if err != nil {
-		return groupFailed(err)
+		return failed(err)
 	}
 	return jsonapi.StatusOK, jsonapi.Seeked(group, queue, to, len(parts))
 }
@@ -174,7 +174,7 @@ func (a *Admin) serveSubscription(ctx context.Context, tenant tenancy.TenantID, 
 	}
 	n, err := a.cfg.DB.SetSubscriptionStart(ctx, tenant, group, at)
 	if err != nil {
-		return groupFailed(err)
+		return failed(err)
 	}
 	return jsonapi.StatusOK, jsonapi.SubscriptionUpdated(group, sent, n)
 }
@@ -206,11 +206,4 @@ func lastConsumed(c pgwire.GroupCursor) time.Time {
 		return c.UpdatedAt
 	}
 	return time.Time{}
-}
-
-// groupFailed answers a database failure: 503, which Queen's clients
-// resend; every route here may be sent again (a delete or a seek repeated
-// ends where the first left the cursors).
-func groupFailed(err error) (int, []byte) {
-	return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 }

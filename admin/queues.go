@@ -164,15 +164,8 @@ func (a *Admin) deleteQueue(ctx context.Context, tenant tenancy.TenantID, req Re
 func (a *Admin) purge(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, purgeBudget)
 	defer cancel()
-	for ctx.Err() == nil {
-		r, err := a.cfg.DB.PurgeStep(ctx, 16, 500)
-		if err != nil {
-			a.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg("purge after a queue delete failed; retention ticks go on with it")
-			return
-		}
-		if r.Partitions == 0 {
-			return
-		}
+	if err := a.cfg.Keeper.Purge(ctx); err != nil && ctx.Err() == nil {
+		a.cfg.Logger.Warn().Str("target", "pgwire").Err(err).Msg("purge after a queue delete failed; retention ticks go on with it")
 	}
 }
 

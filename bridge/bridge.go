@@ -121,7 +121,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		DefaultSubscriptionMode: cfg.DefaultSubscriptionMode, Pushes: b.pusher, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
 	}
-	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Reads: b.reads, Keeper: b.keeper,
+	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Keeper: b.keeper,
 		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

@@ -333,12 +333,12 @@ func TestPopInMaintenanceDeliversNothing(t *testing.T) {
 		r := newRig(t)
 		r.maint, r.popMaint = !pop, pop
 		popInMaintenance(t, r)
-	}
-	// Off again, the same pop delivers.
-	r := newRig(t)
-	r.store.popByKey["a"] = delivers(1, "a", 2, 10)
-	if got, err := r.c.Pop(context.Background(), tenant, PopRequest{Queue: "q", Partition: "a", Group: "g", Batch: 10, Partitions: 1}); err != nil || got.Count() != 2 {
-		t.Fatalf("out of maintenance: %+v, %v", got, err)
+		// Off again, the same rig's pop delivers.
+		r.maint, r.popMaint = false, false
+		r.store.popByKey["a"] = delivers(1, "a", 2, 10)
+		if got, err := r.c.Pop(context.Background(), tenant, PopRequest{Queue: "q", Partition: "a", Group: "g", Batch: 10, Partitions: 1}); err != nil || got.Count() != 2 {
+			t.Fatalf("out of maintenance: %+v, %v", got, err)
+		}
 	}
 }
 

@@ -28,9 +28,26 @@ func (k *Keeper) retentionStep() {
 // partition or consumer row: those partitions are gone.
 func (k *Keeper) purgeStep() {
 	k.steps("purge step failed", func(ctx context.Context) (int, error) {
-		r, err := k.cfg.DB.PurgeStep(ctx, 16, 500)
+		r, err := k.cfg.DB.PurgeStep(ctx, purgePartitions, purgeRows)
 		return r.Partitions, err
 	})
+}
+
+// A purge step looks at this many deleted partitions and removes at most
+// this many rows of each table.
+const purgePartitions, purgeRows = 16, 500
+
+// Purge runs purge steps back to back until nothing is left to purge or ctx
+// ends: the share a queue delete does before it answers (retention ticks
+// do the rest).
+func (k *Keeper) Purge(ctx context.Context) error {
+	for ctx.Err() == nil {
+		r, err := k.cfg.DB.PurgeStep(ctx, purgePartitions, purgeRows)
+		if err != nil || r.Partitions == 0 {
+			return err
+		}
+	}
+	return nil
 }
 
 // steps runs step (10 s each) back to back while it finds work: until it
