@@ -47,16 +47,7 @@ func (b *Bridge) httpHandler() http.Handler {
 	return mux
 }
 
-// writeTimeout bounds the writing of one answer: a client that does not read
-// its answer does not hold it (and its memory) for longer.
-const writeTimeout = 30 * time.Second
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
+var writeJSON = httpserve.WriteJSON
 
 // body reads the body; on failure it has answered already and reports
 // false. done gives the body's bytes back to the budget: call it once the

@@ -1,5 +1,6 @@
 // Package httpserve runs one HTTP listener on a goroutine of its own with
 // the service's timeouts, until it is shut down, and reads request bodies
 // whole within their bounds (size, arrival time, room in an in-flight byte
-// budget: ReadBody). It imports nothing of the project.
+// budget: ReadBody), and writes JSON answers within their time bound
+// (WriteJSON). It imports nothing of the project.
 package httpserve
