@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/console/web"
 	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
@@ -37,6 +38,10 @@ func (b *Bridge) httpHandler() http.Handler {
 	}
 	// Queen's transactions: pushes and acks in one call (transaction.go).
 	mux.Handle("POST /api/v1/transaction", b.guard(auth.ActionPush, b.withBody(b.httpTransaction)))
+	console := web.New(web.Config{Tokens: b.tokens.Enabled()}) // docs/console.md
+	for _, p := range []string{"GET /{$}", "GET /console", "GET /console/"} {
+		mux.Handle(p, console)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, jsonapi.ErrorBody("no route "+r.Method+" "+r.URL.Path))
 	})
