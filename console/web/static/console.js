@@ -8,6 +8,7 @@
   const REFRESH_MS = 2000;
   const QUEUE_MODE = "__QUEUE_MODE__";
   const SVG = "http://www.w3.org/2000/svg";
+  const WINDOW_MS = 10 * 60 * 1000; // the overview's history: ten minutes
 
   let token = sessionStorage.getItem(TOKEN_KEY) || "";
   let generation = 0; // a new page (or token) stops the old page's refreshes
@@ -208,22 +209,26 @@
     svg.append(area, line);
     const now = el("span", { class: "now", "data-field": "now", text: "—" });
     const max = el("span", { class: "max", "data-field": "max" });
-    const span = el("span", { class: "span", "data-field": "span" });
+    const span = el("span", { class: "span", text: "last " + WINDOW_MS / 60000 + " min" });
     const fig = el("figure", { class: "chart", "data-chart": name },
       el("figcaption", {}, el("span", { class: "title", text: title }), now, el("span", { class: "unit", text: unit })),
       svg, el("div", { class: "axis" }, span, max));
-    fig.draw = (values, seconds) => {
-      fig.setAttribute("data-points", values.length);
-      if (!values.length) { line.setAttribute("points", ""); area.setAttribute("points", ""); return; }
-      const top = Math.max(...values) || 1;
-      const w = 300, h = 80, n = values.length;
-      const pts = values.map((v, i) => [n === 1 ? w : (i / (n - 1)) * w, h - (Math.max(0, v) / top) * (h - 4)]);
-      const text = pts.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" ");
+    // draw places each point by its time on a fixed window ending at the
+    // last point: a young bridge's line starts part way along.
+    fig.draw = (points, value) => {
+      fig.setAttribute("data-points", points.length);
+      const w = 300, h = 80;
+      if (!points.length) { line.setAttribute("points", ""); area.setAttribute("points", ""); return; }
+      const end = Date.parse(points[points.length - 1].time), start = end - WINDOW_MS;
+      const vals = points.map(value);
+      const top = Math.max(...vals) || 1;
+      const xy = points.map((p, i) => [Math.max(0, (Date.parse(p.time) - start) / WINDOW_MS) * w,
+        h - (Math.max(0, vals[i]) / top) * (h - 4)]);
+      const text = xy.map(([x, y]) => x.toFixed(1) + "," + y.toFixed(1)).join(" ");
       line.setAttribute("points", text);
-      area.setAttribute("points", "0," + h + " " + text + " " + w + "," + h);
-      now.textContent = num(values[n - 1]);
+      area.setAttribute("points", xy[0][0].toFixed(1) + "," + h + " " + text + " " + w + "," + h);
+      now.textContent = num(vals[vals.length - 1]);
       max.textContent = "max " + num(top);
-      span.textContent = "last " + Math.max(1, Math.round(seconds / 60)) + " min";
     };
     return fig;
   }
@@ -291,10 +296,9 @@
     await live(async () => {
       const o = await api("/api/v1/bridge/overview");
       const h = o.history || [];
-      const seconds = h.length > 1 ? (Date.parse(h[h.length - 1].time) - Date.parse(h[0].time)) / 1000 : 0;
-      charts[0].draw(h.map((p) => p.pushedPerSecond || 0), seconds);
-      charts[1].draw(h.map((p) => p.consumedPerSecond || 0), seconds);
-      charts[2].draw(h.map((p) => p.segmentsPerCommit || 0), seconds);
+      charts[0].draw(h, (p) => p.pushedPerSecond || 0);
+      charts[1].draw(h, (p) => p.consumedPerSecond || 0);
+      charts[2].draw(h, (p) => p.segmentsPerCommit || 0);
       document.getElementById("bridge-id").textContent = "This bridge: " + o.bridge + " · " + when(o.time);
       document.getElementById("bundles-in-flight").textContent = num(o.bundlesInFlight);
       document.getElementById("bundles-in-flight-note").textContent = "limit " + num(o.inFlightLimit);
@@ -552,8 +556,8 @@
       const ms = r.messages || [];
       const total = (r.pagination || {}).total || ms.length;
       fill(list,
-        el("h2", {}, queue + (group ? " / " + groupName(group) : " / every group") + ": ",
-          el("span", { id: "dead-letter-total", text: num(total) }), " dead letters",
+        el("h2", { class: "with-side" }, queue + (group ? " / " + groupName(group) : " / every group") + ": ",
+          el("span", { id: "dead-letter-total", text: num(total) }), total === 1 ? " dead letter" : " dead letters",
           admin && ms.length ? el("button", { id: "requeue-all", type: "button", class: "side", text: "Send all back",
             onclick: (ev) => requeue(group ? { queue, consumerGroup: group } : { queue }, ev.target) }) : null),
         el("table", { id: "dead-letter-table" }, el("thead", {}, el("tr", {},
@@ -605,6 +609,7 @@
       if (e.status !== 401) setStatus(e.message, true);
     }
     document.body.dataset.ready = "true";
+    if (!document.getElementById("role")) adminProbe().catch(() => {}); // who this token is, on every page
   }
 
   start();
