@@ -29,6 +29,15 @@
 // <prefix>.v1.transaction) instead, and the report gives the forwarded
 // items/s and CPU per forwarded item (pipeline.go).
 //
+// -console measures what an open console costs PostgreSQL (console.go):
+// it fills -queues queues of -partitions partitions in all, then reads the
+// overview's route and the first queue's page every 2 s, as an open
+// browser tab does, and reports PostgreSQL's CPU as % of one core beside a
+// window with nothing open (docs/console.md):
+//
+//	queen-bench -console -queues 10 -partitions 1000 -duration 60s \
+//	    -pg-dsn postgres://queen_bridge:PASSWORD@127.0.0.1:5432/queen
+//
 // -compare runs the bridge and the three baselines back to back on the same
 // database and prints one table with items/s, p50/p99, the bridge's ratio to
 // each, and the CPU split (an embedded cluster's passwords are in

@@ -42,6 +42,11 @@ type options struct {
 	rate              float64 // consume mode: items/s of the whole push side on a schedule (0: closed loop)
 	groups            int     // consume mode: consumer groups reading the same queues
 	pipelineTo        string  // pipeline mode: forward each popped batch to <pipelineTo><n> in one transaction ("": acknowledge)
+
+	console         bool          // console mode: what an open console costs PostgreSQL
+	consoleEvery    time.Duration // console mode: the pages' refresh
+	consoleBaseline time.Duration // console mode: PostgreSQL's CPU with nothing open, measured first (0: not measured)
+	token           string        // HTTP bearer token (console mode)
 }
 
 func main() {
@@ -80,6 +85,10 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 0, "consume mode: open loop, push this many items/s in all on a schedule (requests of -items due at fixed times, taken by whichever client is free; a request whose client was busy is sent late and counted), push-to-delivery from the scheduled time (0: closed loop, each client sends when its answer is back)")
 	flag.IntVar(&o.groups, "groups", 1, "consume mode: this many consumer groups read the same queues at once, named <consume-group>-<i> (one: <consume-group>), each with -consumers consumers of its own; every group drains the same messages")
 	flag.StringVar(&o.pipelineTo, "pipeline-to", "", "pipeline mode (with -consumers): each consumer forwards its popped batch from queue <queue-prefix><n> to queue <pipeline-to><n> in one transaction per batch (the batch's pushes and its acknowledgements), instead of acknowledging it; reports forwarded items/s and CPU per forwarded item")
+	flag.BoolVar(&o.console, "console", false, "console mode (bridge over HTTP): fill -queues queues of -partitions partitions in all, then read what an open console reads (the overview and the first queue's page) every -console-every for -duration, and report PostgreSQL's CPU (needs -pg-dsn) as % of one core, beside a window of -console-baseline with nothing open")
+	flag.DurationVar(&o.consoleEvery, "console-every", 2*time.Second, "console mode: the pages' refresh")
+	flag.DurationVar(&o.consoleBaseline, "console-baseline", 20*time.Second, "console mode: measure PostgreSQL with nothing open this long first (0: not)")
+	flag.StringVar(&o.token, "token", "", "console mode: the bearer token of the bridge's HTTP routes (with QUEEN_HTTP_TOKENS or QUEEN_HTTP_ADMIN_TOKENS set)")
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
@@ -106,6 +115,9 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 	if o.target == "jetstream" {
 		_, err := runJetStream(ctx, o, out)
 		return err
+	}
+	if o.console {
+		return runConsole(ctx, o, out)
 	}
 	if o.consumers == 0 && (o.rate != 0 || o.groups > 1 || o.pipelineTo != "") {
 		return fmt.Errorf("-rate, -groups and -pipeline-to belong to the consume mode: add -consumers")
