@@ -94,7 +94,7 @@ func TestConsole(t *testing.T) {
 		row := func(p, field string) string {
 			return fmt.Sprintf(`(document.querySelector('#groups [data-group="billing"] tr[data-partition="%s"] [data-field="%s"]') || {}).textContent`, p, field)
 		}
-		reader.until(t, "audit caught up on p3", fmt.Sprintf(`(document.querySelector('#groups [data-group="audit"] tr[data-partition="p3"] [data-field="lag"]') || {}).textContent === "0"`))
+		reader.until(t, "audit caught up on p3", `(document.querySelector('#groups [data-group="audit"] tr[data-partition="p3"] [data-field="lag"]') || {}).textContent === "0"`)
 		reader.until(t, "billing's lag on p1 and p2", row("p1", "lag")+` === "1" && `+row("p2", "lag")+` === "1" && `+
 			row("p1", "cursor")+` === "2" && `+row("p2", "cursor")+` === "1"`)
 		if got := eval[string](t, reader, row("p2", "lease")); got != p2.LeaseID {
