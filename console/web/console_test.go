@@ -16,8 +16,8 @@ import (
 // The steps share the bridge, the browser and the data set up first; the
 // maintenance switch goes last.
 func TestConsole(t *testing.T) {
+	ctx := browser(t) // first: a machine without Chromium fails at once
 	b := startBridge(t)
-	ctx := browser(t)
 
 	// Tenant A: queue orders over three partitions, read by group billing
 	// so that it lags: p1 popped 2 and both acknowledged, p2 popped 2 and
