@@ -173,18 +173,21 @@
   // while the page is the current one and the tab is visible.
   function live(refresh) {
     const gen = generation;
+    let running = false; // one refresh at a time, whatever visibilitychange does meanwhile
     const tick = async () => {
       timer = null;
-      if (gen !== generation) return;
-      if (document.hidden) return; // visibilitychange starts it again
+      if (gen !== generation || document.hidden || running) return; // visibilitychange starts it again
+      running = true;
       try {
         await refresh();
         if (gen === generation) setStatus("updated " + when(new Date()));
       } catch (e) {
         if (e.status === 401) return;
         if (gen === generation) setStatus(e.message, true);
+      } finally {
+        running = false;
       }
-      if (gen === generation) timer = setTimeout(tick, REFRESH_MS);
+      if (gen === generation && !document.hidden) timer = setTimeout(tick, REFRESH_MS);
     };
     document.onvisibilitychange = () => { if (!document.hidden && !timer && gen === generation) tick(); };
     return tick();
