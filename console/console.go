@@ -16,7 +16,7 @@ import (
 type Figures struct {
 	Pushed   uint64 // items written by this bridge's fusion (fusion ItemsFired)
 	Consumed uint64 // messages delivered by pops here (consume Delivered)
-	Commits  uint64 // bundle calls (fusion Bundles)
+	Commits  uint64 // bundle calls that committed (fusion Bundles less BundleErrors)
 	Segments uint64 // segments sent in them (fusion Segments)
 
 	BundlesInFlight, InFlightLimit int           // fusion PermitsInUse, InFlightLimit
