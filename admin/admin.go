@@ -1,14 +1,12 @@
 package admin
 
 import (
-	"context"
 	"errors"
-	"net/url"
 	"slices"
 
 	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/internal/route"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/rs/zerolog"
@@ -36,24 +34,14 @@ func New(cfg Config) (*Admin, error) {
 	return &Admin{cfg: cfg}, nil
 }
 
-// Request is what a route is handed: the path's values by name, the query
-// and the body (empty for GET and DELETE).
-type Request struct {
-	Path  func(name string) string
-	Query url.Values
-	Body  []byte
-}
-
-// Route is one HTTP route: Method and Pattern as net/http's ServeMux takes
-// them ("GET", "/api/v1/resources/queues/{queue}"). Admin routes take admin
-// tokens; the others any token of the tenant.
-type Route struct {
-	Method, Pattern string
-	Admin           bool
-	Serve           func(ctx context.Context, tenant tenancy.TenantID, req Request) (status int, body []byte)
-}
+// Request and Route are the shape of an HTTP route (internal/route, which
+// the console room's table shares).
+type (
+	Request = route.Request
+	Route   = route.Route
+)
 
 // Routes lists every route the package serves.
 func (a *Admin) Routes() []Route {
-	return slices.Concat(a.queueRoutes(), a.groupRoutes(), a.messageRoutes(), a.statusRoutes())
+	return slices.Concat(a.queueRoutes(), a.groupRoutes(), a.messageRoutes(), a.statusRoutes(), a.consoleRoutes())
 }

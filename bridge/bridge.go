@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/auth"
+	"github.com/queenbridge/queenbridge/console"
 	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/budget"
@@ -38,6 +39,7 @@ type Bridge struct {
 	pusher   *push.Pusher      // the push call
 	consumer *consume.Consumer // Queen's consumer API
 	admin    *admin.Admin      // Queen's admin routes
+	console  *console.Console  // the web console's figures of this bridge
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
@@ -125,6 +127,16 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	if b.console, err = console.New(console.Config{Bridge: b.id, Figures: func() console.Figures {
+		f, k := cfg.Fusion.Stats(), b.keeper.Stats()
+		ids, owned := b.router.Shares()
+		return console.Figures{Pushed: f.ItemsFired, Consumed: b.consumer.Stats().Delivered, Commits: f.Bundles - min(f.BundleErrors, f.Bundles), Segments: f.Segments,
+			BundlesInFlight: f.PermitsInUse, InFlightLimit: f.InFlightLimit, Flush: f.FlushTime, BundleLatency: f.BundleLatency,
+			Maintenance: k.Maintenance, PopMaintenance: k.PopMaintenance, SpoolRecords: k.SpoolRecords, SpoolBytes: k.SpoolBytes,
+			SpoolHealthy: k.SpoolHealthy, Members: ids, Owned: owned}
+	}}); err != nil {
+		return nil, err
+	}
 	cfg.Fusion.SetOnCommitted(tail.Committed)
 	m.RegisterJetStream(b.js)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
@@ -147,6 +159,9 @@ func (b *Bridge) Start(ctx context.Context) error {
 		return err
 	}
 	if err := b.queues.Start(ctx); err != nil {
+		return err
+	}
+	if err := b.console.Start(ctx); err != nil {
 		return err
 	}
 	if b.cfg.NATS != nil {
@@ -228,7 +243,7 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		}
 		// Parked reads answer empty; a drain in progress finishes its
 		// chunk: fusion is still running.
-		for _, room := range []interface{ Stop(context.Context) error }{b.reads, b.queues, b.keeper} {
+		for _, room := range []interface{ Stop(context.Context) error }{b.reads, b.queues, b.keeper, b.console} {
 			if err := room.Stop(ctx); err != nil {
 				errs = append(errs, err)
 			}

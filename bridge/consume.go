@@ -58,12 +58,6 @@ func (b *Bridge) httpExtend() tenantHandler {
 	})
 }
 
-func (b *Bridge) httpDLQ(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
-	req, err := jsonapi.ParseDeadLettersQuery(r.URL.Query().Get)
-	status, out := b.consumer.ServeDeadLetters(r.Context(), tenant, req, err)
-	writeJSON(w, status, out)
-}
-
 // NATS endpoints: <prefix>.v1.pop (the pop's fields as JSON, queue and
 // partition among them), <prefix>.v1.ack ({"acknowledgments": [...]} or
 // one acknowledgement), <prefix>.v1.lease ({"leaseId", "seconds"}),

@@ -9,3 +9,7 @@ func (b *Bridge) EndpointSubjects() []string {
 	}
 	return out
 }
+
+// ConsoleSample takes one sample of the console's figures now, as its
+// sampler does every 2 s.
+func (b *Bridge) ConsoleSample() { b.console.Sample() }

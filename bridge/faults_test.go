@@ -159,6 +159,10 @@ func TestPostgresStopAndRestartUnderLoad(t *testing.T) {
 	if status, _ := n.get("/health"); status != http.StatusServiceUnavailable {
 		t.Errorf("/health answered %d with PostgreSQL down", status)
 	}
+	// The console's overview is answered from memory, PostgreSQL or not.
+	if status, out := n.get("/api/v1/bridge/overview"); status != http.StatusOK || !strings.Contains(string(out), `"totals"`) {
+		t.Errorf("the overview answered %d %s with PostgreSQL down", status, out)
+	}
 	pg.start(t)
 	queuedBefore := l.count("queued")
 	waitUntil(t, "load after the restart", 60*time.Second, func() bool { return l.count("queued") >= queuedBefore+200 })

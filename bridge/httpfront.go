@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/queenbridge/queenbridge/admin"
@@ -24,9 +25,9 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/ack", b.guard(auth.ActionRead, b.httpAck(false)))
 	mux.Handle("POST /api/v1/ack/batch", b.guard(auth.ActionRead, b.httpAck(true)))
 	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend()))
-	mux.Handle("GET /api/v1/dlq", b.guard(auth.ActionRead, b.httpDLQ))
-	// Queen's admin routes (SPEC §12), maintenance among them.
-	for _, rt := range b.admin.Routes() {
+	// The rooms' route tables: Queen's admin routes (SPEC §12), maintenance
+	// among them; the dead letters (consume); the web console's own.
+	for _, rt := range slices.Concat(b.admin.Routes(), b.consumer.Routes(), b.console.Routes()) {
 		a := auth.ActionRead
 		if rt.Admin {
 			a = auth.ActionAdmin
@@ -106,17 +107,6 @@ func (b *Bridge) withBody(fn func(ctx context.Context, tenant tenancy.TenantID, 
 }
 
 func (b *Bridge) httpHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-	defer cancel()
-	pg, nc := "up", "up"
-	if err := b.cfg.DB.Ping(ctx); err != nil {
-		pg = "down"
-	}
-	if b.cfg.NATS == nil {
-		nc = "disabled"
-	} else if !b.cfg.NATS.IsConnected() {
-		nc = "down"
-	}
-	status, out := jsonapi.Health(pg, nc)
+	status, out := b.keeper.ServeHealth(r.Context())
 	writeJSON(w, status, out)
 }

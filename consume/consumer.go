@@ -10,6 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Store is what the consumer API asks of the database; *pgwire.DB
@@ -24,6 +25,8 @@ type Store interface {
 	SeekGroup(ctx context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error)
 	DeleteGroup(ctx context.Context, tenant tenancy.TenantID, group, queue string, subscriptions bool) ([]pgwire.GroupPartition, error)
 	Transaction(ctx context.Context, req pgwire.TxnRequest) (pgwire.TxnResult, error)
+	RequeueCandidates(ctx context.Context, sel pgwire.RequeueSelect) ([]pgwire.DeadLetter, bool, bool, error)
+	Requeue(ctx context.Context, req pgwire.RequeueRequest) ([]segment.Result, error)
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
@@ -84,6 +87,9 @@ type Config struct {
 	// Stopping reports that the bridge is shutting down: a transaction
 	// that arrives then is refused (503). Default: never.
 	Stopping func() bool
+	// RequeueMax bounds the dead letters one requeue sends again (POST
+	// /api/v1/dlq/requeue without a message named). Default 1000.
+	RequeueMax int
 	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
 	// whole batches too (the differential tests compare the two paths).
 	GeneralAcksOnly bool
@@ -130,6 +136,12 @@ func New(cfg Config) (*Consumer, error) {
 	}
 	if cfg.Stopping == nil {
 		cfg.Stopping = func() bool { return false }
+	}
+	if cfg.RequeueMax == 0 {
+		cfg.RequeueMax = 1000
+	}
+	if cfg.RequeueMax < 1 {
+		return nil, fmt.Errorf("consume: RequeueMax must be positive, got %d", cfg.RequeueMax)
 	}
 	c := &Consumer{cfg: cfg}
 	c.fuser.run = cfg.DB.AckWhole

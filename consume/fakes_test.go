@@ -265,3 +265,11 @@ func newRig(t *testing.T) *rig {
 }
 
 var tenant = tenancy.TenantID{0xab, 1}
+
+func (s *fakeStore) RequeueCandidates(context.Context, pgwire.RequeueSelect) ([]pgwire.DeadLetter, bool, bool, error) {
+	return nil, false, false, errors.New("fakeStore: no requeues")
+}
+
+func (s *fakeStore) Requeue(context.Context, pgwire.RequeueRequest) ([]segment.Result, error) {
+	return nil, errors.New("fakeStore: no requeues")
+}

@@ -6,7 +6,8 @@
 // deliver nothing; kept, broadcast on <prefix>.v1.maintenance.pop.changed
 // and polled the same way), the spool that takes items whose write failed,
 // the drain that replays the spool, and the retention ticks, which also
-// purge the segments that deleted queues left (pgwire.PurgeStep).
+// purge the segments that deleted queues left (pgwire.PurgeStep); and the
+// health answer (ServeHealth: does PostgreSQL answer, is NATS connected).
 //
 // Failure model:
 //

@@ -44,3 +44,22 @@ func serveSwitch(ctx context.Context, enabled *bool, err error, set func(context
 	}
 	return jsonapi.StatusOK, answer()
 }
+
+// ServeHealth answers GET /health: whether PostgreSQL answers a ping
+// within a second and whether the NATS connection is up ("disabled"
+// without one); 503 when either is down.
+func (k *Keeper) ServeHealth(ctx context.Context) (int, []byte) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	pg, nc := "up", "up"
+	if k.cfg.DB.Ping(pctx) != nil {
+		pg = "down"
+	}
+	switch {
+	case k.cfg.Peers.NATS == nil:
+		nc = "disabled"
+	case !k.cfg.Peers.NATS.IsConnected():
+		nc = "down"
+	}
+	return jsonapi.Health(pg, nc)
+}

@@ -9,6 +9,7 @@ const (
 	StatusNoContent           = 204
 	StatusBadRequest          = 400
 	StatusNotFound            = 404
+	StatusConflict            = 409
 	StatusInternalServerError = 500
 	StatusServiceUnavailable  = 503
 )

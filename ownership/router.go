@@ -392,3 +392,14 @@ func (r *Router) SummaryFields(e *zerolog.Event) {
 
 // Members lists the live bridges' ids, sorted.
 func (r *Router) Members() []string { return append([]string(nil), r.tab.Load().members...) }
+
+// Shares lists the live bridges' ids, sorted, and how many buckets each
+// owns, from one table (so the counts add up to the buckets).
+func (r *Router) Shares() (ids []string, owned []int) {
+	t := r.tab.Load()
+	owned = make([]int, len(t.members))
+	for _, o := range t.owner {
+		owned[o]++
+	}
+	return append([]string(nil), t.members...), owned
+}

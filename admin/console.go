@@ -1,0 +1,49 @@
+package admin
+
+import (
+	"context"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/jsonapi"
+)
+
+// One of the web console's own routes (docs/console.md), over the state
+// this room's routes read: a queue's partitions with its consumer groups'
+// cursors on them.
+
+func (a *Admin) consoleRoutes() []Route {
+	return []Route{
+		{Method: "GET", Pattern: "/api/v1/resources/queues/{queue}/consumers", Serve: a.queueConsumers},
+	}
+}
+
+// queueConsumers answers a queue's partitions, by name, and its groups, by
+// name, each with the partitions it has a cursor on (a partition a group
+// has not popped has none: where it starts depends on the group's
+// subscription, so no lag is made up for it).
+func (a *Admin) queueConsumers(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+	name, ok := queueName(req)
+	if !ok {
+		return queueNotFound()
+	}
+	parts, cursors, found, err := a.cfg.DB.QueueConsumers(ctx, tenant, name)
+	if err != nil {
+		return failed(err)
+	}
+	if !found {
+		return queueNotFound()
+	}
+	out := jsonapi.QueueConsumers{Queue: name, Partitions: make([]jsonapi.ConsumerPartition, len(parts))}
+	for i, p := range parts {
+		out.Partitions[i] = jsonapi.ConsumerPartition{ID: p.ID, Name: p.Name, LastOffset: p.Last, LastWrite: p.LastWrite, Messages: p.Messages}
+	}
+	for _, c := range cursors { // by group, then partition name
+		if len(out.Groups) == 0 || out.Groups[len(out.Groups)-1].Name != c.Group {
+			out.Groups = append(out.Groups, jsonapi.ConsumerGroup{Name: c.Group})
+		}
+		g := &out.Groups[len(out.Groups)-1]
+		g.Partitions = append(g.Partitions, jsonapi.GroupCursor{Partition: c.Partition, PartitionID: c.PartitionID, Cursor: c.Cursor, Lag: c.Lag,
+			Lease: c.Lease, Leased: c.LeaseLive, Expires: c.Expires, BatchSize: c.Delivered})
+	}
+	return jsonapi.StatusOK, jsonapi.EncodeQueueConsumers(out)
+}

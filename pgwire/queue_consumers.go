@@ -1,0 +1,119 @@
+package pgwire
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
+
+// A queue's partitions and its consumer groups' cursors on them, for the
+// web console's queue page (docs/console.md). One statement reads the
+// queue's row, its partition rows (by the queue's index), the consumer rows
+// of each (by their primary key) and one primary-key probe per partition
+// for its first stored segment, which says what retention removed: no
+// segment is scanned, and no other queue's partition is read
+// (TestQueueConsumersReadOnlyTheQueue reads the plan). Counts are as the
+// admin counts' (admin_queues.go): with gone the highest offset no longer
+// stored, a partition stores last_offset - gone messages and a cursor lags
+// by last_offset - greatest(cursor, gone).
+
+// ConsumerPartition is one partition of a queue.
+type ConsumerPartition struct {
+	ID        int64
+	Name      string
+	Last      int64     // the high-water mark
+	LastWrite time.Time // zero: nothing written yet
+	Messages  int64     // stored: Last less what retention removed
+}
+
+// ConsumerCursor is one group's cursor on one partition of the queue.
+type ConsumerCursor struct {
+	Group       string
+	PartitionID int64
+	Partition   string
+	Cursor      int64
+	Lag         int64 // messages stored after the cursor
+	// Lease and Expires are the live lease, when LeaseLive; Delivered what
+	// it delivered (0 without a live lease).
+	Lease     [16]byte
+	LeaseLive bool
+	Expires   time.Time
+	Delivered int64
+}
+
+// queueConsumersSQL: a row per (partition, cursor), a partition with no
+// cursor once with a null group, and the queue once with null partition
+// when it has none; no row when the tenant has no such queue. Not ordered
+// here: ORDER BY p.name would have the planner weigh a sort against an
+// index walk for nothing, so the caller sorts.
+const queueConsumersSQL = `/* queen:queue-consumers */ SELECT p.id, p.name, p.last_offset, p.last_write_at, p.last_offset - g.gone,
+       c.consumer_group, c.cursor_offset, greatest(p.last_offset - greatest(c.cursor_offset, g.gone), 0),
+       c.lease_id, c.lease_expires_at, c.lease_id IS NOT NULL AND c.lease_expires_at > clock_timestamp(), c.delivered_count
+FROM queen.queues q
+LEFT JOIN queen.log_partitions p ON p.queue_id = q.id
+LEFT JOIN LATERAL (SELECT s.base_offset FROM queen.log_segments s
+                   WHERE s.partition_id = p.id ORDER BY s.end_offset LIMIT 1) fs ON true
+LEFT JOIN LATERAL (SELECT coalesce(fs.base_offset - 1, p.last_offset) AS gone) g ON true
+LEFT JOIN queen.consumer_cursors c ON c.partition_id = p.id
+WHERE q.tenant = $1 AND q.name = $2`
+
+// QueueConsumers reads one of a tenant's queues: its partitions by name,
+// and every cursor on them by group, then partition name. found is false
+// when the tenant has no such queue.
+func (db *DB) QueueConsumers(ctx context.Context, tenant tenancy.TenantID, queue string) (parts []ConsumerPartition, cursors []ConsumerCursor, found bool, err error) {
+	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		parts, cursors, found = parts[:0], cursors[:0], false
+		rows, err := conn.Query(ctx, queueConsumersSQL, tenantArg(tenant), queue)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			found = true
+			var pid, last, msgs, cursor, lag, delivered pgtype.Int8
+			var pname, group pgtype.Text
+			var wrote, expires pgtype.Timestamptz
+			var lease pgtype.UUID
+			var live pgtype.Bool
+			if err := rows.Scan(&pid, &pname, &last, &wrote, &msgs, &group, &cursor, &lag, &lease, &expires, &live, &delivered); err != nil {
+				return err
+			}
+			if !pid.Valid { // the queue has no partition
+				continue
+			}
+			if len(parts) == 0 || parts[len(parts)-1].ID != pid.Int64 {
+				p := ConsumerPartition{ID: pid.Int64, Name: pname.String, Last: last.Int64, Messages: msgs.Int64}
+				if last.Int64 > 0 {
+					p.LastWrite = wrote.Time
+				}
+				parts = append(parts, p)
+			}
+			if !group.Valid {
+				continue
+			}
+			c := ConsumerCursor{Group: group.String, PartitionID: pid.Int64, Partition: pname.String, Cursor: cursor.Int64, Lag: lag.Int64}
+			if live.Bool {
+				c.Lease, c.LeaseLive, c.Expires, c.Delivered = lease.Bytes, true, expires.Time, delivered.Int64
+			}
+			cursors = append(cursors, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("pgwire: consumers of %q: %w", queue, err)
+	}
+	// A partition's rows come together (a nested loop per partition), but
+	// nothing promises it: drop any repeat after sorting.
+	slices.SortFunc(parts, func(a, b ConsumerPartition) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
+	parts = slices.CompactFunc(parts, func(a, b ConsumerPartition) bool { return a.ID == b.ID })
+	slices.SortFunc(cursors, func(a, b ConsumerCursor) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.PartitionID, b.PartitionID))
+	})
+	return parts, cursors, found, nil
+}
