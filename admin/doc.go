@@ -2,7 +2,8 @@
 // to §12.5, §12.7): queue resources (list, detail, delete, namespaces,
 // tasks, overview), consumer groups (list, detail, lagging, delete, seek,
 // subscription), messages (list, detail, tombstones) and the status and
-// maintenance routes the dashboard reads. HTTP only: the front door
+// maintenance routes the dashboard reads; and the web console's queue page
+// (a queue's partitions and its groups' cursors, console.go). HTTP only: the front door
 // registers every Route this package lists and hands each the tenant of the
 // request, the path values, the query and the body.
 //

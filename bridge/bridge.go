@@ -130,7 +130,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if b.console, err = console.New(console.Config{Bridge: b.id, Figures: func() console.Figures {
 		f, k := cfg.Fusion.Stats(), b.keeper.Stats()
 		ids, owned := b.router.Shares()
-		return console.Figures{Pushed: f.ItemsFired, Consumed: b.consumer.Stats().Delivered, Commits: f.Bundles, Segments: f.Segments,
+		return console.Figures{Pushed: f.ItemsFired, Consumed: b.consumer.Stats().Delivered, Commits: f.Bundles - min(f.BundleErrors, f.Bundles), Segments: f.Segments,
 			BundlesInFlight: f.PermitsInUse, InFlightLimit: f.InFlightLimit, Flush: f.FlushTime, BundleLatency: f.BundleLatency,
 			Maintenance: k.Maintenance, PopMaintenance: k.PopMaintenance, SpoolRecords: k.SpoolRecords, SpoolBytes: k.SpoolBytes,
 			SpoolHealthy: k.SpoolHealthy, Members: ids, Owned: owned}

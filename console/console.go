@@ -16,7 +16,7 @@ import (
 type Figures struct {
 	Pushed   uint64 // items written by this bridge's fusion (fusion ItemsFired)
 	Consumed uint64 // messages delivered by pops here (consume Delivered)
-	Commits  uint64 // bundle calls (fusion Bundles)
+	Commits  uint64 // bundle calls that committed (fusion Bundles less BundleErrors)
 	Segments uint64 // segments sent in them (fusion Segments)
 
 	BundlesInFlight, InFlightLimit int           // fusion PermitsInUse, InFlightLimit
@@ -44,6 +44,9 @@ type Config struct {
 	// Keep is how many intervals the history keeps. Default 300 (ten
 	// minutes at 2 s).
 	Keep int
+	// Now is the clock samples and answers are stamped with. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 // Console owns the sampler and the history.
@@ -75,6 +78,9 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Keep == 0 {
 		cfg.Keep = 300
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Keep < 1 {
 		return nil, errors.New("console: Config.Keep must be at least 1")
@@ -124,7 +130,7 @@ func (c *Console) Stop(ctx context.Context) error {
 // sample to the history. The sampler calls it every Interval; a test calls
 // it instead of waiting for ticks.
 func (c *Console) Sample() {
-	s := sampleOf(c.cfg.Figures(), time.Now())
+	s := sampleOf(c.cfg.Figures(), c.cfg.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.prev.at.IsZero() {
@@ -148,7 +154,7 @@ func (c *Console) serveOverview(context.Context, tenancy.TenantID, route.Request
 // Overview is the answer: the figures now and the history, oldest first.
 func (c *Console) Overview() jsonapi.BridgeOverview {
 	f := c.cfg.Figures()
-	o := jsonapi.BridgeOverview{Bridge: c.cfg.Bridge, Time: time.Now(), Maintenance: f.Maintenance, PopMaintenance: f.PopMaintenance,
+	o := jsonapi.BridgeOverview{Bridge: c.cfg.Bridge, Time: c.cfg.Now(), Maintenance: f.Maintenance, PopMaintenance: f.PopMaintenance,
 		Spool:           jsonapi.OverviewSpool{Records: f.SpoolRecords, Bytes: f.SpoolBytes, Healthy: f.SpoolHealthy},
 		BundlesInFlight: f.BundlesInFlight, InFlightLimit: f.InFlightLimit,
 		FlushMs: jsonapi.Millis(f.Flush), BundleLatencyMs: jsonapi.Millis(f.BundleLatency),

@@ -2,7 +2,9 @@
 // (claiming partitions for a consumer group under a lease, reading after
 // the group's cursor), acknowledgements (grouped per partition, group and
 // lease, applied in the one lock order), lease extension, the dead
-// letters, Queen's transactions (pushes and acknowledgements in one
+// letters (listed, and requeued as new pushes of their messages written
+// with their removal in one PostgreSQL transaction, requeue.go; the two
+// HTTP routes as a route table, routes.go), Queen's transactions (pushes and acknowledgements in one
 // PostgreSQL transaction, txn.go), and the admin routes' seeks and deletes
 // of a group's cursors (groups.go), which the read side's marks and the hot
 // tail must hear of. It answers with its own result types (Popped,
@@ -15,7 +17,8 @@
 // claim (its marks), parks a pop that found nothing until a push is
 // announced, and hears of released leases; queues decrypts payloads of
 // encrypted queues; push prepares a transaction's pushes (Preparer, which
-// *push.Pusher satisfies), exactly as a push's.
+// *push.Pusher satisfies), exactly as a push's, and a requeue's pushes
+// the same way.
 //
 // It must not import bridge, durability or ownership, nor net/http, NATS
 // or Prometheus; of push it uses the preparation only, never the write
@@ -29,7 +32,7 @@
 // acknowledged or extended; an expired lease's messages are delivered
 // again to the next claim. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
-// commit. A transaction commits whole or not at all: after COMMIT it is
-// announced before it is answered; a lost connection during COMMIT is
-// answered as an unknown outcome, never as success.
+// commit. A transaction, and a requeue, commits whole or not at all: after
+// COMMIT it is announced before it is answered; a lost connection during
+// COMMIT is answered as an unknown outcome, never as success.
 package consume

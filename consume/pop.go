@@ -112,7 +112,7 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 	if err != nil {
 		return nil, err
 	}
-	out, cands, err := c.claimTailRound(ctx, tenant, req, base, cands)
+	out, cands, refused, err := c.claimTailRound(ctx, tenant, req, base, cands)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,11 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 		} else {
 			pr.Partition = cand.Name
 		}
-		res, err := c.popOne(ctx, pr)
+		pop := c.popOne
+		if i < refused { // the tail refused it this round
+			pop = c.popDB
+		}
+		res, err := pop(ctx, pr)
 		if err != nil {
 			return out, err
 		}

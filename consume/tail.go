@@ -30,6 +30,12 @@ func (c *Consumer) popOne(ctx context.Context, pr pgwire.PopRequest) (pgwire.Pop
 			return res[0], nil
 		}
 	}
+	return c.popDB(ctx, pr)
+}
+
+// popDB pops one partition through the database's pop, noting the cursor
+// it saw.
+func (c *Consumer) popDB(ctx context.Context, pr pgwire.PopRequest) (pgwire.PopResult, error) {
 	res, err := c.cfg.DB.Pop(ctx, pr)
 	if err == nil {
 		c.noteCursor(pr, res)
@@ -83,18 +89,25 @@ func (c *Consumer) claimTails(ctx context.Context, pr pgwire.PopRequest, claims 
 
 // claimTailRound is the part of an any-partition pop's round the hot tail
 // can serve: takes of the candidates it holds (within the round's bounds),
-// claimed together in one statement. It answers what was delivered and the
-// candidates left for the database, in order.
+// claimed together in one statement. The first candidate the tail cannot
+// serve ends it: deepestFirst put it before those the tail can serve
+// because it is furthest behind, and the database serves it first (were
+// later candidates claimed from memory, a pop of one partition would never
+// reach it while they keep getting commits). It answers what was
+// delivered, the candidates left for the database in order, and how many
+// of those, first, the tail has already refused (they go straight to
+// PostgreSQL).
 func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, req PopRequest, base pgwire.PopRequest,
-	cands []readside.Candidate) ([]pgwire.PopResult, []readside.Candidate, error) {
+	cands []readside.Candidate) ([]pgwire.PopResult, []readside.Candidate, int, error) {
 	if c.cfg.Tail == nil {
-		return nil, cands, nil
+		return nil, cands, 0, nil
 	}
 	cands = c.deepestFirst(req, cands)
 	var claims []pgwire.TailClaim
 	var msgs [][]pgwire.Message
 	var from []readside.Candidate
 	var rest []readside.Candidate
+	refused := 0
 	left, bytesLeft := req.Batch, req.MaxBytes
 	for i, cand := range cands {
 		if i >= maxClaimTries || len(claims) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(claims) > 0 && bytesLeft < req.MaxBytes/2) {
@@ -108,19 +121,19 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 		}
 		claim, m, ok := c.tailTake(pr)
 		if !ok {
-			rest = append(rest, cand)
-			continue
+			rest, refused = append(rest, cands[i:]...), 1
+			break
 		}
 		claims, msgs, from = append(claims, claim), append(msgs, m), append(from, cand)
 		left -= len(m)
 		bytesLeft -= messagesCost(m, cand.Name, req.Group, req.MaxBytes)
 	}
 	if len(claims) == 0 {
-		return nil, rest, nil
+		return nil, rest, refused, nil
 	}
 	res, err := c.claimTails(ctx, base, claims, msgs)
 	if err != nil {
-		return nil, cands, err
+		return nil, cands, 0, err
 	}
 	var out []pgwire.PopResult
 	var missed []readside.Candidate
@@ -133,7 +146,7 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 		c.cfg.Marks.Outcome(tenant, req.Queue, req.Group, from[i], r)
 		out = append(out, r)
 	}
-	return out, append(missed, rest...), nil
+	return out, append(missed, rest...), len(missed) + refused, nil
 }
 
 // deepestWindow is how many of an any-partition pop's candidates, from its

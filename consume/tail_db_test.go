@@ -2,8 +2,10 @@ package consume
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/internal/testenv"
@@ -70,6 +72,7 @@ type tailBridge struct {
 	t     *testing.T
 	db    *pgwire.DB
 	store *watchStore
+	reads *readside.Reads
 	tail  *readside.Tail
 	c     *Consumer
 }
@@ -86,7 +89,7 @@ func newTailBridge(t *testing.T, db *pgwire.DB) *tailBridge {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
-	b := &tailBridge{t: t, db: db, store: &watchStore{DB: db, t: t}, tail: readside.NewTail(1 << 20)}
+	b := &tailBridge{t: t, db: db, store: &watchStore{DB: db, t: t}, reads: reads, tail: readside.NewTail(1 << 20)}
 	if b.c, err = New(Config{DB: b.store, Reads: reads, Payloads: plainPayloads{}, Tail: b.tail}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func newTailBridge(t *testing.T, db *pgwire.DB) *tailBridge {
 }
 
 // push writes one segment of txids as this bridge's fusion does: one
-// bundle committed, then handed to the commit hook.
+// bundle committed, handed to the commit hook, then announced.
 func (b *tailBridge) push(queue, partition string, txids ...string) segment.Result {
 	b.t.Helper()
 	frames := make([]segment.Frame, len(txids))
@@ -108,13 +111,14 @@ func (b *tailBridge) push(queue, partition string, txids ...string) segment.Resu
 		b.t.Fatalf("push %v: %+v %v", txids, res, err)
 	}
 	b.tail.Committed(w, res)
+	b.reads.Announce([]readside.Key{{Queue: queue, Partition: partition}})
 	return res[0]
 }
 
-// pop pops the partition for group g and answers the delivery's
-// transactionIds; the offsets must be consecutive, after the cursor, up to
-// the delivery's end (retention may have removed what followed the
-// cursor).
+// pop pops the partition ("": any one partition) for group g and answers
+// the delivery's transactionIds; the offsets must be consecutive, after the
+// cursor, up to the delivery's end (retention may have removed what
+// followed the cursor).
 func (b *tailBridge) pop(queue, partition string) (Popped, []string) {
 	b.t.Helper()
 	p, err := b.c.Pop(context.Background(), [16]byte{}, PopRequest{Queue: queue, Partition: partition, Group: "g",
@@ -298,4 +302,50 @@ func TestTailNeverServesAcrossAnotherWritersSegment(t *testing.T) {
 	a.wantPop("q", "p", 0, 0, "m10") // a saw the cursor at 7: before its run
 	a.push("q", "p", "m11")
 	a.wantPop("q", "p", 1, 0, "m11")
+}
+
+// The group was sought back on one partition, so that its cursor is below
+// what the tail holds, while the queue's other partitions keep getting
+// commits the tail can serve. Any-partition pops of one partition serve it
+// from PostgreSQL first (it is the furthest behind) instead of passing over
+// it for as long as the others are fed; then the others from memory.
+func TestTailRoundServesAPartitionBehindFirst(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a := newTailBridge(t, db)
+	parts := []string{"p0", "p1", "p2"}
+	for _, p := range parts {
+		a.push("s", p, p+"-1")
+		a.wantPop("s", p, 0, 0, p+"-1") // the group's first pop seeds its cursor row
+	}
+	a.push("s", "p0", "p0-2")
+	a.wantPop("s", "p0", 1, 0, "p0-2") // the tail holds p0 from offset 1
+	if _, err := a.c.SeekGroup(context.Background(), pgwire.SeekRequest{Group: "g", Queue: "s", Partition: "p0", At: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	before := a.c.Stats().Tail
+	behind := -1
+	for i := range parts {
+		a.push("s", "p1", fmt.Sprint("p1-", i+2))
+		a.push("s", "p2", fmt.Sprint("p2-", i+2))
+		p, got := a.pop("s", "")
+		if len(p.Parts) != 1 {
+			t.Fatalf("pop %d delivered %d partitions, want 1", i, len(p.Parts))
+		}
+		if p.Parts[0].Partition == "p0" {
+			if behind >= 0 || !slices.Equal(got, []string{"p0-1", "p0-2"}) {
+				t.Fatalf("pop %d delivered %v of p0 (earlier at pop %d; -1: none), want p0-1 and p0-2 once", i, got, behind)
+			}
+			behind = i
+		}
+		a.ack(p)
+	}
+	if behind != 0 {
+		t.Fatalf("the partition sought back was delivered at pop %d of %d (-1: none), want the first", behind, len(parts))
+	}
+	after := a.c.Stats().Tail
+	if after.Hits-before.Hits != uint64(len(parts)-1) || after.Misses != before.Misses || a.store.refused != 0 {
+		t.Fatalf("the pops after p0's counted %d hits and %d misses (%d claims refused), want %d and none",
+			after.Hits-before.Hits, after.Misses-before.Misses, a.store.refused, len(parts)-1)
+	}
 }

@@ -108,3 +108,34 @@ func TestHeartbeatsParse(t *testing.T) {
 		}
 	}
 }
+
+// Shares names every member, sorted, with the buckets the table gives it,
+// which add up to all of them.
+func TestShares(t *testing.T) {
+	r := &Router{}
+	r.tab.Store(newTable([]string{"c", "a", "b"}, "b", 1024))
+	ids, owned := r.Shares()
+	if len(ids) != 3 || ids[0] != "a" || ids[1] != "b" || ids[2] != "c" || len(owned) != 3 {
+		t.Fatalf("%v %v", ids, owned)
+	}
+	sum := 0
+	for i, n := range owned {
+		sum += n
+		if want := countOwned(r.tab.Load(), i); n != want || n == 0 {
+			t.Errorf("%s owns %d, the table says %d", ids[i], n, want)
+		}
+	}
+	if sum != 1024 || owned[1] != r.tab.Load().owned() {
+		t.Fatalf("owned %v", owned)
+	}
+}
+
+func countOwned(t *table, member int) int {
+	n := 0
+	for b := range t.owner {
+		if t.ownerOf(b) == t.members[member] {
+			n++
+		}
+	}
+	return n
+}

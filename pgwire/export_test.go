@@ -91,3 +91,10 @@ const (
 	PopKnownSQL = popKnownSQL
 	PopTailSQL  = popTailSQL
 )
+
+// QueueConsumersSQL and RequeueSelectSQL are the console's statements, for
+// the test that reads their plans.
+const (
+	QueueConsumersSQL = queueConsumersSQL
+	RequeueSelectSQL  = requeueSelectSQL
+)

@@ -30,23 +30,25 @@ type RequeueSelect struct {
 	Limit         int
 }
 
-// requeueSelectSQL picks the oldest dead letters (by id) whose message is
-// still stored and not deleted, partition by partition of the queue: one
+// requeueSelectSQL picks the oldest dead letters (by id) of queue $1 whose
+// message is still stored and not deleted, partition by partition: one
 // primary-key probe per partition for its first stored segment (what
-// retention removed), the dead letters by their index on (partition,
-// group, offset). Only then, for the Limit picked, the segments holding
-// their messages are read.
+// retention removed), its dead letters by their index on (partition,
+// group, offset) (the subquery is kept apart, OFFSET 0, so that it stays a
+// probe per partition rather than a read of every dead letter). Only then,
+// for the Limit picked, the segments holding their messages are read.
 const requeueSelectSQL = `WITH picked AS MATERIALIZED (
 	SELECT d.id, d.transaction_id, d.partition_id, p.name AS pname, d.consumer_group, coalesce(d.error_message, '') AS err,
 	       d.retry_count, d.message_offset, d.failed_at
-	FROM queen.queues q
-	JOIN queen.log_partitions p ON p.queue_id = q.id
+	FROM queen.log_partitions p
 	CROSS JOIN LATERAL (SELECT coalesce((SELECT s.base_offset FROM queen.log_segments s
 	                                     WHERE s.partition_id = p.id ORDER BY s.end_offset LIMIT 1), p.last_offset + 1) AS first) f
-	JOIN queen.dead_letters d ON d.partition_id = p.id AND d.message_offset >= f.first
-	WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3)
-	  AND ($4 = 0 OR (p.id = $4 AND d.transaction_id = $5)) AND ` + notTombstoned + `
-	ORDER BY d.id LIMIT $6)
+	CROSS JOIN LATERAL (SELECT d.* FROM queen.dead_letters d
+	                    WHERE d.partition_id = p.id AND ($2 = '' OR d.consumer_group = $2) AND d.message_offset >= f.first
+	                      AND ($3 = 0 OR (d.partition_id = $3 AND d.transaction_id = $4)) AND ` + notTombstoned + `
+	                    OFFSET 0) d
+	WHERE p.queue_id = $1
+	ORDER BY d.id LIMIT $5)
 SELECT x.id, x.transaction_id, x.partition_id, x.pname, x.consumer_group, x.err, x.retry_count, x.message_offset, x.failed_at,
        s.base_offset, s.created_at, s.payload
 FROM picked x
@@ -70,7 +72,7 @@ func (db *DB) RequeueCandidates(ctx context.Context, sel RequeueSelect) (dls []D
 			return err
 		}
 		found = true
-		rows, err := conn.Query(ctx, requeueSelectSQL, tenantArg(sel.Tenant), sel.Queue, sel.Group, sel.PartitionID, sel.TransactionID, sel.Limit+1)
+		rows, err := conn.Query(ctx, requeueSelectSQL, qid, sel.Group, sel.PartitionID, sel.TransactionID, sel.Limit+1)
 		if err != nil {
 			return err
 		}
