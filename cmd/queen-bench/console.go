@@ -19,8 +19,9 @@ import (
 // group console-bench, so its queue page has a group to show), measures
 // PostgreSQL's CPU while nothing runs for -console-baseline, then reads
 // what an open console reads for -duration: every -console-every (2 s, as
-// the pages refresh) the overview's route and the first queue's page
-// (its consumers route; its options once, as the page does). It reports
+// the pages refresh) what the three live pages read: the overview's route,
+// the queues page's list and the first queue's page (its consumers route;
+// its options once, as the page does). It reports
 // PostgreSQL's CPU as % of one core in both windows and their difference,
 // and each route's answers and mean time. The figure is in docs/console.md.
 
@@ -104,8 +105,12 @@ func runConsole(ctx context.Context, o options, out io.Writer) error {
 		idle = cpu(s0, m.sample(), time.Since(t0))
 	}
 
+	// Every live page at once (a person has one open; this is the sum, an
+	// upper bound): the overview, the queues page (whose counts cover every
+	// partition) and the first queue's page.
 	routes := []*consoleRoute{
 		{path: "/api/v1/bridge/overview"},
+		{path: "/api/v1/resources/queues"},
 		{path: "/api/v1/resources/queues/" + url.PathEscape(shown) + "/consumers"},
 	}
 	options := &consoleRoute{path: "/api/v1/status/queues/" + url.PathEscape(shown)}
@@ -122,7 +127,7 @@ func runConsole(ctx context.Context, o options, out io.Writer) error {
 		}
 		r.failures[status]++
 	}
-	fmt.Fprintf(out, "console: the overview and the queue page of %s open, refreshed every %s, for %s\n", shown, o.consoleEvery, o.duration)
+	fmt.Fprintf(out, "console: the overview, the queues page and the queue page of %s open, refreshed every %s, for %s\n", shown, o.consoleEvery, o.duration)
 	s0, t0 := m.sample(), time.Now()
 	read(options)
 	tick := time.NewTicker(o.consoleEvery)

@@ -25,6 +25,7 @@ func TestConsoleModeReadsWhatAnOpenConsoleReads(t *testing.T) {
 	for _, want := range []string{
 		`GET /api/v1/status/queues/console.q0: 1 answers, `,
 		`GET /api/v1/bridge/overview: [1-9]\d* answers, [\d.]+ ms mean\n`,
+		`GET /api/v1/resources/queues: [1-9]\d* answers, [\d.]+ ms mean\n`,
 		`GET /api/v1/resources/queues/console.q0/consumers: [1-9]\d* answers, [\d.]+ ms mean\n`,
 		`PostgreSQL CPU, % of one core: console open [\d.]+ %, nothing open n/a, `,
 	} {
