@@ -156,7 +156,7 @@ func us(v float64) string {
 func (s cpuSplit) String() string {
 	out := fmt.Sprintf("bridge %s µs, postgres %s µs, queen-bench %s µs", us(s.bridge), us(s.pg), us(s.bench))
 	if !math.IsNaN(s.server) {
-		out += fmt.Sprintf(", jetstream server %s µs", us(s.server))
+		out += fmt.Sprintf(", server (-server-pid) %s µs", us(s.server))
 	}
 	return out
 }

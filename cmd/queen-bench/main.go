@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -73,9 +74,11 @@ func main() {
 	flag.StringVar(&o.js.subject, "subject", "bench.js", "jetstream target: messages go to <subject>.p<n>")
 	flag.IntVar(&o.js.window, "pending", 256, "jetstream target: acks each publisher waits for at once (PublishAsyncMaxPending)")
 	flag.BoolVar(&o.js.create, "create-stream", false, "jetstream target: create the stream first (file storage, subjects <subject>.>) on a JetStream server")
-	flag.IntVar(&o.js.serverPID, "server-pid", 0, "jetstream target: the JetStream server's process id, for its CPU per item")
+	flag.IntVar(&o.js.serverPID, "server-pid", 0, "the process id of a server beside the bridge (a JetStream server, -serve-echo), for its CPU per item")
 	serveDir := flag.String("serve-jetstream", "", "run a nats-server with JetStream file storage in this directory until interrupted (the jetstream target's real stream), instead of loading")
 	serveListen := flag.String("listen", "127.0.0.1:4333", "with -serve-jetstream: the client address")
+	serveEchoAddr := flag.String("serve-echo", "", "run the NATS floor on this client address until interrupted: an embedded nats-server and a micro endpoint on <prefix>.v1.push answering every item queued after -echo-delay, no other work (load it as a bridge over NATS, its CPU with -server-pid)")
+	echoDelay := flag.Duration("echo-delay", time.Millisecond, "with -serve-echo: how long each answer waits (where the bridge waits for PostgreSQL)")
 	syncAlways := flag.Bool("sync-always", false, "with -serve-jetstream: fsync every message before its ack (sync_interval: always)")
 	flag.IntVar(&o.consumers, "consumers", 0, "consume mode (bridge target): this many consumers of one group pop and acknowledge while the clients push (0: off)")
 	flag.IntVar(&o.consumeBatch, "consume-batch", 100, "consume mode: messages one pop may deliver")
@@ -92,6 +95,15 @@ func main() {
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
+	if *serveEchoAddr != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := serveEcho(ctx, *serveEchoAddr, o.prefix, *echoDelay, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "queen-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serveDir != "" {
 		if err := serveJetStream(*serveDir, *serveListen, *syncAlways, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "queen-bench:", err)
