@@ -242,8 +242,9 @@ func (b *Bridge) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("bridge: requests still unanswered: %w", err))
 		}
 		// Parked reads answer empty; a drain in progress finishes its
-		// chunk: fusion is still running.
-		for _, room := range []interface{ Stop(context.Context) error }{b.reads, b.queues, b.keeper, b.console} {
+		// chunk: fusion is still running. The console's sampler reads the
+		// others' figures, so it stops first.
+		for _, room := range []interface{ Stop(context.Context) error }{b.console, b.reads, b.queues, b.keeper} {
 			if err := room.Stop(ctx); err != nil {
 				errs = append(errs, err)
 			}

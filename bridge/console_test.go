@@ -50,45 +50,17 @@ func (n *node) pushAs(token string, its ...[4]string) []result {
 // popAs pops as token; 204 is a zero popped.
 func (n *node) popAs(token, queue, partition string, params ...string) popped {
 	n.t.Helper()
-	path := "/api/v1/pop/queue/" + url.PathEscape(queue)
-	if partition != "" {
-		path += "/partition/" + url.PathEscape(partition)
-	}
-	q := url.Values{}
-	for i := 0; i+1 < len(params); i += 2 {
-		q.Set(params[i], params[i+1])
-	}
-	status, out := n.as(token, http.MethodGet, path+"?"+q.Encode(), nil)
-	var p popped
-	switch status {
-	case http.StatusNoContent:
-	case http.StatusOK:
-		if err := json.Unmarshal(out, &p); err != nil {
-			n.t.Fatalf("pop answer %s: %v", out, err)
-		}
-	default:
-		n.t.Fatalf("pop %s: %d %s", path, status, out)
-	}
+	_, p := n.popWith(bearer(token), queue, partition, params...)
 	return p
 }
 
-// ackAs acknowledges every message of p with status, as token.
+// ackAs acknowledges every message of p with status, as token, and
+// fails the test unless each succeeded.
 func (n *node) ackAs(token string, p popped, group, status string) {
 	n.t.Helper()
-	var acks []map[string]string
-	for _, m := range p.Messages {
-		acks = append(acks, map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "status": status,
-			"leaseId": m.LeaseID, "error": "handler " + status})
-	}
-	body, _ := json.Marshal(map[string]any{"acknowledgments": acks, "consumerGroup": group})
-	code, out := n.as(token, http.MethodPost, "/api/v1/ack/batch", body)
-	var res []ackAnswer
-	if code != http.StatusOK || json.Unmarshal(out, &res) != nil || len(res) != len(acks) {
-		n.t.Fatalf("ack: %d %s", code, out)
-	}
-	for _, r := range res {
+	for _, r := range n.ackWith(bearer(token), p, group, func(string) string { return status }) {
 		if !r.Success {
-			n.t.Fatalf("ack: %s", out)
+			n.t.Fatalf("ack %s: %+v", status, r)
 		}
 	}
 }

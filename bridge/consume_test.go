@@ -54,6 +54,12 @@ type ackAnswer struct {
 // popHTTP pops as Queen's client does: GET /api/v1/pop/queue/Q[/partition/P]?...
 func (n *node) popHTTP(queue, partition string, params ...string) (int, popped) {
 	n.t.Helper()
+	return n.popWith(nil, queue, partition, params...)
+}
+
+// popWith is popHTTP with header (name, value, ...) sent too.
+func (n *node) popWith(header []string, queue, partition string, params ...string) (int, popped) {
+	n.t.Helper()
 	path := "/api/v1/pop/queue/" + url.PathEscape(queue)
 	if partition != "" {
 		path += "/partition/" + url.PathEscape(partition)
@@ -62,7 +68,7 @@ func (n *node) popHTTP(queue, partition string, params ...string) (int, popped) 
 	for i := 0; i+1 < len(params); i += 2 {
 		q.Set(params[i], params[i+1])
 	}
-	status, out := n.get(path + "?" + q.Encode())
+	status, out := n.get(path+"?"+q.Encode(), header...)
 	var p popped
 	if status == http.StatusOK {
 		if err := json.Unmarshal(out, &p); err != nil {
@@ -79,6 +85,12 @@ func (n *node) popHTTP(queue, partition string, params ...string) (int, popped) 
 // ackAll acknowledges a pop's messages in one batch, as Queen's client's
 // consume does (status per message).
 func (n *node) ackAll(p popped, group string, status func(txid string) string) []ackAnswer {
+	n.t.Helper()
+	return n.ackWith(nil, p, group, status)
+}
+
+// ackWith is ackAll with header (name, value, ...) sent too.
+func (n *node) ackWith(header []string, p popped, group string, status func(txid string) string) []ackAnswer {
 	n.t.Helper()
 	type ack struct {
 		TransactionID string `json:"transactionId"`
@@ -100,7 +112,7 @@ func (n *node) ackAll(p popped, group string, status func(txid string) string) [
 		acks = append(acks, a)
 	}
 	body, _ := json.Marshal(map[string]any{"acknowledgments": acks, "consumerGroup": group})
-	code, out := n.post("/api/v1/ack/batch", body)
+	code, out := n.post("/api/v1/ack/batch", body, header...)
 	var res []ackAnswer
 	if code != http.StatusOK || json.Unmarshal(out, &res) != nil || len(res) != len(acks) {
 		n.t.Fatalf("ack: %d %s", code, out)

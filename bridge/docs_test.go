@@ -65,6 +65,24 @@ func TestEveryHTTPRouteIsDocumented(t *testing.T) {
 	}
 }
 
+// TestEveryRoomRouteIsDocumented: each route of the rooms' tables (admin,
+// consume, console), which httpHandler registers in one loop, appears in
+// backticks in the docs as "METHOD pattern" (or with its query after a
+// "?").
+func TestEveryRoomRouteIsDocumented(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	routes := n.br.RoomRoutes()
+	if len(routes) < 20 {
+		t.Fatalf("the rooms' tables hold %d routes: %v", len(routes), routes)
+	}
+	docs := documented(t)
+	for r := range routes {
+		if !strings.Contains(docs, "`"+r+"`") && !strings.Contains(docs, "`"+r+"?") {
+			t.Errorf("HTTP route %s is in a room's table but no doc names it (in backticks)", r)
+		}
+	}
+}
+
 // registeredRoutes reads the patterns out of httpHandler's source: every
 // string literal in it that is a ServeMux pattern.
 func registeredRoutes(t *testing.T) []string {

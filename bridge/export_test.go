@@ -13,3 +13,13 @@ func (b *Bridge) EndpointSubjects() []string {
 // ConsoleSample takes one sample of the console's figures now, as its
 // sampler does every 2 s.
 func (b *Bridge) ConsoleSample() { b.console.Sample() }
+
+// RoomRoutes lists the routes of the rooms' tables as the front door
+// registers them ("METHOD pattern"), and which take admin tokens.
+func (b *Bridge) RoomRoutes() map[string]bool {
+	out := map[string]bool{}
+	for _, rt := range b.roomRoutes() {
+		out[rt.Method+" "+rt.Pattern] = rt.Admin
+	}
+	return out
+}

@@ -25,9 +25,7 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("POST /api/v1/ack", b.guard(auth.ActionRead, b.httpAck(false)))
 	mux.Handle("POST /api/v1/ack/batch", b.guard(auth.ActionRead, b.httpAck(true)))
 	mux.Handle("POST /api/v1/lease/{leaseId}/extend", b.guard(auth.ActionRead, b.httpExtend()))
-	// The rooms' route tables: Queen's admin routes (SPEC §12), maintenance
-	// among them; the dead letters (consume); the web console's own.
-	for _, rt := range slices.Concat(b.admin.Routes(), b.consumer.Routes(), b.console.Routes()) {
+	for _, rt := range b.roomRoutes() {
 		a := auth.ActionRead
 		if rt.Admin {
 			a = auth.ActionAdmin
@@ -50,6 +48,12 @@ func (b *Bridge) httpHandler() http.Handler {
 		scrape.ServeHTTP(w, r)
 	}))
 	return mux
+}
+
+// roomRoutes are the rooms' route tables: Queen's admin routes (SPEC §12)
+// and maintenance; the dead letters (consume); the web console's own.
+func (b *Bridge) roomRoutes() []admin.Route {
+	return slices.Concat(b.admin.Routes(), b.consumer.Routes(), b.console.Routes())
 }
 
 var writeJSON = httpserve.WriteJSON

@@ -61,8 +61,7 @@ func (r *diffRun) push(parts []int) {
 			r.pushed++
 			frames[k] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprint("m", r.pushed), Payload: []byte(fmt.Sprintf(`{"n":%d}`, r.pushed))}
 		}
-		writes = append(writes, segment.Write{Queue: r.queue, Partition: r.names[i], Count: int32(len(frames)),
-			Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)})
+		writes = append(writes, segmentOf(r.queue, r.names[i], frames))
 		desc = append(desc, fmt.Sprintf("%s+%d", r.names[i], len(frames)))
 	}
 	r.logStep("push %s", strings.Join(desc, " "))

@@ -23,6 +23,26 @@ func (plainPayloads) Plain(_ tenancy.TenantID, _, _ string, _ uint8, stored []by
 	return stored, nil
 }
 
+// startReads starts a read side over db, stopped when the test ends.
+func startReads(t *testing.T, db *pgwire.DB) *readside.Reads {
+	t.Helper()
+	reads, err := readside.New(readside.Config{DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reads.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
+	return reads
+}
+
+// segmentOf is frames as one segment of partition, as fusion packs them.
+func segmentOf(queue, partition string, frames []segment.Frame) segment.Write {
+	return segment.Write{Queue: queue, Partition: partition, Count: int32(len(frames)),
+		Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}
+}
+
 // A pop of any partition and the ack of its whole batch, through
 // PostgreSQL and the read side: the group's cursor moves past the batch,
 // the lease is released, and the next pop finds nothing.
@@ -35,20 +55,11 @@ func TestPopAndAckThroughPostgreSQL(t *testing.T) {
 	for i := range frames {
 		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: fmt.Sprint("tx", i), Payload: []byte(fmt.Sprintf(`{"n":%d}`, i))}
 	}
-	res, err := db.PushBundle(ctx, []segment.Write{{Queue: "q", Partition: "p", Count: int32(len(frames)),
-		Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}})
+	res, err := db.PushBundle(ctx, []segment.Write{segmentOf("q", "p", frames)})
 	if err != nil || res[0].Status != segment.Queued {
 		t.Fatalf("push: %+v, %v", res, err)
 	}
-	reads, err := readside.New(readside.Config{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reads.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
-	c, err := New(Config{DB: db, Reads: reads, Payloads: plainPayloads{}})
+	c, err := New(Config{DB: db, Reads: startReads(t, db), Payloads: plainPayloads{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/push"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -206,7 +205,7 @@ func (c *Consumer) requeue(ctx context.Context, tenant tenancy.TenantID, msgs []
 			it := prep.Items[k]
 			out[i].Offset = res[it.Write].BaseOffset + int64(it.Frame)
 		}
-		c.announce(tenant, prep, res)
+		c.announcePushes(tenant, prep, res)
 		return out, nil
 	}
 }
@@ -231,20 +230,4 @@ func dropDuplicates(prep push.Prepared, dup *pgwire.RequeueDuplicateError, pushi
 		}
 	}
 	return keep
-}
-
-// announce tells the others what a committed requeue pushed, before it is
-// answered, as a committed transaction's pushes are: the hot tail gets its
-// segments, and the partitions are announced (hot-list, marks,
-// MESSAGE_AVAILABLE to peers), so parked pops wake.
-func (c *Consumer) announce(tenant tenancy.TenantID, prep push.Prepared, res []segment.Result) {
-	if len(prep.Writes) == 0 {
-		return
-	}
-	c.cfg.Tail.Committed(prep.Writes, res)
-	keys := make([]readside.Key, len(prep.Writes))
-	for k, w := range prep.Writes {
-		keys[k] = readside.Key{Tenant: tenant, Queue: w.Queue, Partition: w.Partition}
-	}
-	c.cfg.Reads.Announce(keys)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/push"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -59,17 +58,8 @@ type requeueRig struct {
 }
 
 func newRequeueRig(t *testing.T, max int) *requeueRig {
-	ctx := context.Background()
 	db := testkit.OpenDB(t, testenv.NewDatabase(t), 4)
-	reads, err := readside.New(readside.Config{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reads.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
-	c, err := New(Config{DB: db, Reads: reads, Payloads: plainPayloads{}, Pushes: plainPreparer{}, RequeueMax: max})
+	c, err := New(Config{DB: db, Reads: startReads(t, db), Payloads: plainPayloads{}, Pushes: plainPreparer{}, RequeueMax: max})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +72,7 @@ func (r *requeueRig) push(queue, partition string, txids ...string) {
 	for i, tx := range txids {
 		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(fmt.Sprintf(`{"tx":%q}`, tx))}
 	}
-	res, err := r.db.PushBundle(context.Background(), []segment.Write{{Queue: queue, Partition: partition, Count: int32(len(frames)),
-		Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}})
+	res, err := r.db.PushBundle(context.Background(), []segment.Write{segmentOf(queue, partition, frames)})
 	if err != nil || res[0].Status != segment.Queued {
 		r.t.Fatalf("push: %+v %v", res, err)
 	}

@@ -81,15 +81,9 @@ type tailBridge struct {
 // tail: a bridge as it starts, or restarts.
 func newTailBridge(t *testing.T, db *pgwire.DB) *tailBridge {
 	t.Helper()
-	reads, err := readside.New(readside.Config{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reads.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
+	reads := startReads(t, db)
 	b := &tailBridge{t: t, db: db, store: &watchStore{DB: db, t: t}, reads: reads, tail: readside.NewTail(1 << 20)}
+	var err error
 	if b.c, err = New(Config{DB: b.store, Reads: reads, Payloads: plainPayloads{}, Tail: b.tail}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +98,7 @@ func (b *tailBridge) push(queue, partition string, txids ...string) segment.Resu
 	for i, tx := range txids {
 		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(`{}`)}
 	}
-	w := []segment.Write{{Queue: queue, Partition: partition, Count: int32(len(frames)),
-		Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}}
+	w := []segment.Write{segmentOf(queue, partition, frames)}
 	res, err := b.db.PushBundle(context.Background(), w)
 	if err != nil || res[0].Status != segment.Queued {
 		b.t.Fatalf("push %v: %+v %v", txids, res, err)

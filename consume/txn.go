@@ -12,6 +12,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/push"
 	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Queen's transaction wire (SPEC §12.1, docs/transactions.md): pushes and
@@ -151,14 +152,7 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 // the acknowledged partitions' cursors and released leases are noted as an
 // ack's are.
 func (c *Consumer) committed(tenant tenancy.TenantID, prep push.Prepared, res pgwire.TxnResult, t *txnCall, groups []ackGroup) {
-	if len(prep.Writes) > 0 {
-		c.cfg.Tail.Committed(prep.Writes, res.Pushed)
-		keys := make([]readside.Key, len(prep.Writes))
-		for k, w := range prep.Writes {
-			keys[k] = readside.Key{Tenant: tenant, Queue: w.Queue, Partition: w.Partition}
-		}
-		c.cfg.Reads.Announce(keys)
-	}
+	c.announcePushes(tenant, prep, res.Pushed)
 	for k, g := range groups {
 		r := res.Acked[k]
 		for j, i := range g.idx {
@@ -169,6 +163,23 @@ func (c *Consumer) committed(tenant tenancy.TenantID, prep push.Prepared, res pg
 			c.cfg.Marks.Released(tenant, r.Queue, r.Partition, g.group, false)
 		}
 	}
+}
+
+// announcePushes tells the others what the pushes of a committed
+// transaction or requeue wrote, before it is answered: the hot tail gets
+// their segments as a committed bundle's, and the partitions are announced
+// (hot-list, high-water marks, the pop marks, MESSAGE_AVAILABLE to peers),
+// so parked pops wake.
+func (c *Consumer) announcePushes(tenant tenancy.TenantID, prep push.Prepared, res []segment.Result) {
+	if len(prep.Writes) == 0 {
+		return
+	}
+	c.cfg.Tail.Committed(prep.Writes, res)
+	keys := make([]readside.Key, len(prep.Writes))
+	for k, w := range prep.Writes {
+		keys[k] = readside.Key{Tenant: tenant, Queue: w.Queue, Partition: w.Partition}
+	}
+	c.cfg.Reads.Announce(keys)
 }
 
 // duplicate says which pushed item repeats a stored message.

@@ -335,6 +335,34 @@ type DeadLetter struct {
 const notTombstoned = `NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
 	WHERE t.partition_id = d.partition_id AND t.message_offset = d.message_offset)`
 
+// scanDeadLetters appends rows of dead letters of queue to out and closes
+// rows. Each row is the dead letter (id, transaction_id, partition_id, the
+// partition's name, consumer_group, the error (empty: none), retry_count,
+// message_offset, failed_at) and the segment that holds its message
+// (base_offset, created_at, payload; null when retention removed it).
+func scanDeadLetters(rows pgx.Rows, queue string, out []DeadLetter) ([]DeadLetter, error) {
+	defer rows.Close()
+	for rows.Next() {
+		d := DeadLetter{Queue: queue}
+		var base pgtype.Int8
+		var at pgtype.Timestamptz
+		var blob []byte
+		if err := rows.Scan(&d.ID, &d.TransactionID, &d.PartitionID, &d.Partition, &d.Group, &d.Error, &d.RetryCount, &d.Offset, &d.FailedAt,
+			&base, &at, &blob); err != nil {
+			return out, err
+		}
+		if base.Valid {
+			f, err := segment.Unpack(blob, int(d.Offset-base.Int64))
+			if err != nil {
+				return out, fmt.Errorf("dead letter %d: segment at %d: %w", d.ID, base.Int64, err)
+			}
+			d.Message, d.Found = Message{Offset: d.Offset, Frame: f, CreatedAt: at.Time}, true
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
 // DeadLetters lists a queue's dead letters (group "": every group), oldest
 // first, with the total count; tombstoned messages are not among them.
 func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
@@ -359,26 +387,8 @@ func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, g
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			d := DeadLetter{Queue: queue}
-			var base pgtype.Int8
-			var at pgtype.Timestamptz
-			var blob []byte
-			if err := rows.Scan(&d.ID, &d.TransactionID, &d.PartitionID, &d.Partition, &d.Group, &d.Error, &d.RetryCount, &d.Offset, &d.FailedAt,
-				&base, &at, &blob); err != nil {
-				return err
-			}
-			if base.Valid {
-				f, err := segment.Unpack(blob, int(d.Offset-base.Int64))
-				if err != nil {
-					return fmt.Errorf("dead letter %d: segment at %d: %w", d.ID, base.Int64, err)
-				}
-				d.Message, d.Found = Message{Offset: d.Offset, Frame: f, CreatedAt: at.Time}, true
-			}
-			out = append(out, d)
-		}
-		return rows.Err()
+		out, err = scanDeadLetters(rows, queue, out)
+		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgwire: dead letters of %s: %w", queue, err)

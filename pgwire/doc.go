@@ -5,8 +5,9 @@
 // look-up, the consumer calls, and a transaction of Queen's transaction
 // wire (Transaction, txn.go: its pushes through the bundle call and its
 // acknowledgements through consumer_ack_v1, in one statement), and a
-// requeue of dead letters (Requeue, requeue.go: the pushes through the
-// bundle call and the dead letters' removal, in one statement).
+// requeue of dead letters (Requeue, requeue.go: the pushes as a
+// transaction's, with no acknowledgement, and the dead letters' removal, in
+// one statement).
 //
 // It must not import fusion, spool or bridge, nor know about requests, NATS or
 // HTTP: it takes segment.Write values and answers segment.Result values.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -16,8 +15,9 @@ import (
 // Dead letters sent again (POST /api/v1/dlq/requeue, docs/console.md):
 // the dead letters to requeue are read with their messages, and the new
 // pushes and the removal of the dead-letter entries are written in one
-// PostgreSQL transaction (functions/dlq_requeue_v1.sql), as a
-// transaction's pushes and acknowledgements are.
+// PostgreSQL transaction (functions/dlq_requeue_v1.sql): the pushes as a
+// transaction without acknowledgements writes them (txn_apply_v1), then
+// the removal.
 
 // RequeueSelect names the dead letters to requeue: a tenant's queue, one
 // group's or every group's ("" Group), one message's (PartitionID and
@@ -76,26 +76,8 @@ func (db *DB) RequeueCandidates(ctx context.Context, sel RequeueSelect) (dls []D
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			d := DeadLetter{Queue: sel.Queue}
-			var base pgtype.Int8
-			var at pgtype.Timestamptz
-			var blob []byte
-			if err := rows.Scan(&d.ID, &d.TransactionID, &d.PartitionID, &d.Partition, &d.Group, &d.Error, &d.RetryCount, &d.Offset, &d.FailedAt,
-				&base, &at, &blob); err != nil {
-				return err
-			}
-			if base.Valid {
-				f, err := segment.Unpack(blob, int(d.Offset-base.Int64))
-				if err != nil {
-					return fmt.Errorf("dead letter %d: segment at %d: %w", d.ID, base.Int64, err)
-				}
-				d.Message, d.Found = Message{Offset: d.Offset, Frame: f, CreatedAt: at.Time}, true
-			}
-			dls = append(dls, d)
-		}
-		return rows.Err()
+		dls, err = scanDeadLetters(rows, sel.Queue, dls)
+		return err
 	})
 	if err != nil {
 		return nil, false, false, fmt.Errorf("pgwire: dead letters of %s to requeue: %w", sel.Queue, err)
@@ -145,14 +127,7 @@ FROM queen.dlq_requeue_v1($1, $2::text[], $3::text[], $4::int4[], $5::bytea[], $
 // (ErrUnavailable: not attempted; ErrOutcomeUnknown: the connection was
 // lost after it was sent; any other: rolled back).
 func (db *DB) Requeue(ctx context.Context, req RequeueRequest) ([]segment.Result, error) {
-	n := len(req.Writes)
-	queues, parts := make([]string, n), make([]string, n)
-	counts, verified := make([]int32, n), make([]int64, n)
-	hashes, blobs := make([][]byte, n), make([][]byte, n)
-	for i := range req.Writes {
-		w := &req.Writes[i]
-		queues[i], parts[i], counts[i], verified[i], hashes[i], blobs[i] = w.Queue, w.Partition, w.Count, w.Verified, w.Hashes, w.Blob
-	}
+	n, w := len(req.Writes), newBundleArgs(req.Writes)
 	dead := req.DeadLetters
 	if dead == nil {
 		dead = []int64{}
@@ -167,49 +142,25 @@ func (db *DB) Requeue(ctx context.Context, req RequeueRequest) ([]segment.Result
 	}
 	var raw error
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		raw = conn.QueryRow(ctx, requeueSQL, tenantArg(req.Tenant), queues, parts, counts, hashes, verified, blobs, dead).
+		raw = conn.QueryRow(ctx, requeueSQL, tenantArg(req.Tenant), w.queues, w.partitions, w.counts, w.hashes, w.verified, w.blobs, dead).
 			Scan(&out.fail, &out.dupSegs, &out.dupIdx, &out.dupOffs, &out.pids, &out.qids, &out.wins, &out.bs, &out.ts)
 		return raw
 	})
 	if err != nil {
-		var pgErr *pgconn.PgError
-		switch {
-		case raw == nil || errors.Is(err, ErrUnavailable):
-			return nil, fmt.Errorf("pgwire: requeue: %w", err)
-		case errors.As(raw, &pgErr):
-			return nil, fmt.Errorf("pgwire: requeue: %w", err)
-		case pgconn.SafeToRetry(raw):
-			return nil, fmt.Errorf("pgwire: requeue: %w: %v", ErrUnavailable, err)
-		default:
-			return nil, fmt.Errorf("pgwire: requeue: %w: %v", ErrOutcomeUnknown, err)
-		}
+		return nil, writeCallError("requeue", raw, err)
 	}
 	switch out.fail.String {
 	case "":
 	case "duplicate":
-		if len(out.dupSegs) == 0 || len(out.dupIdx) != len(out.dupSegs) || len(out.dupOffs) != len(out.dupSegs) {
-			return nil, fmt.Errorf("%w: requeue reported a duplicate without naming it", ErrBadResult)
+		frames, err := duplicateFrames("requeue", out.dupSegs, out.dupIdx, out.dupOffs)
+		if err != nil {
+			return nil, err
 		}
-		e := &RequeueDuplicateError{Frames: make([]DuplicateFrame, len(out.dupSegs))}
-		for k := range out.dupSegs {
-			e.Frames[k] = DuplicateFrame{Write: int(out.dupSegs[k]) - 1, Frame: int(out.dupIdx[k]), Offset: out.dupOffs[k]}
-		}
-		return nil, e
+		return nil, &RequeueDuplicateError{Frames: frames}
 	case "gone":
 		return nil, ErrRequeueGone
 	default:
 		return nil, fmt.Errorf("%w: requeue failed with %q", ErrBadResult, out.fail.String)
 	}
-	if len(out.pids) != n || len(out.qids) != n || len(out.wins) != n || len(out.bs) != n {
-		return nil, fmt.Errorf("%w: requeue answered %d segments for %d", ErrBadResult, len(out.pids), n)
-	}
-	res := make([]segment.Result, n)
-	for i := range res {
-		if out.bs[i] < 1 {
-			return nil, fmt.Errorf("%w: requeue wrote segment %d at %d", ErrBadResult, i, out.bs[i])
-		}
-		res[i] = segment.Result{Status: segment.Queued, PartitionID: out.pids[i], QueueID: out.qids[i], WindowSeconds: out.wins[i],
-			BaseOffset: out.bs[i], CreatedAt: out.ts.Time}
-	}
-	return res, nil
+	return committedPushes("requeue", n, out.pids, out.qids, out.wins, out.bs, out.ts.Time)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -101,14 +102,7 @@ FROM queen.txn_apply_v1($1, $2::text[], $3::text[], $4::int4[], $5::bytea[], $6:
 //   - any other error when PostgreSQL refused or cancelled it (a statement
 //     timeout included): rolled back.
 func (db *DB) Transaction(ctx context.Context, req TxnRequest) (TxnResult, error) {
-	n := len(req.Writes)
-	queues, parts := make([]string, n), make([]string, n)
-	counts, verified := make([]int32, n), make([]int64, n)
-	hashes, blobs := make([][]byte, n), make([][]byte, n)
-	for i := range req.Writes {
-		w := &req.Writes[i]
-		queues[i], parts[i], counts[i], verified[i], hashes[i], blobs[i] = w.Queue, w.Partition, w.Count, w.Verified, w.Hashes, w.Blob
-	}
+	n, w := len(req.Writes), newBundleArgs(req.Writes)
 	m := len(req.Acks)
 	pids, groups, leases, ends := make([]int64, m), make([]string, m), make([]pgtype.UUID, m), make([]int32, m)
 	var ackHashes []byte
@@ -144,24 +138,14 @@ func (db *DB) Transaction(ctx context.Context, req TxnRequest) (TxnResult, error
 	}
 	var raw error // the statement's own error, before withConn wraps it
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		raw = conn.QueryRow(ctx, txnSQL, pgtype.UUID{Bytes: req.Tenant, Valid: true}, queues, parts, counts, hashes, verified, blobs,
+		raw = conn.QueryRow(ctx, txnSQL, tenantArg(req.Tenant), w.queues, w.partitions, w.counts, w.hashes, w.verified, w.blobs,
 			pids, groups, leases, ends, ackHashes, statuses, errs, txids).
 			Scan(&out.fail, &out.item, &out.reason, &out.dupSegs, &out.dupIdx, &out.dupOffs, &out.pids, &out.qids, &out.wins, &out.bases, &out.ts,
 				&out.dlq, &out.released, &out.queues, &out.names, &out.curs)
 		return raw
 	})
 	if err != nil {
-		var pgErr *pgconn.PgError
-		switch {
-		case raw == nil || errors.Is(err, ErrUnavailable): // no connection: nothing was sent
-			return TxnResult{}, fmt.Errorf("pgwire: transaction: %w", err)
-		case errors.As(raw, &pgErr): // PostgreSQL refused it: its transaction rolled back
-			return TxnResult{}, fmt.Errorf("pgwire: transaction: %w", err)
-		case pgconn.SafeToRetry(raw):
-			return TxnResult{}, fmt.Errorf("pgwire: transaction: %w: %v", ErrUnavailable, err)
-		default:
-			return TxnResult{}, fmt.Errorf("pgwire: transaction: %w: %v", ErrOutcomeUnknown, err)
-		}
+		return TxnResult{}, writeCallError("transaction", raw, err)
 	}
 	switch out.fail.String {
 	case "":
@@ -172,18 +156,14 @@ func (db *DB) Transaction(ctx context.Context, req TxnRequest) (TxnResult, error
 	default:
 		return TxnResult{}, fmt.Errorf("%w: transaction failed with %q", ErrBadResult, out.fail.String)
 	}
-	if len(out.pids) != n || len(out.qids) != n || len(out.wins) != n || len(out.bases) != n ||
-		len(out.released) != m || len(out.queues) != m || len(out.names) != m || len(out.curs) != m || len(out.dlq) != len(statuses) {
-		return TxnResult{}, fmt.Errorf("%w: transaction answered %d segments and %d groups for %d and %d", ErrBadResult, len(out.pids), len(out.released), n, m)
+	if len(out.released) != m || len(out.queues) != m || len(out.names) != m || len(out.curs) != m || len(out.dlq) != len(statuses) {
+		return TxnResult{}, fmt.Errorf("%w: transaction answered %d groups for %d", ErrBadResult, len(out.released), m)
 	}
-	res := TxnResult{Pushed: make([]segment.Result, n), Acked: make([]AckResult, m)}
-	for i := range res.Pushed {
-		if out.bases[i] < 1 {
-			return TxnResult{}, fmt.Errorf("%w: transaction wrote segment %d at %d", ErrBadResult, i, out.bases[i])
-		}
-		res.Pushed[i] = segment.Result{Status: segment.Queued, PartitionID: out.pids[i], QueueID: out.qids[i], WindowSeconds: out.wins[i],
-			BaseOffset: out.bases[i], CreatedAt: out.ts.Time}
+	pushed, err := committedPushes("transaction", n, out.pids, out.qids, out.wins, out.bases, out.ts.Time)
+	if err != nil {
+		return TxnResult{}, err
 	}
+	res := TxnResult{Pushed: pushed, Acked: make([]AckResult, m)}
 	at := 0
 	for g := range res.Acked {
 		k := len(req.Acks[g].Items)
@@ -197,16 +177,67 @@ func (db *DB) Transaction(ctx context.Context, req TxnRequest) (TxnResult, error
 // firstDuplicate names the first duplicate frame (the lowest segment, then
 // frame).
 func firstDuplicate(segs, idx []int32, offs []int64) error {
-	if len(segs) == 0 || len(idx) != len(segs) || len(offs) != len(segs) {
-		return fmt.Errorf("%w: transaction reported a duplicate without naming it", ErrBadResult)
+	frames, err := duplicateFrames("transaction", segs, idx, offs)
+	if err != nil {
+		return err
 	}
-	best := 0
-	for k := range segs {
-		if segs[k] < segs[best] || segs[k] == segs[best] && idx[k] < idx[best] {
-			best = k
+	best := frames[0]
+	for _, f := range frames[1:] {
+		if f.Write < best.Write || f.Write == best.Write && f.Frame < best.Frame {
+			best = f
 		}
 	}
-	return &TxnDuplicateError{Write: int(segs[best]) - 1, Frame: int(idx[best]), Offset: offs[best]}
+	return &TxnDuplicateError{Write: best.Write, Frame: best.Frame, Offset: best.Offset}
+}
+
+// The calls that write in a transaction of their own, on a connection of
+// their own (Transaction, Requeue), share how their failures and their
+// pushes' results are read.
+
+// writeCallError classifies the failure of such a call: raw is the
+// statement's own error, err what withConn returned.
+func writeCallError(what string, raw, err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case raw == nil || errors.Is(err, ErrUnavailable): // no connection: nothing was sent
+		return fmt.Errorf("pgwire: %s: %w", what, err)
+	case errors.As(raw, &pgErr): // PostgreSQL refused it: its transaction rolled back
+		return fmt.Errorf("pgwire: %s: %w", what, err)
+	case pgconn.SafeToRetry(raw):
+		return fmt.Errorf("pgwire: %s: %w: %v", what, ErrUnavailable, err)
+	default:
+		return fmt.Errorf("pgwire: %s: %w: %v", what, ErrOutcomeUnknown, err)
+	}
+}
+
+// duplicateFrames reads the o_dup_* arrays log_push_multi_v2 fills when
+// it aborts: every duplicate frame (segment ordinals are 1-based there).
+func duplicateFrames(what string, segs, idx []int32, offs []int64) ([]DuplicateFrame, error) {
+	if len(segs) == 0 || len(idx) != len(segs) || len(offs) != len(segs) {
+		return nil, fmt.Errorf("%w: %s reported a duplicate without naming it", ErrBadResult, what)
+	}
+	frames := make([]DuplicateFrame, len(segs))
+	for k := range segs {
+		frames[k] = DuplicateFrame{Write: int(segs[k]) - 1, Frame: int(idx[k]), Offset: offs[k]}
+	}
+	return frames, nil
+}
+
+// committedPushes is the results of a committed call's n pushes from its
+// per-segment arrays: each Queued, at the call's one timestamp.
+func committedPushes(what string, n int, pids, qids []int64, wins []int32, bases []int64, ts time.Time) ([]segment.Result, error) {
+	if len(pids) != n || len(qids) != n || len(wins) != n || len(bases) != n {
+		return nil, fmt.Errorf("%w: %s answered %d segments for %d", ErrBadResult, what, len(pids), n)
+	}
+	res := make([]segment.Result, n)
+	for i := range res {
+		if bases[i] < 1 {
+			return nil, fmt.Errorf("%w: %s wrote segment %d at %d", ErrBadResult, what, i, bases[i])
+		}
+		res[i] = segment.Result{Status: segment.Queued, PartitionID: pids[i], QueueID: qids[i], WindowSeconds: wins[i],
+			BaseOffset: bases[i], CreatedAt: ts}
+	}
+	return res, nil
 }
 
 // ackFailure turns the failing item's ordinal (1-based, over every group's

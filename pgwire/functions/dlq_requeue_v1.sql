@@ -3,19 +3,20 @@
 -- transaction: the new pushes of their messages, then the removal of the
 -- dead-letter entries. docs/console.md has the rules.
 --
---   1. The pushes: one segment per partition, exactly as a bundle or a
---      transaction writes them, through log_push_multi_v2 (provisioning,
---      one pre-lock of every pushed partition row ORDER BY id FOR UPDATE,
---      one timestamp, the window probe, the allocator). The caller sets
+--   1. The pushes: a transaction of pushes and no acknowledgements,
+--      through txn_apply_v1 (which writes them as a bundle does, through
+--      log_push_multi_v2: one pre-lock of every pushed partition row ORDER
+--      BY id FOR UPDATE, the window probe, the allocator). The caller sets
 --      p_verified to 0: the transactionIds are derived from the dead
 --      letters, so the window is probed like any client's. A duplicate
---      frame aborts everything, and o_dup_* name every duplicate frame
---      (segment ordinal, frame index, the stored original's offset).
+--      frame aborts everything (txn_apply_v1 has rolled its pushes back),
+--      and o_dup_* name every duplicate frame (segment ordinal, frame
+--      index, the stored original's offset).
 --   2. The dead letters p_dead, after every partition row (the one lock
---      order): their rows locked in ascending (partition, group, offset),
---      then deleted, the tenant's only. One already gone (a concurrent
---      requeue, a message delete, a queue delete) aborts everything:
---      o_fail 'gone'.
+--      order): the tenant's rows locked in ascending (partition, group,
+--      offset), then deleted. One already gone (a concurrent requeue, a
+--      message delete, a queue delete) or another tenant's aborts
+--      everything: o_fail 'gone'.
 --
 -- An abort rolls back the block (a subtransaction): no offset moves, no
 -- partition or queue made by the pushes stays, no dead letter goes; then
@@ -49,25 +50,23 @@ SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off
 AS $$
 DECLARE
-    n    integer := coalesce(array_length(p_queues, 1), 0);
-    p    record;
+    t    record;
     k    bigint;
 BEGIN
-    o_pids := '{}'; o_qids := '{}'; o_wins := '{}'; o_bases := '{}';
-    o_dup_segs := '{}'; o_dup_idx := '{}'; o_dup_offs := '{}';
     BEGIN
-        IF n > 0 THEN
-            SELECT * INTO p FROM queen.log_push_multi_v2(p_queues, p_partitions, p_counts, p_hashes, p_verified, p_blobs,
-                                                         array_fill(p_tenant, ARRAY[n]));
-            IF cardinality(p.o_dup_segs) > 0 THEN
-                o_fail := 'duplicate';
-                o_dup_segs := p.o_dup_segs; o_dup_idx := p.o_dup_idx; o_dup_offs := p.o_dup_offs;
-                RAISE EXCEPTION USING ERRCODE = 'QT001';
-            END IF;
-            o_pids := p.o_pids; o_qids := p.o_qids; o_wins := p.o_wins; o_bases := p.o_bases; o_ts := p.o_ts;
+        SELECT * INTO t FROM queen.txn_apply_v1(p_tenant, p_queues, p_partitions, p_counts, p_hashes, p_verified, p_blobs,
+                                                '{}', '{}', '{}', '{}', '', '{}', '{}', '{}');
+        o_fail := t.o_fail; o_dup_segs := t.o_dup_segs; o_dup_idx := t.o_dup_idx; o_dup_offs := t.o_dup_offs;
+        o_pids := t.o_pids; o_qids := t.o_qids; o_wins := t.o_wins; o_bases := t.o_bases; o_ts := t.o_ts;
+        IF o_fail IS NOT NULL THEN -- 'duplicate', the one failure without acknowledgements: nothing was written
+            RETURN;
         END IF;
-        PERFORM 1 FROM queen.dead_letters d
-        WHERE d.id = ANY (p_dead)
+        -- The lock order: every pushed partition row is locked already
+        -- (txn_apply_v1); the dead letters come after them, in one order,
+        -- so that requeues of overlapping dead letters, message deletes and
+        -- queue deletes wait on each other instead of deadlocking.
+        PERFORM 1 FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id
+        WHERE d.id = ANY (p_dead) AND q.tenant = p_tenant
         ORDER BY d.partition_id, d.consumer_group, d.message_offset
         FOR UPDATE OF d;
         WITH gone AS (
@@ -80,9 +79,8 @@ BEGIN
             o_fail := 'gone';
             RAISE EXCEPTION USING ERRCODE = 'QT003';
         END IF;
-    EXCEPTION WHEN SQLSTATE 'QT001' OR SQLSTATE 'QT003' THEN
-        -- Everything the block wrote is undone; o_fail and what names the
-        -- failure were set before the raise and stay.
+    EXCEPTION WHEN SQLSTATE 'QT003' THEN
+        -- Everything the block wrote is undone; o_fail stays.
         o_pids := '{}'; o_qids := '{}'; o_wins := '{}'; o_bases := '{}'; o_ts := NULL;
     END;
 END

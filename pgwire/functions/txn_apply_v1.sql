@@ -1,6 +1,7 @@
 -- txn_apply_v1: one transaction of Queen's transaction wire (POST
 -- /api/v1/transaction, pgwire.Transaction), all or nothing, in one call and
 -- one PostgreSQL transaction: its pushes, then its acknowledgements.
+-- dlq_requeue_v1 calls it too, for its pushes, with no acknowledgement.
 --
 --   1. The pushes: one segment per partition, exactly as a bundle writes
 --      them, through log_push_multi_v2 (provisioning with ordered inserts,
