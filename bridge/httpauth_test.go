@@ -156,3 +156,32 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 		t.Fatalf("main listener without a token: %d", status)
 	}
 }
+
+// Without tokens on a loopback listener the bridge answers only requests
+// that name a loopback host: a page of another site rebinding its name to
+// 127.0.0.1 gets 403 and writes nothing. With tokens the token decides.
+func TestTokenlessListenerAnswersOnlyLoopbackHosts(t *testing.T) {
+	n := newNode(t, nodeOpts{})
+	push := []byte(items(item("rebound", "p", "r1")))
+	if status, out := n.post("/api/v1/push", push, "Host", "rebound.example:6632"); status != http.StatusForbidden || !strings.Contains(string(out), "loopback") {
+		t.Fatalf("push naming another host: %d %s, want 403", status, out)
+	}
+	if status, out := n.get("/api/v1/resources/queues", "Host", "rebound.example"); status != http.StatusForbidden {
+		t.Fatalf("queue list naming another host: %d %s, want 403", status, out)
+	}
+	if status, out := n.get("/", "Host", "rebound.example"); status != http.StatusForbidden {
+		t.Fatalf("console naming another host: %d %s, want 403", status, out)
+	}
+	if status, out := n.get("/api/v1/messages?queue=rebound&partition=p", "Host", "localhost"); status != http.StatusOK || strings.Contains(string(out), "r1") {
+		t.Fatalf("read naming localhost: %d %s, want 200 and nothing written", status, out)
+	}
+	if status, out := n.post("/api/v1/push", push, "Host", "localhost"); status != http.StatusCreated {
+		t.Fatalf("push naming localhost: %d %s, want 201", status, out)
+	}
+
+	tenant := tenancy.TenantID(uuid.New())
+	withTokens := newNode(t, nodeOpts{tokens: map[string]tenancy.TenantID{"tok": tenant}})
+	if status, out := withTokens.get("/api/v1/resources/queues", "Host", "rebound.example", "Authorization", "Bearer tok"); status != http.StatusOK {
+		t.Fatalf("with tokens, another host and a valid token: %d %s, want 200", status, out)
+	}
+}

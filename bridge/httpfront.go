@@ -47,7 +47,8 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
 		scrape.ServeHTTP(w, r)
 	}))
-	return mux
+	return httpserve.LoopbackHosts(mux, !b.tokens.Enabled() && httpserve.LoopbackHost(b.cfg.HTTPAddr), jsonapi.ErrorBody( // DNS rebinding: docs/security.md
+		"Host names no loopback host: without tokens this service answers only requests to localhost or a loopback address; configure tokens (QUEEN_HTTP_TOKENS) to serve other names"))
 }
 
 // roomRoutes are the rooms' route tables: Queen's admin routes (SPEC §12)

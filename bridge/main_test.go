@@ -168,6 +168,9 @@ func (n *node) send(method, path string, body []byte, header ...string) (int, []
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

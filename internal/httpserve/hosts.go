@@ -1,0 +1,45 @@
+package httpserve
+
+import (
+	"net"
+	"net/http"
+	"strings"
+)
+
+// LoopbackHosts answers only requests whose Host header names this machine's
+// loopback interface: "localhost", a name under ".localhost", or a loopback
+// address (127.0.0.0/8, ::1), with or without a port. Anything else gets
+// 403 with refusal as its JSON body. Not enabled, it is next itself.
+//
+// It guards a listener on a loopback address that needs no token against
+// DNS rebinding: a page of another site whose name is made to resolve to
+// 127.0.0.1 is, to the browser, of the same origin as this service, so the
+// browser's cross-site rules (the CORS preflight a JSON POST needs) no
+// longer keep it out; but its requests name that site in Host.
+func LoopbackHosts(next http.Handler, enabled bool, refusal []byte) http.Handler {
+	if !enabled {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !LoopbackHost(r.Host) {
+			WriteJSON(w, http.StatusForbidden, refusal)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LoopbackHost reports whether host (a Host header, or a listen address:
+// a name or an address, with or without a port) names the loopback
+// interface.
+func LoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,49 @@
+package httpserve
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1:6632": true, "127.0.0.1": true, "127.8.9.10:80": true, "[::1]:6632": true, "::1": true,
+		"localhost": true, "localhost:6632": true, "LOCALHOST:6632": true, "localhost.": true, "app.localhost:6632": true,
+		"": false, "evil.example:6632": false, "localhost.evil.example": false, "evillocalhost:6632": false,
+		"192.168.1.2:6632": false, "0.0.0.0:6632": false, "[::]:6632": false, "[::ffff:10.0.0.1]:6632": false,
+		"10.0.0.1": false, "127.0.0.1.nip.io:6632": false,
+	} {
+		if got := LoopbackHost(host); got != want {
+			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestLoopbackHostsRefusesOtherHosts(t *testing.T) {
+	reached := 0
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ })
+	h := LoopbackHosts(next, true, []byte(`{"error":"no"}`))
+	for host, want := range map[string]int{"127.0.0.1:6632": http.StatusOK, "localhost:6632": http.StatusOK, "rebound.example:6632": http.StatusForbidden} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/push", nil)
+		req.Host = host
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+		if want == http.StatusForbidden && rec.Body.String() != `{"error":"no"}` {
+			t.Errorf("Host %s: body %q", host, rec.Body.String())
+		}
+	}
+	if reached != 2 {
+		t.Fatalf("the handler ran %d times, want 2 (the loopback hosts only)", reached)
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Host = "rebound.example:6632"
+	LoopbackHosts(next, false, nil).ServeHTTP(rec, req)
+	if reached != 3 {
+		t.Fatalf("not enabled, the rule still refused Host %s: %d", req.Host, rec.Code)
+	}
+}
