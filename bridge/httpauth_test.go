@@ -159,11 +159,12 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 
 // Without tokens on a loopback listener the bridge answers only requests
 // that name a loopback host: a page of another site rebinding its name to
-// 127.0.0.1 gets 403 and writes nothing. With tokens the token decides.
+// 127.0.0.1 gets 403 and writes nothing, and so does a request a browser
+// marks as sent by another site. With tokens the token decides.
 func TestTokenlessListenerAnswersOnlyLoopbackHosts(t *testing.T) {
 	n := newNode(t, nodeOpts{})
 	push := []byte(items(item("rebound", "p", "r1")))
-	if status, out := n.post("/api/v1/push", push, "Host", "rebound.example:6632"); status != http.StatusForbidden || !strings.Contains(string(out), "loopback") {
+	if status, out := n.post("/api/v1/push", push, "Host", "rebound.example:6632"); status != http.StatusForbidden || !strings.Contains(string(out), "loopback address") {
 		t.Fatalf("push naming another host: %d %s, want 403", status, out)
 	}
 	if status, out := n.get("/api/v1/resources/queues", "Host", "rebound.example"); status != http.StatusForbidden {
@@ -177,6 +178,15 @@ func TestTokenlessListenerAnswersOnlyLoopbackHosts(t *testing.T) {
 	}
 	if status, out := n.post("/api/v1/push", push, "Host", "localhost"); status != http.StatusCreated {
 		t.Fatalf("push naming localhost: %d %s, want 201", status, out)
+	}
+	// A GET that consumes, sent by a page of another site (an image tag),
+	// is refused; the message is still there for the consumer.
+	pop := "/api/v1/pop/queue/rebound?autoAck=true"
+	if status, out := n.get(pop, "Sec-Fetch-Site", "cross-site"); status != http.StatusForbidden {
+		t.Fatalf("cross-site pop: %d %s, want 403", status, out)
+	}
+	if status, out := n.get(pop, "Sec-Fetch-Site", "same-origin"); status != http.StatusOK || !strings.Contains(string(out), `"r1"`) {
+		t.Fatalf("the console's own pop: %d %s, want 200 with r1", status, out)
 	}
 
 	tenant := tenancy.TenantID(uuid.New())

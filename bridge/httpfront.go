@@ -48,7 +48,7 @@ func (b *Bridge) httpHandler() http.Handler {
 		scrape.ServeHTTP(w, r)
 	}))
 	return httpserve.LoopbackHosts(mux, !b.tokens.Enabled() && httpserve.LoopbackHost(b.cfg.HTTPAddr), jsonapi.ErrorBody( // DNS rebinding: docs/security.md
-		"Host names no loopback host: without tokens this service answers only requests to localhost or a loopback address; configure tokens (QUEEN_HTTP_TOKENS) to serve other names"))
+		"without tokens this service answers only requests to localhost or a loopback address that no page of another site sent; configure tokens (QUEEN_HTTP_TOKENS) for more"))
 }
 
 // roomRoutes are the rooms' route tables: Queen's admin routes (SPEC §12)

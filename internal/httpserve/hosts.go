@@ -16,12 +16,18 @@ import (
 // 127.0.0.1 is, to the browser, of the same origin as this service, so the
 // browser's cross-site rules (the CORS preflight a JSON POST needs) no
 // longer keep it out; but its requests name that site in Host.
+//
+// It also refuses a request a browser marks as sent by a page of another
+// site (Sec-Fetch-Site "cross-site" or "same-site"; other clients do not
+// send it): a GET needs no CORS preflight, and some GETs change state (a
+// pop takes a lease, with autoAck it consumes), so an image tag on any page
+// the person visits could otherwise consume their messages.
 func LoopbackHosts(next http.Handler, enabled bool, refusal []byte) http.Handler {
 	if !enabled {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !LoopbackHost(r.Host) {
+		if site := r.Header.Get("Sec-Fetch-Site"); !LoopbackHost(r.Host) || site == "cross-site" || site == "same-site" {
 			WriteJSON(w, http.StatusForbidden, refusal)
 			return
 		}

@@ -39,11 +39,24 @@ func TestLoopbackHostsRefusesOtherHosts(t *testing.T) {
 	if reached != 2 {
 		t.Fatalf("the handler ran %d times, want 2 (the loopback hosts only)", reached)
 	}
+	for site, want := range map[string]int{"cross-site": http.StatusForbidden, "same-site": http.StatusForbidden, "same-origin": http.StatusOK, "none": http.StatusOK} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/pop/queue/q?autoAck=true", nil)
+		req.Host, req.Header["Sec-Fetch-Site"] = "127.0.0.1:6632", []string{site}
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Sec-Fetch-Site %s: %d, want %d", site, rec.Code, want)
+		}
+	}
+	if reached != 4 {
+		t.Fatalf("the handler ran %d times, want 4 (loopback hosts, not sent by another site)", reached)
+	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/", nil)
 	req.Host = "rebound.example:6632"
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	LoopbackHosts(next, false, nil).ServeHTTP(rec, req)
-	if reached != 3 {
+	if reached != 5 {
 		t.Fatalf("not enabled, the rule still refused Host %s: %d", req.Host, rec.Code)
 	}
 }
