@@ -47,6 +47,61 @@ func TestMicroInfoListsThePushEndpoint(t *testing.T) {
 	}
 }
 
+// nats micro stats counts every request an endpoint took: pushes on the
+// shared subject and on a tenant's, refused ones among them, and requests of
+// other endpoints, each under its own endpoint. (Its error count stays 0:
+// answers, errors included, are published by the bridge itself, often after
+// the handler returned; docs/api.md.)
+func TestMicroStatsCountTheRequestsSent(t *testing.T) {
+	srv, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	n := newNode(t, nodeOpts{natsURL: srv.ClientURL(), prefix: "queen"})
+	const shared, tenant, bad, pops = 7, 3, 2, 4
+	for i := range shared {
+		n.natsPush([]byte(items(item("stats.q", "p", fmt.Sprint("s", i)))), "")
+	}
+	for i := range tenant {
+		n.natsPush([]byte(items(item("stats.q", "p", fmt.Sprint("t", i)))), ".00000000-0000-0000-0000-000000000000")
+	}
+	for range bad {
+		if m := n.natsPush([]byte(`{"items":[{"queue":""}]}`), ""); m.Header.Get("Nats-Service-Error-Code") != "400" {
+			t.Fatalf("a bad push: %q %s", m.Header, m.Data)
+		}
+	}
+	for range pops {
+		if _, err := n.nc.Request("queen.v1.pop", []byte(`{"queue":"stats.q","consumerGroup":"g","batch":1}`), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := n.nc.Request("$SRV.STATS.queen-bridge", nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		Name      string
+		Endpoints []struct {
+			Name     string
+			Requests int `json:"num_requests"`
+		}
+	}
+	if err := json.Unmarshal(msg.Data, &stats); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, e := range stats.Endpoints {
+		got[e.Name] = e.Requests
+	}
+	want := map[string]int{"push": shared + bad, "push-tenant": tenant, "pop": pops, "ack": 0}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("endpoint %s: %d requests, want %d (stats %s)", name, got[name], w, msg.Data)
+		}
+	}
+}
+
 func TestHealth(t *testing.T) {
 	n := newNode(t, nodeOpts{})
 	status, out := n.get("/health")
