@@ -105,6 +105,7 @@ type Consumer struct {
 	leaseExpiries atomic.Uint64 // claims that took over an expired lease
 	delivered     atomic.Uint64 // messages delivered by pops
 	wholeAcks     atomic.Uint64 // whole-batch acknowledgements applied by one cursor move
+	orderings     atomic.Uint64 // deepestFirst's orderings, for its recheck of known-empty partitions
 }
 
 // New validates cfg and applies its defaults.

@@ -153,6 +153,10 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 // rotating start, are ordered by what they hold.
 const deepestWindow = maxClaimTries
 
+// emptyRecheck: one ordering in this many does not trust the tail's "empty"
+// (deepestFirst).
+const emptyRecheck = 16
+
 // deepestFirst orders the first candidates of a pop that claims fewer
 // partitions than it has candidates by what each holds after the group's
 // cursor, most first (stable, so the rotation decides among equals). A
@@ -162,10 +166,18 @@ const deepestWindow = maxClaimTries
 // that gathered most, instead of a few messages from whichever partition the
 // rotation names; every partition still comes into the window as the
 // rotation moves, and its count grows while it waits.
+//
+// A partition the tail knows to be empty for the group goes last, but not
+// on every pop: it is a candidate because an announcement says it may hold
+// something, and what another bridge wrote to it never reaches this tail.
+// One ordering in emptyRecheck takes the tail's zero as not known, so the
+// database looks (an empty pop there writes nothing and clears the mark)
+// and no partition waits forever behind others the tail keeps serving.
 func (c *Consumer) deepestFirst(req PopRequest, cands []readside.Candidate) []readside.Candidate {
 	if req.Partitions >= len(cands) || len(cands) < 2 {
 		return cands
 	}
+	recheck := c.orderings.Add(1)%emptyRecheck == 0
 	n := min(len(cands), deepestWindow)
 	type deep struct {
 		cand  readside.Candidate
@@ -174,7 +186,7 @@ func (c *Consumer) deepestFirst(req PopRequest, cands []readside.Candidate) []re
 	window := make([]deep, n)
 	for i, cand := range cands[:n] {
 		d, known := c.cfg.Tail.Pending(cand.ID, req.Group)
-		if !known || cand.ID == 0 {
+		if !known || cand.ID == 0 || (d == 0 && recheck) {
 			d = math.MaxInt64
 		}
 		window[i] = deep{cand, d}

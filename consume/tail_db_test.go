@@ -342,3 +342,58 @@ func TestTailRoundServesAPartitionBehindFirst(t *testing.T) {
 			after.Hits-before.Hits, after.Misses-before.Misses, a.store.refused, len(parts)-1)
 	}
 }
+
+// Another bridge wrote to a partition whose group cursor this bridge's tail
+// has at the end of its run, so the tail counts nothing pending there, while
+// the queue's other partitions keep getting commits the tail can serve.
+// Any-partition pops of one partition still reach it (the tail's "empty" is
+// not trusted on every ordering) and deliver what the other bridge wrote,
+// within a bounded number of pops, instead of passing over it for as long
+// as the others are fed.
+func TestTailRoundReachesAPartitionAnotherBridgeWrote(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a, b := newTailBridge(t, db), newTailBridge(t, db)
+	parts := []string{"p0", "p1", "p2"}
+	for _, p := range parts {
+		a.push("w", p, p+"-1")
+		a.wantPop("w", p, 0, 0, p+"-1") // seeds the cursor row
+	}
+	a.push("w", "p0", "p0-2")
+	a.wantPop("w", "p0", 1, 0, "p0-2") // a's tail: p0's cursor at the end of its run
+	if n, known := a.tail.Pending(mustPartitionID(t, a, "w", "p0"), "g"); !known || n != 0 {
+		t.Fatalf("a's tail on p0: %d pending (known %v), want 0 known", n, known)
+	}
+	b.push("w", "p0", "from-b")
+	// A peer's available announcement, as the broadcast delivers it.
+	a.reads.Announce([]readside.Key{{Queue: "w", Partition: "p0"}})
+	const bound = 3 * emptyRecheck
+	reached := -1
+	for i := 0; i < bound && reached < 0; i++ {
+		a.push("w", "p1", fmt.Sprint("p1-", i+2))
+		a.push("w", "p2", fmt.Sprint("p2-", i+2))
+		p, got := a.pop("w", "")
+		if len(p.Parts) != 1 {
+			t.Fatalf("pop %d delivered %d partitions, want 1", i, len(p.Parts))
+		}
+		if p.Parts[0].Partition == "p0" {
+			if !slices.Equal(got, []string{"from-b"}) {
+				t.Fatalf("pop %d delivered %v of p0, want what the other bridge wrote", i, got)
+			}
+			reached = i
+		}
+		a.ack(p)
+	}
+	if reached < 0 {
+		t.Fatalf("in %d pops the partition the other bridge wrote was never delivered", bound)
+	}
+}
+
+func mustPartitionID(t *testing.T, b *tailBridge, queue, partition string) int64 {
+	t.Helper()
+	id, ok := b.tail.PartitionID([16]byte{}, queue, partition)
+	if !ok {
+		t.Fatalf("the tail knows no id for %s/%s", queue, partition)
+	}
+	return id
+}
