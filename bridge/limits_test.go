@@ -20,7 +20,7 @@ func slowBody(t *testing.T, n *node, declared, sent int) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	head := "POST /api/v1/push HTTP/1.1\r\nHost: bridge\r\nContent-Type: application/json\r\nContent-Length: " +
+	head := "POST /api/v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(declared) + "\r\n\r\n"
 	if _, err := conn.Write([]byte(head + `{"items":[` + strings.Repeat(" ", sent-len(`{"items":[`)))); err != nil {
 		t.Fatal(err)
