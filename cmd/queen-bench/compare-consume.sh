@@ -54,6 +54,8 @@ cpus() { local a=($1); echo "${a[0]:-n/a} / ${a[1]:-n/a} / ${a[2]:-n/a} µs"; }
 # field N "B P Q": the Nth of them.
 field() { local a=($2); echo "${a[$1 - 1]:-n/a}"; }
 # delivery FILE: push-to-delivery p50, p99 and max.
+# tailhits FILE: the share of pops the bridge's hot tail served ("n/a" from an older bridge).
+tailhits() { sed -n 's|^tail  *[0-9]* pops served from the bridges. hot tails (\([0-9]*%\) of [0-9]*).*|\1|p' "$1" | grep . || echo n/a; }
 delivery() { sed -n 's|^delivery .*p50 \([^ ]*\)  p99 \([^ ]*\)  max \([^ ]*\) .*|p50 \1  p99 \2  max \3|p' "$1"; }
 # ratio A B: A ÷ B, or n/a.
 ratio() {
@@ -108,6 +110,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	echo "half:     -rate $half: pushed $(rate "$dir/half.txt" pushed)/s  consumed $(rate "$dir/half.txt" consumed)/s" \
 		" late $(sed -n 's/^late *\([0-9]* of [0-9]*\) .*/\1/p' "$dir/half.txt")  delivery $(delivery "$dir/half.txt")"
 	echo "groups4:  $(rate "$dir/groups4.txt" consumed) deliveries/s  cpu/delivery bridge/pg/bench $(cpus "$fancpu")"
+	echo "tail:     pops served from memory: consume $(tailhits "$dir/consume.txt"), both $(tailhits "$dir/both.txt"), half $(tailhits "$dir/half.txt"), groups4 $(tailhits "$dir/groups4.txt")"
 	echo "ratios:   consume ÷ push: pg cpu/item $(ratio "$(field 2 "$conscpu")" "$(field 2 "$pushcpu")")," \
 		"bridge cpu/item $(ratio "$(field 1 "$conscpu")" "$(field 1 "$pushcpu")"), items/s $(ratio "$consrate" "$pushrate");" \
 		"both ÷ push-only items/s: pushed $(ratio "$bothpushed" "$pushrate"), consumed $(ratio "$bothconsumed" "$pushrate");" \

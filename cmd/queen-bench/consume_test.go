@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,14 @@ func TestConsumeModeDrainsWhatItPushed(t *testing.T) {
 			!strings.Contains(report, "cpu/item   per pushed + consumed item: bridge") || strings.Contains(report, "errors     ") ||
 			strings.Contains(report, "late ") || !strings.Contains(report, "from the send time") {
 			t.Fatalf("%s report:\n%s", transport, report)
+		}
+		// The bridge's hot tail served some of the pops, never more than were made.
+		tail := regexp.MustCompile(`tail +(\d+) pops served from the bridges' hot tails \(\d+% of (\d+)\), (\d+) misses`).FindStringSubmatch(report)
+		if tail == nil {
+			t.Fatalf("%s report has no tail line:\n%s", transport, report)
+		}
+		if hits, pops := atoi(t, tail[1]), atoi(t, tail[2]); hits > pops {
+			t.Fatalf("%s: %d tail hits of %d pops:\n%s", transport, hits, pops, report)
 		}
 		// The drain finished: the next run of the same group finds nothing.
 		o.consumeOnly, o.duration = true, 300*time.Millisecond
@@ -80,4 +89,13 @@ func consumeReport(t *testing.T, o options) string {
 		t.Fatal(err)
 	}
 	return out.String()
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -179,6 +180,10 @@ func runConsume(ctx context.Context, o options, out io.Writer) (*consumeResult, 
 	}
 	fmt.Fprintf(out, "consumed   %d (%.0f/s) in %s; %d pops, %d empty\n", deliveries, float64(deliveries)/elapsed.Seconds(), elapsed.Round(time.Millisecond),
 		st.pops.Load(), st.emptyPops.Load())
+	if !math.IsNaN(cpu.tailHits) {
+		fmt.Fprintf(out, "tail       %.0f pops served from the bridges' hot tails (%.0f%% of %d), %.0f misses\n", cpu.tailHits,
+			100*cpu.tailHits/float64(max(st.pops.Load(), 1)), st.pops.Load(), cpu.tailMisses)
+	}
 	reportGroups(out, names, consumedAtEnd, elapsed)
 	if !o.consumeOnly {
 		fmt.Fprintf(out, "lag        at most %d; after the push stopped, %d left, drained in %s\n", maxLag, slowestLag(pushedAtEnd, consumedAtEnd),

@@ -32,15 +32,16 @@ type meter struct {
 
 // sample is one reading; unknown values are NaN.
 type sample struct {
-	bridge, pg, bench float64 // CPU seconds
-	server            float64 // a JetStream server's CPU seconds
-	commits, segments float64 // fusion counters, summed over the bridges
-	inFlight          float64
-	forwards          float64   // groups the bridges forwarded to their owners
-	fallbacks         float64   // forwarded groups written by their receiver
-	forwardMsgs       float64   // forward messages that carried them
-	each              []float64 // per bridge: commits, segments (pairs)
-	calls, callMS     float64   // bundle calls (fusion's, whichever statements they ran) and their total time, ms
+	bridge, pg, bench    float64 // CPU seconds
+	server               float64 // a JetStream server's CPU seconds
+	commits, segments    float64 // fusion counters, summed over the bridges
+	inFlight             float64
+	tailHits, tailMisses float64   // pops the bridges' hot tails served from memory, and those they held the partition of but could not
+	forwards             float64   // groups the bridges forwarded to their owners
+	fallbacks            float64   // forwarded groups written by their receiver
+	forwardMsgs          float64   // forward messages that carried them
+	each                 []float64 // per bridge: commits, segments (pairs)
+	calls, callMS        float64   // bundle calls (fusion's, whichever statements they ran) and their total time, ms
 }
 
 // cpuSplit is CPU per item, by process.
@@ -101,7 +102,7 @@ func (m *meter) sample() sample {
 	for i, u := range m.metricsURLs {
 		v, err := scrape(m.http, u)
 		if err != nil {
-			s.bridge, s.commits, s.segments, s.calls, s.callMS = nan, nan, nan, nan, nan
+			s.bridge, s.commits, s.segments, s.calls, s.callMS, s.tailHits, s.tailMisses = nan, nan, nan, nan, nan, nan, nan
 			break
 		}
 		if i == 0 {
@@ -119,6 +120,8 @@ func (m *meter) sample() sample {
 		s.bridge += v["process_cpu_seconds_total"]
 		s.commits += v["queen_fusion_commits_total"]
 		s.segments += v["queen_fusion_segments_total"]
+		s.tailHits += v["queen_tail_hits_total"]
+		s.tailMisses += v["queen_tail_misses_total"]
 		s.forwards += v["queen_forward_groups_total"]
 		s.fallbacks += v["queen_forward_fallback_groups_total"]
 		s.forwardMsgs += v["queen_forward_requests_total"]
@@ -131,7 +134,8 @@ func (m *meter) sample() sample {
 func (s sample) minus(b sample) sample {
 	d := sample{bridge: s.bridge - b.bridge, pg: s.pg - b.pg, bench: s.bench - b.bench, server: s.server - b.server, commits: s.commits - b.commits,
 		segments: s.segments - b.segments, inFlight: s.inFlight, calls: s.calls - b.calls, callMS: s.callMS - b.callMS,
-		forwards: s.forwards - b.forwards, fallbacks: s.fallbacks - b.fallbacks, forwardMsgs: s.forwardMsgs - b.forwardMsgs}
+		forwards: s.forwards - b.forwards, fallbacks: s.fallbacks - b.fallbacks, forwardMsgs: s.forwardMsgs - b.forwardMsgs,
+		tailHits: s.tailHits - b.tailHits, tailMisses: s.tailMisses - b.tailMisses}
 	if len(s.each) == len(b.each) {
 		for i := range s.each {
 			d.each = append(d.each, s.each[i]-b.each[i])
