@@ -1,8 +1,8 @@
 package httpserve
 
 import (
-	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -39,13 +39,24 @@ func LoopbackHosts(next http.Handler, enabled bool, refusal []byte) http.Handler
 // a name or an address, with or without a port) names the loopback
 // interface.
 func LoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	// The port goes first, by hand (net.SplitHostPort allocates an error for
+	// a host without one): "[v6]:port", "[v6]", "name:port", or a bare v6.
+	if rest, ok := strings.CutPrefix(host, "["); ok {
+		host, _, _ = strings.Cut(rest, "]")
+	} else if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
+		host = host[:i]
 	}
-	host = strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	host = strings.TrimSuffix(host, ".")
+	if strings.EqualFold(host, "localhost") || (len(host) > len(".localhost") &&
+		strings.EqualFold(host[len(host)-len(".localhost"):], ".localhost")) {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	// An address: netip parses one without allocating (this runs on every
+	// request of a tokenless listener); a name is not parsed (a failed
+	// parse allocates its error).
+	if host == "" || (host[0] < '0' || host[0] > '9') && !strings.Contains(host, ":") {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback() && ip.Zone() == ""
 }

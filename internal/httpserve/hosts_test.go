@@ -12,7 +12,8 @@ func TestLoopbackHost(t *testing.T) {
 		"localhost": true, "localhost:6632": true, "LOCALHOST:6632": true, "localhost.": true, "app.localhost:6632": true,
 		"": false, "evil.example:6632": false, "localhost.evil.example": false, "evillocalhost:6632": false,
 		"192.168.1.2:6632": false, "0.0.0.0:6632": false, "[::]:6632": false, "[::ffff:10.0.0.1]:6632": false,
-		"10.0.0.1": false, "127.0.0.1.nip.io:6632": false,
+		"10.0.0.1": false, "127.0.0.1.nip.io:6632": false, "[::1]": true, "[::ffff:127.0.0.1]:80": true, "[fe80::1%eth0]:80": false,
+		"1e100.example:80": false, "localhost:": true,
 	} {
 		if got := LoopbackHost(host); got != want {
 			t.Errorf("LoopbackHost(%q) = %v, want %v", host, got, want)
@@ -58,5 +59,15 @@ func TestLoopbackHostsRefusesOtherHosts(t *testing.T) {
 	LoopbackHosts(next, false, nil).ServeHTTP(rec, req)
 	if reached != 5 {
 		t.Fatalf("not enabled, the rule still refused Host %s: %d", req.Host, rec.Code)
+	}
+}
+
+// The rule runs on every request of a tokenless listener: it allocates
+// nothing.
+func TestLoopbackHostAllocatesNothing(t *testing.T) {
+	for _, host := range []string{"127.0.0.1:6632", "[::1]:6632", "localhost:6632", "App.Localhost", "rebound.example:6632"} {
+		if n := testing.AllocsPerRun(100, func() { LoopbackHost(host) }); n != 0 {
+			t.Errorf("LoopbackHost(%q): %.0f allocations", host, n)
+		}
 	}
 }
