@@ -6,10 +6,12 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
-// queueRef names a queue of a tenant.
+// queueRef names a queue of a tenant; applied receives one value from each
+// shard once that shard has forgotten the queue.
 type queueRef struct {
-	tenant tenancy.TenantID
-	queue  string
+	tenant  tenancy.TenantID
+	queue   string
+	applied chan<- struct{}
 }
 
 // Forget drops what fusion knows of a deleted queue's partitions: their
@@ -20,15 +22,21 @@ type queueRef struct {
 // flush of one of them in flight when it arrives keeps its verdicts and
 // teaches nothing; frames still pending stay pending and go to the queue
 // of that name as it is when they flush. Every bridge calls it when it
-// hears of the delete: the partition may be written by any of them.
+// hears of the delete: the partition may be written by any of them. It
+// returns once every shard has applied it, so a submission made after it
+// returns meets the queue forgotten.
 func (f *Fusion) Forget(tenant tenancy.TenantID, queue string) {
 	f.gate.RLock()
 	defer f.gate.RUnlock()
 	if !f.started || f.stopped {
 		return // not running: it knows nothing, or will not write again
 	}
+	applied := make(chan struct{}, len(f.shards))
 	for _, s := range f.shards {
-		s.forget <- queueRef{tenant: tenant, queue: queue} // shards read it until Stop, which waits for the gate
+		s.forget <- queueRef{tenant: tenant, queue: queue, applied: applied} // shards read it until Stop, which waits for the gate
+	}
+	for range f.shards {
+		<-applied // a submission after Forget returns meets the queue forgotten
 	}
 }
 
@@ -46,4 +54,5 @@ func (s *shard) forgetQueue(k queueRef) {
 		p.verified, p.latestEnd = 0, 0
 		p.gapAt, p.gapHi, p.filling = time.Time{}, 0, false
 	}
+	k.applied <- struct{}{} // buffered for every shard: never blocks
 }
