@@ -45,6 +45,11 @@ func New(cfg Config) *Handler {
 var pages = map[string]bool{"/": true, "/console": true, "/console/": true, "/console/queues": true,
 	"/console/messages": true, "/console/dead-letters": true}
 
+// assets are the files served under /console/static/; the shell is
+// served only at the pages' paths, and nothing else of the embedded folder
+// is served.
+var assets = map[string]bool{"/console/static/console.js": true, "/console/static/console.css": true}
+
 // notOpen is the answer to a peer that is not on the loopback interface
 // while the bridge has no tokens.
 const notOpen = "The console is served only to this machine while the bridge has no HTTP tokens: without tokens every " +
@@ -73,7 +78,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-cache")
 	p := r.URL.Path
 	switch {
-	case strings.HasPrefix(p, "/console/static/"):
+	case assets[p]:
 		h.assets.ServeHTTP(w, r)
 	case pages[p] || strings.HasPrefix(p, "/console/queues/") && len(p) > len("/console/queues/"):
 		hd.Set("Content-Type", "text/html; charset=utf-8")

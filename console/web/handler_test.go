@@ -84,6 +84,8 @@ func TestPagesAndAssets(t *testing.T) {
 		{"/console/nothing", "text/plain", http.StatusNotFound},
 		{"/console/queues/", "text/plain", http.StatusNotFound},
 		{"/console/static/missing.js", "text/plain", http.StatusNotFound},
+		{"/console/static/", "text/plain", http.StatusNotFound},
+		{"/console/static/index.html", "text/plain", http.StatusNotFound},
 	}
 	for _, c := range cases {
 		resp := serve(h, http.MethodGet, c.path, local)
