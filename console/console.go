@@ -89,7 +89,11 @@ func New(cfg Config) (*Console, error) {
 }
 
 // Start takes the first sample and starts the sampler.
+// A second Start is an error: one sampler per console.
 func (c *Console) Start(context.Context) error {
+	if c.started {
+		return errors.New("console: started twice")
+	}
 	c.Sample()
 	if c.cfg.Interval > 0 {
 		c.started = true

@@ -115,7 +115,7 @@ func TestOverviewRoute(t *testing.T) {
 }
 
 // The sampler samples on its ticks until Stop, which waits for it and may
-// be called again.
+// be called again; a second Start is refused.
 func TestSamplerRunsUntilStop(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
@@ -138,6 +138,9 @@ func TestSamplerRunsUntilStop(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ { // Start's sample, then two ticks'
 		<-sampled
+	}
+	if err := c.Start(context.Background()); err == nil {
+		t.Fatal("a second Start started a second sampler")
 	}
 	for _, err := range []error{c.Stop(context.Background()), c.Stop(context.Background())} {
 		if err != nil {
