@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -105,9 +104,9 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 		switch {
 		case errors.As(err, &rep):
 			return fail(fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (repeats %s)",
-				opLabel(t.itemOp[rep.Index]), rep.TransactionID, rep.Queue, rep.Partition, opLabel(t.itemOp[rep.First])))
+				jsonapi.OperationLabel(t.itemOp[rep.Index]), rep.TransactionID, rep.Queue, rep.Partition, jsonapi.OperationLabel(t.itemOp[rep.First])))
 		case errors.As(err, &bad):
-			return fail(fmt.Sprintf("%s: %s", opLabel(t.itemOp[bad.Index]), bad.Err))
+			return fail(fmt.Sprintf("%s: %s", jsonapi.OperationLabel(t.itemOp[bad.Index]), bad.Err))
 		case err != nil:
 			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
 		}
@@ -129,7 +128,7 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 		case errors.As(err, &dup):
 			return fail(t.duplicate(prep, dup))
 		case errors.As(err, &ack):
-			op := opLabel(t.ackOp[groups[ack.Group].idx[ack.Item]])
+			op := jsonapi.OperationLabel(t.ackOp[groups[ack.Group].idx[ack.Item]])
 			if ack.Lease {
 				return fail("ACK operation failed: Invalid or expired lease (" + op + ")")
 			}
@@ -187,7 +186,7 @@ func (t *txnCall) duplicate(prep push.Prepared, d *pgwire.TxnDuplicateError) str
 	for i, it := range prep.Items {
 		if it.Write == d.Write && it.Frame == d.Frame {
 			w := prep.Writes[d.Write]
-			return fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (offset %d)", opLabel(t.itemOp[i]), it.TransactionID, w.Queue, w.Partition, d.Offset)
+			return fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (offset %d)", jsonapi.OperationLabel(t.itemOp[i]), it.TransactionID, w.Queue, w.Partition, d.Offset)
 		}
 	}
 	return fmt.Sprintf("duplicate transactionId in segment %d (offset %d)", d.Write, d.Offset)
@@ -208,6 +207,3 @@ func (t *txnCall) results(prep push.Prepared, res pgwire.TxnResult, groups []ack
 	}
 	return out
 }
-
-// opLabel names operation i in an answer's error.
-func opLabel(i int) string { return "operations[" + strconv.Itoa(i) + "]" }

@@ -71,8 +71,9 @@ func decodeOps(s *jsonscan.Scanner, maxOps int) ([]TxnOp, error) {
 	return ops, nil
 }
 
-// opLabel names operation i in an error.
-func opLabel(i int) string { return "operations[" + strconv.Itoa(i) + "]" }
+// OperationLabel names a transaction's operation i in an error:
+// operations[i].
+func OperationLabel(i int) string { return "operations[" + strconv.Itoa(i) + "]" }
 
 // txnFields are the members of an operation as sent: a flat push
 // operation is itself a push item.
@@ -123,14 +124,14 @@ func decodeOp(s *jsonscan.Scanner, ops []TxnOp) ([]TxnOp, error) {
 		if err := skip(s, 2); err != nil {
 			return nil, err
 		}
-		return nil, Badf("%s must be an object", opLabel(i))
+		return nil, Badf("%s must be an object", OperationLabel(i))
 	}
 	var f txnFields
 	if err := f.read(s, 2); err != nil {
 		return nil, err
 	}
 	if f.typ.set && !f.typ.str {
-		return nil, Badf("%s.type must be a string", opLabel(i))
+		return nil, Badf("%s.type must be a string", OperationLabel(i))
 	}
 	switch f.typ.value {
 	case "push":
@@ -144,16 +145,16 @@ func decodeOp(s *jsonscan.Scanner, ops []TxnOp) ([]TxnOp, error) {
 		return append(ops, TxnOp{Ack: a}), err
 	}
 	if !f.typ.set {
-		return nil, Badf("%s: unknown operation type (type is required: push or ack)", opLabel(i))
+		return nil, Badf("%s: unknown operation type (type is required: push or ack)", OperationLabel(i))
 	}
-	return nil, Badf("%s: unknown operation type %q", opLabel(i), f.typ.value)
+	return nil, Badf("%s: unknown operation type %q", OperationLabel(i), f.typ.value)
 }
 
 // decodeTxnItems reads a push operation's items: one operation each.
 func decodeTxnItems(raw []byte, ops []TxnOp) ([]TxnOp, error) {
 	s := jsonscan.New(raw)
 	if s.Peek() != '[' {
-		return nil, Badf("%s.items must be an array", opLabel(len(ops)))
+		return nil, Badf("%s.items must be an array", OperationLabel(len(ops)))
 	}
 	err := elements(s, func(int) error {
 		i := len(ops)
@@ -161,7 +162,7 @@ func decodeTxnItems(raw []byte, ops []TxnOp) ([]TxnOp, error) {
 			if err := skip(s, 4); err != nil {
 				return err
 			}
-			return Badf("%s must be an object (a push item)", opLabel(i))
+			return Badf("%s must be an object (a push item)", OperationLabel(i))
 		}
 		var f itemFields
 		if err := f.read(s, 4); err != nil {
@@ -197,18 +198,18 @@ func (f *txnFields) ack(i int) (Ack, error) {
 		f    field
 	}{{"transactionId", f.txid}, {"status", f.status}, {"consumerGroup", f.group}, {"leaseId", f.lease}, {"error", f.errText}} {
 		if m.f.set && !m.f.str {
-			return Ack{}, Badf("%s.%s must be a string", opLabel(i), m.name)
+			return Ack{}, Badf("%s.%s must be a string", OperationLabel(i), m.name)
 		}
 	}
 	if !txnAckStatuses[f.status.value] {
-		return Ack{}, Badf("%s.status must be completed, success, failed or dlq in a transaction, got %q", opLabel(i), f.status.value)
+		return Ack{}, Badf("%s.status must be completed, success, failed or dlq in a transaction, got %q", OperationLabel(i), f.status.value)
 	}
 	acks, err := acksFrom([]ackFields{{TransactionID: f.txid.value, PartitionID: f.pid, Status: f.status.value,
 		ConsumerGroup: f.group.value, LeaseID: f.lease.value, Error: f.errText.value}}, "", false)
 	if err != nil {
 		var bad *BadRequest
 		if errors.As(err, &bad) {
-			return Ack{}, Badf("%s.%s", opLabel(i), bad.msg)
+			return Ack{}, Badf("%s.%s", OperationLabel(i), bad.msg)
 		}
 		return Ack{}, err
 	}
