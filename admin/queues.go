@@ -88,27 +88,22 @@ func queueNotFound() (int, []byte) {
 // queueStats reads the {queue} of req and its partitions' counts. When
 // either cannot be had (no such queue for the tenant, a failed read),
 // refused is the answer to give instead, with its status.
-func (a *Admin) queueStats(ctx context.Context, tenant tenancy.TenantID, req Request) (q pgwire.QueueStat, parts []pgwire.PartitionStat, status int, refused []byte) {
+func (a *Admin) queueStats(ctx context.Context, tenant tenancy.TenantID, req Request) (q pgwire.QueueInfo, parts []pgwire.PartitionStat, status int, refused []byte) {
 	name, ok := queueName(req)
 	if !ok {
 		status, refused = queueNotFound()
 		return
 	}
-	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Name: name})
+	q, parts, found, err := a.cfg.DB.PartitionStats(ctx, tenant, name)
 	if err != nil {
 		status, refused = failed(err)
 		return
 	}
-	parts, found, err := a.cfg.DB.PartitionStats(ctx, tenant, name)
-	if err != nil {
-		status, refused = failed(err)
-		return
-	}
-	if len(qs) == 0 || !found {
+	if !found {
 		status, refused = queueNotFound()
 		return
 	}
-	return qs[0], parts, 0, nil
+	return q, parts, 0, nil
 }
 
 func (a *Admin) getQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {

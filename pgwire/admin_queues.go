@@ -87,14 +87,35 @@ type PartitionStat struct {
 	LastWrite                     time.Time // the partition's last write, to the second
 }
 
-// QueueStat is one queue and its partitions' counts summed.
-type QueueStat struct {
+// QueueInfo is a queue's row: its names and options, no counts.
+type QueueInfo struct {
 	ID                    int64
 	Name, Namespace, Task string
 	CreatedAt             time.Time
 	// Options are the options kept as sent (Queen's leaseTime,
 	// retryLimit, ...), the ones this service acts on included.
-	Options    map[string]json.RawMessage
+	Options map[string]json.RawMessage
+}
+
+// queueInfoCols are QueueInfo's columns of queen.queues q, in its order.
+const queueInfoCols = `q.id, q.name, q.namespace, q.task, q.created_at, q.other_options || jsonb_build_object(
+		'encryptionEnabled', q.encryption_enabled, 'dedupWindowSeconds', q.dedup_window_seconds, 'retentionSeconds', q.retention_seconds)`
+
+// scanQueueInfo reads queueInfoCols from row and then into rest.
+func scanQueueInfo(row pgx.Row, q *QueueInfo, rest ...any) error {
+	var opts []byte
+	if err := row.Scan(append([]any{&q.ID, &q.Name, &q.Namespace, &q.Task, &q.CreatedAt, &opts}, rest...)...); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(opts, &q.Options); err != nil {
+		return fmt.Errorf("queue %q: options: %w", q.Name, err)
+	}
+	return nil
+}
+
+// QueueStat is one queue and its partitions' counts summed.
+type QueueStat struct {
+	QueueInfo
 	Partitions int64
 	Counts     Counts
 	Leases     Leases
@@ -112,8 +133,7 @@ type QueueFilter struct {
 
 func tenantArg(t tenancy.TenantID) pgtype.UUID { return pgtype.UUID{Bytes: t, Valid: true} }
 
-const queueStatsSQL = `SELECT q.id, q.name, q.namespace, q.task, q.created_at, q.other_options || jsonb_build_object(
-		'encryptionEnabled', q.encryption_enabled, 'dedupWindowSeconds', q.dedup_window_seconds, 'retentionSeconds', q.retention_seconds),
+const queueStatsSQL = `SELECT ` + queueInfoCols + `,
 		s.parts, s.total, s.pending, s.processing, s.completed, s.dead, s.leases, s.batch, s.acked, s.leased, s.deadparts
 	FROM queen.queues q
 	CROSS JOIN LATERAL (
@@ -143,14 +163,10 @@ func (db *DB) QueueStats(ctx context.Context, tenant tenancy.TenantID, f QueueFi
 		defer rows.Close()
 		for rows.Next() {
 			var s QueueStat
-			var opts []byte
-			if err := rows.Scan(&s.ID, &s.Name, &s.Namespace, &s.Task, &s.CreatedAt, &opts, &s.Partitions,
+			if err := scanQueueInfo(rows, &s.QueueInfo, &s.Partitions,
 				&s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing, &s.Counts.Completed, &s.Counts.DeadLetter,
 				&s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked, &s.LeasedPartitions, &s.DeadPartitions); err != nil {
 				return err
-			}
-			if err := json.Unmarshal(opts, &s.Options); err != nil {
-				return fmt.Errorf("queue %q: options: %w", s.Name, err)
 			}
 			out = append(out, s)
 		}
@@ -166,20 +182,21 @@ const partitionStatsSQL = `SELECT p.id, p.name, p.last_offset, p.last_write_at, 
 	FROM ` + partitionFrom + `
 	WHERE p.queue_id = $1`
 
-// PartitionStats lists the partitions of one of a tenant's queues,
-// ascending id, with their counts; found is false when the tenant has no
-// such queue.
-func (db *DB) PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue string) (parts []PartitionStat, found bool, err error) {
+// PartitionStats is one of a tenant's queues (its row, no counts) and its
+// partitions, ascending id, with their counts; found is false when the
+// tenant has no such queue. The queue's totals are the partitions' sums:
+// they are not counted a second time.
+func (db *DB) PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue string) (q QueueInfo, parts []PartitionStat, found bool, err error) {
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		var qid int64
-		if err := conn.QueryRow(ctx, `SELECT q.id FROM queen.queues q WHERE q.tenant = $1 AND q.name = $2`, tenantArg(tenant), queue).Scan(&qid); err != nil {
+		if err := scanQueueInfo(conn.QueryRow(ctx, `SELECT `+queueInfoCols+` FROM queen.queues q WHERE q.tenant = $1 AND q.name = $2`,
+			tenantArg(tenant), queue), &q); err != nil {
 			if err == pgx.ErrNoRows {
 				return nil
 			}
 			return err
 		}
 		found = true
-		rows, err := conn.Query(ctx, partitionStatsSQL, qid)
+		rows, err := conn.Query(ctx, partitionStatsSQL, q.ID)
 		if err != nil {
 			return err
 		}
@@ -201,9 +218,9 @@ func (db *DB) PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("pgwire: partition counts of %q: %w", queue, err)
+		return QueueInfo{}, nil, false, fmt.Errorf("pgwire: partition counts of %q: %w", queue, err)
 	}
-	return parts, found, nil
+	return q, parts, found, nil
 }
 
 // Lag is how far behind its reference cursor a tenant's partitions with

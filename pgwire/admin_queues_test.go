@@ -49,16 +49,16 @@ func TestQueueCountsFollowCursorsAndLeases(t *testing.T) {
 	ack(t, db, r.PartitionID, pgwire.QueueMode, &l, pgwire.AckItem{TransactionID: "c", Status: "dlq", Error: "bad"})
 	want("one dead-lettered", pgwire.Counts{Total: 6, Pending: 3, Completed: 3, DeadLetter: 1}, 0)
 
-	parts, found, err := db.PartitionStats(context.Background(), [16]byte{}, "cnt")
-	if err != nil || !found || len(parts) != 2 {
-		t.Fatalf("partitions: %v %v %+v", err, found, parts)
+	q, parts, found, err := db.PartitionStats(context.Background(), [16]byte{}, "cnt")
+	if err != nil || !found || len(parts) != 2 || q.Name != "cnt" || q.ID == 0 || q.CreatedAt.IsZero() || string(q.Options["encryptionEnabled"]) != "false" {
+		t.Fatalf("partitions: %v %v %+v %+v", err, found, q, parts)
 	}
 	p1 := parts[0]
 	if p1.Name != "p1" || p1.Last != 5 || p1.Counts != (pgwire.Counts{Total: 5, Pending: 2, Completed: 3, DeadLetter: 1}) ||
 		p1.Oldest.IsZero() || p1.Newest.Before(p1.Oldest) || p1.OldestPending.IsZero() {
 		t.Fatalf("p1: %+v", p1)
 	}
-	if _, found, err := db.PartitionStats(context.Background(), tenancy.TenantID(uuid.New()), "cnt"); found || err != nil {
+	if _, _, found, err := db.PartitionStats(context.Background(), tenancy.TenantID(uuid.New()), "cnt"); found || err != nil {
 		t.Fatalf("another tenant finds the queue: %v %v", found, err)
 	}
 	if qs, err := db.QueueStats(context.Background(), tenancy.TenantID(uuid.New()), pgwire.QueueFilter{}); err != nil || len(qs) != 0 {
