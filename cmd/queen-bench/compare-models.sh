@@ -15,6 +15,10 @@
 #   ROUNDS    3                     rounds per model
 #   DURATION  10s                   per target
 #   LOAD      "-clients 64 -items 1 -partitions 1000"   queen-bench flags
+#   WARM      0s                    push LOAD to the bridge this long first, not
+#                                   reported: a partition's first push provisions
+#                                   it, which a slow load (one client) would
+#                                   otherwise measure for much of its run
 #   OUT       a new temporary directory: every report, log and table
 #
 #   cmd/queen-bench/compare-models.sh        # from the repository root
@@ -22,6 +26,7 @@ set -euo pipefail
 MODELS=${MODELS:-plain slow pinned}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
+WARM=${WARM:-0s}
 LOAD=${LOAD:--clients 64 -items 1 -partitions 1000}
 OUT=${OUT:-$(mktemp -d /tmp/queen-models-XXXXXX)}
 mkdir -p "$OUT/bin" && chmod 755 "$OUT" # the cluster runs as postgres when we are root
@@ -55,6 +60,11 @@ for model in $MODELS; do
 		bridge=$!
 		pids+=("$bridge")
 		for _ in $(seq 150); do grep -q "queen-bridge ready" "$dir/bridge.log" && break; sleep 0.2; done
+		if [ "$WARM" != 0s ]; then
+			# shellcheck disable=SC2086 # LOAD is a list of flags
+			"${side[@]}" "$OUT/bin/queen-bench" -pg-dsn "$dsn" -nats nats://127.0.0.1:4395 -http 127.0.0.1:6695 \
+				-duration "$WARM" -run "warm$round" $LOAD >"$dir/warm.txt" 2>&1
+		fi
 		# shellcheck disable=SC2086 # LOAD is a list of flags
 		"${side[@]}" "$OUT/bin/queen-bench" -compare -pg-dsn "$dsn" -nats nats://127.0.0.1:4395 -http 127.0.0.1:6695 \
 			-duration "$DURATION" $LOAD >"$dir/report.txt" 2>&1
