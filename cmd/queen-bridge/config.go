@@ -60,6 +60,7 @@ type config struct {
 	shutdownTimeout                 time.Duration
 	pprofAddr                       string
 	gcPercent                       int
+	adaptiveProcs                   bool
 }
 
 type setting struct {
@@ -155,6 +156,11 @@ func (c *config) settings() []setting {
 		{"QUEEN_METRICS_ADDR", "", "also serve /metrics/prometheus here, without tokens (empty: only on the HTTP address)", str(&c.metricsAddr)},
 		{"QUEEN_LOG_LEVEL", "info", "debug, info, warn, error", str(&c.logLevel)},
 		{"QUEEN_GC_PERCENT", "400", "Go garbage collector target (as GOGC, which wins when set): heap growth in percent of the live heap before a collection", num(&c.gcPercent)},
+		{"QUEEN_ADAPTIVE_PROCS", "1", "size GOMAXPROCS to the load: fewer Ps while the bridge uses little CPU, back up to the machine's at once when it needs them (0: keep the runtime's; GOMAXPROCS set: kept)", func(v string) error {
+			b, err := strconv.ParseBool(v)
+			c.adaptiveProcs = b
+			return err
+		}},
 		{"QUEEN_PPROF_ADDR", "", "serve net/http/pprof on this address (empty: off)", str(&c.pprofAddr)},
 		{"QUEEN_LOG_FORMAT", "json", "json, or console for people", str(&c.logFormat)},
 		{"QUEEN_SHUTDOWN_TIMEOUT_MS", "30000", "how long SIGINT/SIGTERM waits for in-flight work, ms", func(v string) error {

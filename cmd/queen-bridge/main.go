@@ -20,6 +20,7 @@ import (
 	"github.com/queenbridge/queenbridge/bridge"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/internal/procs"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -78,6 +79,20 @@ func newLogger(cfg *config) (zerolog.Logger, error) {
 // run starts every part, waits for ctx (a signal), then stops them in order:
 // intake first, then fusion's drain, then the connections and servers.
 func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
+	if cfg.adaptiveProcs && os.Getenv("GOMAXPROCS") == "" {
+		// Fewer Ps while the load is light: a lone request's goroutine
+		// hand-offs then stay on one core instead of waking a spinning
+		// thread on another (internal/procs, docs/request-path.md).
+		pc, err := procs.New(procs.Config{})
+		if err != nil {
+			return err
+		}
+		if err := pc.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = pc.Stop(context.Background()) }()
+		log.Info().Str("target", "bridge").Int("max_procs", pc.Procs()).Msg("GOMAXPROCS follows the load, from 1 up to max_procs")
+	}
 	keys, err := cfg.encryptionKeys()
 	if err != nil {
 		return err

@@ -212,6 +212,12 @@ func TestFlagsOverrideEnvironment(t *testing.T) {
 	if c.gcPercent != 400 {
 		t.Fatalf("GC target %d by default", c.gcPercent)
 	}
+	if !c.adaptiveProcs {
+		t.Fatal("GOMAXPROCS does not follow the load by default")
+	}
+	if c, err := load([]string{"-adaptive-procs", "0"}); err != nil || c.adaptiveProcs {
+		t.Fatalf("-adaptive-procs 0: %v %v", c.adaptiveProcs, err)
+	}
 	if _, err := load([]string{"-gc-percent", "5"}); err == nil || !strings.Contains(err.Error(), "QUEEN_GC_PERCENT") {
 		t.Fatalf("a GC target that would collect all the time must be refused: %v", err)
 	}
