@@ -27,14 +27,7 @@ func (plainPayloads) Plain(_ tenancy.TenantID, _, _ string, _ uint8, stored []by
 func startReads(t *testing.T, db *pgwire.DB) *readside.Reads {
 	t.Helper()
 	reads, err := readside.New(readside.Config{DB: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reads.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reads.Stop(context.Background()) })
-	return reads
+	return testkit.Started(t, reads, err)
 }
 
 // segmentOf is frames as one segment of partition, as fusion packs them.

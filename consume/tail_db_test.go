@@ -112,6 +112,20 @@ func (b *tailBridge) push(queue, partition string, txids ...string) segment.Resu
 // the delivery's transactionIds; the offsets must be consecutive, after the
 // cursor, up to the delivery's end (retention may have removed what
 // followed the cursor).
+// popBesideCommits is round i of a queue whose p1 and p2 keep getting
+// commits: one more message on each, then an any-partition pop, which must
+// deliver one partition.
+func (b *tailBridge) popBesideCommits(queue string, i int) (Popped, []string) {
+	b.t.Helper()
+	b.push(queue, "p1", fmt.Sprint("p1-", i+2))
+	b.push(queue, "p2", fmt.Sprint("p2-", i+2))
+	p, got := b.pop(queue, "")
+	if len(p.Parts) != 1 {
+		b.t.Fatalf("pop %d delivered %d partitions, want 1", i, len(p.Parts))
+	}
+	return p, got
+}
+
 func (b *tailBridge) pop(queue, partition string) (Popped, []string) {
 	b.t.Helper()
 	p, err := b.c.Pop(context.Background(), [16]byte{}, PopRequest{Queue: queue, Partition: partition, Group: "g",
@@ -319,12 +333,7 @@ func TestTailRoundServesAPartitionBehindFirst(t *testing.T) {
 	before := a.c.Stats().Tail
 	behind := -1
 	for i := range parts {
-		a.push("s", "p1", fmt.Sprint("p1-", i+2))
-		a.push("s", "p2", fmt.Sprint("p2-", i+2))
-		p, got := a.pop("s", "")
-		if len(p.Parts) != 1 {
-			t.Fatalf("pop %d delivered %d partitions, want 1", i, len(p.Parts))
-		}
+		p, got := a.popBesideCommits("s", i)
 		if p.Parts[0].Partition == "p0" {
 			if behind >= 0 || !slices.Equal(got, []string{"p0-1", "p0-2"}) {
 				t.Fatalf("pop %d delivered %v of p0 (earlier at pop %d; -1: none), want p0-1 and p0-2 once", i, got, behind)
@@ -370,12 +379,7 @@ func TestTailRoundReachesAPartitionAnotherBridgeWrote(t *testing.T) {
 	const bound = 3 * emptyRecheck
 	reached := -1
 	for i := 0; i < bound && reached < 0; i++ {
-		a.push("w", "p1", fmt.Sprint("p1-", i+2))
-		a.push("w", "p2", fmt.Sprint("p2-", i+2))
-		p, got := a.pop("w", "")
-		if len(p.Parts) != 1 {
-			t.Fatalf("pop %d delivered %d partitions, want 1", i, len(p.Parts))
-		}
+		p, got := a.popBesideCommits("w", i)
 		if p.Parts[0].Partition == "p0" {
 			if !slices.Equal(got, []string{"from-b"}) {
 				t.Fatalf("pop %d delivered %v of p0, want what the other bridge wrote", i, got)

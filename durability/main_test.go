@@ -31,14 +31,7 @@ func newDB(t testing.TB) *pgwire.DB { return openDB(t, testenv.NewDatabase(t)) }
 func startFusion(t testing.TB, db *pgwire.DB) *fusion.Fusion {
 	t.Helper()
 	f, err := fusion.New(fusion.Config{Sink: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Stop(context.Background()) })
-	return f
+	return testkit.Started(t, f, err)
 }
 
 func openSpool(t testing.TB, dir string) *spool.Spool {
@@ -67,13 +60,7 @@ func prefix() string { return "du" + uuid.NewString()[:8] }
 func startKeeper(t testing.TB, cfg durability.Config) *durability.Keeper {
 	t.Helper()
 	k, err := durability.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	k = testkit.Started(t, k, err)
 	// A round trip, as Bridge.Start makes after subscribing: the server
 	// has the keeper's subscriptions before a test publishes, so a switch
 	// made right after Start is heard.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"sync"
 	"testing"
 	"time"
@@ -37,14 +38,7 @@ func start(t testing.TB, sink fusion.Sink, tune func(*fusion.Config)) *fusion.Fu
 		tune(&cfg)
 	}
 	f, err := fusion.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Stop(context.Background()) })
-	return f
+	return testkit.Started(t, f, err)
 }
 
 func oneFrame(tx string) []segment.Frame {

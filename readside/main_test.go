@@ -56,14 +56,7 @@ func setOption(t testing.TB, db *pgwire.DB, queue, key string, v any) {
 func startReads(t testing.TB, cfg Config) *Reads {
 	t.Helper()
 	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Stop(context.Background()) })
-	return r
+	return testkit.Started(t, r, err)
 }
 
 func txids(msgs []pgwire.Message) []string {
