@@ -30,10 +30,11 @@ type Store interface {
 }
 
 // Marks is what an any-partition pop asks of the read side: its candidate
-// partitions, what a claim of one found, and a lease's release;
-// *readside.Reads satisfies it.
+// partitions, a reservation of one while it is claimed, what the claim
+// found, and a lease's release; *readside.Reads satisfies it.
 type Marks interface {
 	Candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]readside.Candidate, error)
+	Reserve(tenant tenancy.TenantID, queue, group string, c readside.Candidate) bool
 	Outcome(tenant tenancy.TenantID, queue, group string, c readside.Candidate, res pgwire.PopResult)
 	Released(tenant tenancy.TenantID, queue, partition, group string, again bool)
 }

@@ -166,6 +166,10 @@ type fakeMarks struct {
 	candCalls int
 	outcomes  []outcome
 	released  []release
+	// held names the partitions another pop is claiming (Reserve refuses
+	// them); reserved counts the reservations granted.
+	held     map[string]bool
+	reserved int
 }
 
 type outcome struct {
@@ -189,6 +193,16 @@ func (m *fakeMarks) Outcome(_ tenancy.TenantID, _, _ string, c readside.Candidat
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.outcomes = append(m.outcomes, outcome{c, res})
+}
+
+func (m *fakeMarks) Reserve(_ tenancy.TenantID, _, _ string, c readside.Candidate) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held[c.Name] {
+		return false
+	}
+	m.reserved++
+	return true
 }
 
 func (m *fakeMarks) Released(_ tenancy.TenantID, queue, partition, group string, again bool) {

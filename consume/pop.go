@@ -125,7 +125,11 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 		// A further partition is claimed only while half the byte bound is
 		// left: each delivers at least one message.
 		if i+len(out) >= maxClaimTries || len(out) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(out) > 0 && bytesLeft < req.MaxBytes/2) {
+			c.unreserve(tenant, req, cands[i:max(i, refused)]) // reserved by the tail's round
 			break
+		}
+		if i >= refused && !c.cfg.Marks.Reserve(tenant, req.Queue, req.Group, cand) {
+			continue // another pop here is claiming it
 		}
 		pr := base
 		pr.Batch, pr.MaxBytes = left, bytesLeft
@@ -140,6 +144,7 @@ func (c *Consumer) claimRound(ctx context.Context, tenant tenancy.TenantID, req 
 		}
 		res, err := pop(ctx, pr)
 		if err != nil {
+			c.unreserve(tenant, req, cands[i:max(i+1, refused)])
 			return out, err
 		}
 		c.count(res)

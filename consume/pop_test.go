@@ -305,11 +305,36 @@ func TestAnyPartitionPopThatFailsMidRound(t *testing.T) {
 	if n := len(r.store.popCalls()); n != 3 {
 		t.Errorf("%d claims; want none after the failure", n)
 	}
-	if len(r.marks.outcomes) != 2 {
+	// Two claims' outcomes, and the failed claim's reservation freed.
+	if o := r.marks.outcomes; len(o) != 3 || o[2].cand.Name != "c" || o[2].res.Status != "" {
 		t.Errorf("outcomes %+v", r.marks.outcomes)
 	}
 	if !slices.Equal(r.obs.popped, []int{3}) {
 		t.Errorf("observer heard %v", r.obs.popped)
+	}
+}
+
+// A candidate another pop here is claiming (its reservation refused) is
+// passed over: no claim of it, and the round goes on to the next.
+func TestAnyPartitionPopPassesOverAReservedPartition(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	r.marks.held = map[string]bool{"a": true}
+	r.store.popByID[1] = delivers(1, "a", 2, 10)
+	r.store.popByID[2] = delivers(2, "b", 1, 10)
+	got, err := anyPop(r, 10, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Parts) != 1 || got.Parts[0].Partition != "b" {
+		t.Errorf("delivered %+v", got)
+	}
+	if calls := r.store.popCalls(); len(calls) != 1 || calls[0].PartitionID != 2 {
+		t.Errorf("claims %+v; want b's alone", calls)
+	}
+	if r.marks.reserved != 1 {
+		t.Errorf("%d reservations; want b's", r.marks.reserved)
 	}
 }
 

@@ -89,14 +89,16 @@ func (c *Consumer) claimTails(ctx context.Context, pr pgwire.PopRequest, claims 
 
 // claimTailRound is the part of an any-partition pop's round the hot tail
 // can serve: takes of the candidates it holds (within the round's bounds),
-// claimed together in one statement. The first candidate the tail cannot
+// claimed together in one statement. Each candidate is reserved before it
+// is taken (readside.Reads.Reserve): one another pop here is claiming is
+// passed over. The first candidate the tail cannot
 // serve ends it: deepestFirst put it before those the tail can serve
 // because it is furthest behind, and the database serves it first (were
 // later candidates claimed from memory, a pop of one partition would never
 // reach it while they keep getting commits). It answers what was
 // delivered, the candidates left for the database in order, and how many
 // of those, first, the tail has already refused (they go straight to
-// PostgreSQL).
+// PostgreSQL; they are reserved, the others not yet).
 func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, req PopRequest, base pgwire.PopRequest,
 	cands []readside.Candidate) ([]pgwire.PopResult, []readside.Candidate, int, error) {
 	if c.cfg.Tail == nil {
@@ -113,6 +115,9 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 		if i >= maxClaimTries || len(claims) >= req.Partitions || left <= 0 || (req.MaxBytes > 0 && len(claims) > 0 && bytesLeft < req.MaxBytes/2) {
 			rest = append(rest, cands[i:]...)
 			break
+		}
+		if !c.cfg.Marks.Reserve(tenant, req.Queue, req.Group, cand) {
+			continue // another pop here is claiming it
 		}
 		pr := base
 		pr.Batch, pr.MaxBytes, pr.PartitionID = left, bytesLeft, cand.ID
@@ -133,6 +138,7 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 	}
 	res, err := c.claimTails(ctx, base, claims, msgs)
 	if err != nil {
+		c.unreserve(tenant, req, from)
 		return nil, cands, 0, err
 	}
 	var out []pgwire.PopResult
@@ -147,6 +153,13 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 		out = append(out, r)
 	}
 	return out, append(missed, rest...), len(missed) + refused, nil
+}
+
+// unreserve frees reservations whose claims were not made or failed.
+func (c *Consumer) unreserve(tenant tenancy.TenantID, req PopRequest, cands []readside.Candidate) {
+	for _, cand := range cands {
+		c.cfg.Marks.Outcome(tenant, req.Queue, req.Group, cand, pgwire.PopResult{})
+	}
 }
 
 // deepestWindow is how many of an any-partition pop's candidates, from its

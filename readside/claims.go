@@ -46,6 +46,18 @@ func (r *Reads) Outcome(tenant tenancy.TenantID, queue, group string, c Candidat
 	r.marks.outcome(tenant, queue, group, c.c, res)
 }
 
+// Reserve marks c as taken by a claim in progress here until its Outcome
+// (at most about a second), so that the group's concurrent pops claim other
+// partitions; false when a lease or another claim here holds it, and the
+// pop passes it over. Every reserved candidate gets an Outcome: a zero
+// PopResult (an error) frees it.
+func (r *Reads) Reserve(tenant tenancy.TenantID, queue, group string, c Candidate) bool {
+	if c.c.p == nil { // not one of Candidates'
+		return true
+	}
+	return r.marks.reserve(tenant, queue, group, c.c)
+}
+
 // Released records that a lease on a partition ended (again: its messages
 // after the cursor are deliverable again) and announces the partition,
 // here and to peers: it may hold more than the lease delivered, or what it

@@ -14,10 +14,10 @@ import (
 // are consumed through it: which partitions exist, a count of the
 // announcements each received (this bridge's pushes and peers'
 // MESSAGE_AVAILABLE), and per consumer group the count at which a pop last
-// found the partition empty, and until when a lease taken here holds it.
-// A partition is a candidate for a group's any-partition pop when it has
-// been announced since it was last found empty, and no lease taken here
-// holds it. The first pop of a queue and group reads the database once
+// found the partition empty, and until when a lease taken here (or a claim
+// in progress here) holds it. A partition is a candidate for a group's
+// any-partition pop when it has been announced since it was last found
+// empty, and no lease or claim here holds it. The first pop of a queue and group reads the database once
 // (PendingPartitions); after that the list is kept from announcements.
 //
 // Pops and acks (one goroutine each) and announcers read and write it: a
@@ -218,6 +218,31 @@ func (m *marks) outcome(tenant tenancy.TenantID, queue, group string, c candidat
 	case pgwire.PopMissing:
 		gm.drained[c.p] = c.seq
 	}
+	if res.Status != pgwire.PopDelivered {
+		delete(gm.leased, c.p) // the reservation, if any: nothing holds it here
+	}
+}
+
+// reserve marks candidate c as taken by a claim in progress here, for at
+// most leaseHint, so that the group's concurrent pops choose other
+// partitions instead of racing for one row (the loser's claim waits for
+// the winner's, then matches nothing: a statement spent, and its hot-tail
+// cursor forgotten). False when a lease or another claim here holds it
+// already. The outcome of the claim replaces the reservation.
+func (m *marks) reserve(tenant tenancy.TenantID, queue, group string, c candidate) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.queues[queueKey{tenant, queue}]
+	if q == nil {
+		return true // dropped since it was listed: the claim finds what is there
+	}
+	gm := q.group(group)
+	now := time.Now()
+	if until, ok := gm.leased[c.p]; ok && now.Before(until) {
+		return false
+	}
+	gm.leased[c.p] = now.Add(leaseHint)
+	return true
 }
 
 // drop forgets a deleted queue: its partitions' ids are of partitions that

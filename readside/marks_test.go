@@ -289,3 +289,49 @@ func TestLeaseHintPasses(t *testing.T) {
 		return slices.Equal(names(t, m, db, [16]byte{}, "q", "g", 0), []string{"p"})
 	})
 }
+
+// A claim in progress here holds its partition back from the group's other
+// pops until its outcome: delivered turns it into the lease hint, anything
+// else frees it.
+func TestReserveHoldsAPartitionUntilTheClaimsOutcome(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	push(t, db, "q", "p", "a")
+	push(t, db, "q", "r", "b")
+	m := newMarks()
+	c := candidateOf(t, m, db, "q", "g", "p")
+	if !m.reserve([16]byte{}, "q", "g", c) {
+		t.Fatal("the first reservation was refused")
+	}
+	if m.reserve([16]byte{}, "q", "g", c) {
+		t.Fatal("a second pop reserved a partition being claimed")
+	}
+	if got := names(t, m, db, [16]byte{}, "q", "g", 0); !slices.Equal(got, []string{"r"}) {
+		t.Fatalf("candidates while p is claimed: %v", got)
+	}
+	if got := names(t, m, db, [16]byte{}, "q", "other", 0); len(got) != 2 {
+		t.Fatalf("another group's candidates: %v", got)
+	}
+
+	// The claim failed (a zero result): free again.
+	m.outcome([16]byte{}, "q", "g", c, pgwire.PopResult{})
+	if !m.reserve([16]byte{}, "q", "g", c) {
+		t.Fatal("a freed partition could not be reserved")
+	}
+	// Leased elsewhere: free again, as before reservations.
+	res := pgwire.PopResult{Status: pgwire.PopLeased}
+	m.outcome([16]byte{}, "q", "g", c, res)
+	if got := names(t, m, db, [16]byte{}, "q", "g", 0); len(got) != 2 {
+		t.Fatalf("after a refused claim: %v", got)
+	}
+
+	// Delivered: the reservation becomes the lease hint.
+	if !m.reserve([16]byte{}, "q", "g", c) {
+		t.Fatal("reserve")
+	}
+	res = popAs(t, db, "q", "g", c, uuid.New())
+	m.outcome([16]byte{}, "q", "g", c, res)
+	if res.Status != pgwire.PopDelivered || m.reserve([16]byte{}, "q", "g", c) {
+		t.Fatalf("delivered (%+v), and reserved again", res)
+	}
+}
