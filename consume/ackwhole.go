@@ -68,7 +68,7 @@ func (c *Consumer) ackWhole(ctx context.Context, tenant tenancy.TenantID, acks [
 	if len(whole) == 0 {
 		return done
 	}
-	res, err := c.fuser.do(ctx, whole)
+	res, err := c.acks.do(ctx, whole)
 	if err != nil {
 		return done // the general path answers each item (had the statement committed, with the lease no longer held)
 	}

@@ -19,7 +19,7 @@ type Store interface {
 	Pop(ctx context.Context, req pgwire.PopRequest) (pgwire.PopResult, error)
 	Ack(ctx context.Context, tenant tenancy.TenantID, pid int64, group string, lease *[16]byte, items []pgwire.AckItem) (pgwire.AckResult, error)
 	AckWhole(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error)
-	PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
+	PopTail(ctx context.Context, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 	SeekGroup(ctx context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error)
@@ -98,8 +98,9 @@ type Config struct {
 
 // Consumer owns the consumer API's calls and counters.
 type Consumer struct {
-	cfg   Config
-	fuser ackFuser
+	cfg        Config
+	acks       ackFuser
+	tailClaims claimFuser
 
 	pops          atomic.Uint64 // rounds of claims made by pops
 	claims        atomic.Uint64 // partition claims tried
@@ -146,7 +147,8 @@ func New(cfg Config) (*Consumer, error) {
 		return nil, fmt.Errorf("consume: RequeueMax must be positive, got %d", cfg.RequeueMax)
 	}
 	c := &Consumer{cfg: cfg}
-	c.fuser.run = cfg.DB.AckWhole
+	c.acks = ackFuser{run: cfg.DB.AckWhole, slots: maxAckStatements}
+	c.tailClaims = claimFuser{run: cfg.DB.PopTail, slots: maxClaimStatements}
 	return c, nil
 }
 

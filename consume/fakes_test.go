@@ -84,7 +84,7 @@ func (s *fakeStore) AckWhole(_ context.Context, acks []pgwire.WholeAck) ([]pgwir
 	return fn(acks)
 }
 
-func (s *fakeStore) PopTail(_ context.Context, _ pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
+func (s *fakeStore) PopTail(_ context.Context, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
 	return make([]pgwire.PopResult, len(claims)), nil
 }
 

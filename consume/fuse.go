@@ -8,45 +8,57 @@ import (
 )
 
 // maxAckStatements bounds the whole-batch acknowledgement statements in
-// flight at once; what arrives while they run waits and goes in the next.
-const maxAckStatements = 2
+// flight at once, and maxClaimStatements the hot tail's claim statements;
+// what arrives while they run waits and goes in the next.
+const (
+	maxAckStatements   = 2
+	maxClaimStatements = 2
+)
 
-// ackFuser fuses whole-batch acknowledgements: those that arrive while a
-// statement is in flight go together in the next one (one statement, one
+// fuser fuses the consumer state writes of concurrent requests (whole-batch
+// acknowledgements, claims from the hot tail): those that arrive while its
+// statements are in flight go together in the next one (one statement, one
 // commit for many partitions and groups), and a lone one never waits. It
 // has no goroutine of its own: the request that finds a statement slot free
 // runs its batch in its own goroutine, and when it ends hands the slot,
 // with everything queued meanwhile, to the first queued request's
 // goroutine, which runs that batch and answers the others. Every answer
-// follows the commit.
-type ackFuser struct {
-	run func(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error)
+// follows the commit. run answers its inputs in order, one output each.
+type fuser[In, Out any] struct {
+	run   func(ctx context.Context, in []In) ([]Out, error)
+	slots int
 
 	mu       sync.Mutex // guards inflight and queue; held only to count and to queue
 	inflight int
-	queue    []*fusedAcks
+	queue    []*fused[In, Out]
 }
 
-// fusedAcks is one request's part of a statement.
-type fusedAcks struct {
-	acks []pgwire.WholeAck
-	res  []pgwire.WholeAckResult
-	err  error
-	// done is closed when res and err are set; lead carries the batch this
+// ackFuser fuses whole-batch acknowledgements (pgwire.AckWhole).
+type ackFuser = fuser[pgwire.WholeAck, pgwire.WholeAckResult]
+
+// claimFuser fuses claims of deliveries from the hot tail (pgwire.PopTail).
+type claimFuser = fuser[pgwire.TailClaim, pgwire.PopResult]
+
+// fused is one request's part of a statement.
+type fused[In, Out any] struct {
+	in  []In
+	out []Out
+	err error
+	// done is closed when out and err are set; lead carries the batch this
 	// request's goroutine is to run (it holds a statement slot then).
 	done chan struct{}
-	lead chan []*fusedAcks
+	lead chan []*fused[In, Out]
 }
 
-// do applies acks, fused with whatever else arrives meanwhile.
-func (f *ackFuser) do(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error) {
-	me := &fusedAcks{acks: acks, done: make(chan struct{}), lead: make(chan []*fusedAcks, 1)}
+// do applies in, fused with whatever else arrives meanwhile.
+func (f *fuser[In, Out]) do(ctx context.Context, in []In) ([]Out, error) {
+	me := &fused[In, Out]{in: in, done: make(chan struct{}), lead: make(chan []*fused[In, Out], 1)}
 	f.mu.Lock()
-	if f.inflight < maxAckStatements {
+	if f.inflight < f.slots {
 		f.inflight++
 		f.mu.Unlock()
-		f.lead(ctx, []*fusedAcks{me})
-		return me.res, me.err
+		f.lead(ctx, []*fused[In, Out]{me})
+		return me.out, me.err
 	}
 	f.queue = append(f.queue, me)
 	f.mu.Unlock()
@@ -55,23 +67,23 @@ func (f *ackFuser) do(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.Who
 	case batch := <-me.lead:
 		f.lead(ctx, batch)
 	}
-	return me.res, me.err
+	return me.out, me.err
 }
 
 // lead runs one batch holding a statement slot, answers it, then hands the
 // slot on to what queued meanwhile (or frees it).
-func (f *ackFuser) lead(ctx context.Context, batch []*fusedAcks) {
-	var all []pgwire.WholeAck
+func (f *fuser[In, Out]) lead(ctx context.Context, batch []*fused[In, Out]) {
+	var all []In
 	for _, b := range batch {
-		all = append(all, b.acks...)
+		all = append(all, b.in...)
 	}
-	// One caller giving up must not fail the others' acknowledgements.
+	// One caller giving up must not fail the others' writes.
 	res, err := f.run(context.WithoutCancel(ctx), all)
 	for _, b := range batch {
 		if err != nil {
 			b.err = err
 		} else {
-			b.res, res = res[:len(b.acks)], res[len(b.acks):]
+			b.out, res = res[:len(b.in)], res[len(b.in):]
 		}
 		close(b.done)
 	}

@@ -80,9 +80,9 @@ func (r *rig) statements() [][]string {
 }
 
 func (r *rig) queued() int {
-	r.c.fuser.mu.Lock()
-	defer r.c.fuser.mu.Unlock()
-	return len(r.c.fuser.queue)
+	r.c.acks.mu.Lock()
+	defer r.c.acks.mu.Unlock()
+	return len(r.c.acks.queue)
 }
 
 // waitFor polls cond until it holds, failing the test after a minute.
@@ -176,9 +176,9 @@ func TestAckFuserSendsWhatArrivedMeanwhileInOneStatement(t *testing.T) {
 	if n := r.c.Stats().WholeAcks; n != uint64(maxAckStatements+4) {
 		t.Errorf("%d whole-batch acknowledgements counted, want %d", n, maxAckStatements+4)
 	}
-	r.c.fuser.mu.Lock()
-	queued, inflight := len(r.c.fuser.queue), r.c.fuser.inflight
-	r.c.fuser.mu.Unlock()
+	r.c.acks.mu.Lock()
+	queued, inflight := len(r.c.acks.queue), r.c.acks.inflight
+	r.c.acks.mu.Unlock()
 	if queued != 0 || inflight != 0 {
 		t.Errorf("the fuser did not come to rest: %d queued, %d in flight", queued, inflight)
 	}

@@ -60,16 +60,18 @@ func (c *Consumer) tailTake(pr pgwire.PopRequest) (pgwire.TailClaim, []pgwire.Me
 		t.SetCursor(pr.PartitionID, pr.Group, -1)
 		return pgwire.TailClaim{}, nil, false
 	}
-	return pgwire.TailClaim{PartitionID: pr.PartitionID, Cursor: take.Cursor, To: take.To, Count: take.Count,
+	return pgwire.TailClaim{Tenant: pr.Tenant, Group: pr.Group, Lease: pr.Lease, AutoAck: pr.AutoAck,
+		PartitionID: pr.PartitionID, Cursor: take.Cursor, To: take.To, Count: take.Count,
 		Hashes: take.Hashes, FirstEnd: take.FirstEnd}, msgs, true
 }
 
-// claimTails claims deliveries from the hot tail in one statement (one or
-// many partitions of one pop, under its lease). out[i] answers claims[i]:
-// delivered with msgs[i], or Status "" when the database did not match it
-// (the tail forgets the cursor it had; the caller reads PostgreSQL).
+// claimTails claims deliveries from the hot tail (one or many partitions of
+// one pop, under its lease) in one statement, fused with the claims of
+// concurrent pops (claimFuser). out[i] answers claims[i]: delivered with
+// msgs[i], or Status "" when the database did not match it (the tail
+// forgets the cursor it had; the caller reads PostgreSQL).
 func (c *Consumer) claimTails(ctx context.Context, pr pgwire.PopRequest, claims []pgwire.TailClaim, msgs [][]pgwire.Message) ([]pgwire.PopResult, error) {
-	out, err := c.cfg.DB.PopTail(ctx, pr, claims)
+	out, err := c.tailClaims.do(ctx, claims)
 	if err != nil {
 		return nil, err
 	}

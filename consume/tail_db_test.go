@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,36 @@ type watchStore struct {
 	*pgwire.DB
 	t                *testing.T
 	refused, applied int
+
+	mu sync.Mutex // guards claimCalls and held: claims run in several goroutines
+	// claimCalls lists each claim statement's partition ids; the first
+	// held statements wait for hold to close (nil: none wait).
+	claimCalls [][]int64
+	hold       chan struct{}
+	held       int
+}
+
+// claimed records a claim statement, and holds it when it is one of the
+// first held.
+func (s *watchStore) claimed(claims []pgwire.TailClaim) {
+	s.mu.Lock()
+	var ids []int64
+	for _, c := range claims {
+		ids = append(ids, c.PartitionID)
+	}
+	s.claimCalls = append(s.claimCalls, ids)
+	hold := s.hold
+	wait := hold != nil && len(s.claimCalls) <= s.held
+	s.mu.Unlock()
+	if wait {
+		<-hold
+	}
+}
+
+func (s *watchStore) claimStatements() [][]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.claimCalls)
 }
 
 func (s *watchStore) row(ctx context.Context, pid int64, group string) string {
@@ -46,12 +77,13 @@ func (s *watchStore) row(ctx context.Context, pid int64, group string) string {
 	return out
 }
 
-func (s *watchStore) PopTail(ctx context.Context, req pgwire.PopRequest, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
+func (s *watchStore) PopTail(ctx context.Context, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
 	before := make([]string, len(claims))
 	for i, c := range claims {
-		before[i] = s.row(ctx, c.PartitionID, req.Group)
+		before[i] = s.row(ctx, c.PartitionID, c.Group)
 	}
-	out, err := s.DB.PopTail(ctx, req, claims)
+	s.claimed(claims)
+	out, err := s.DB.PopTail(ctx, claims)
 	if err != nil {
 		return out, err
 	}
@@ -61,7 +93,7 @@ func (s *watchStore) PopTail(ctx context.Context, req pgwire.PopRequest, claims 
 			continue
 		}
 		s.refused++
-		if after := s.row(ctx, claims[i].PartitionID, req.Group); after != before[i] {
+		if after := s.row(ctx, claims[i].PartitionID, claims[i].Group); after != before[i] {
 			s.t.Errorf("a refused tail claim (%+v) wrote the cursor row:\n before %s\n after  %s", claims[i], before[i], after)
 		}
 	}
@@ -400,4 +432,63 @@ func mustPartitionID(t *testing.T, b *tailBridge, queue, partition string) int64
 		t.Fatalf("the tail knows no id for %s/%s", queue, partition)
 	}
 	return id
+}
+
+// Pops served from the hot tail while every claim statement slot is taken
+// queue, and their claims go together in the next statement, each pop
+// getting its own delivery.
+func TestTailClaimsOfConcurrentPopsShareAStatement(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a := newTailBridge(t, db)
+	parts := []string{"p1", "p2", "p3", "p4"}
+	ids := map[string]int64{}
+	for _, p := range parts {
+		ids[p] = a.push("f", p, p+"-1").PartitionID
+		a.wantPop("f", p, 0, 0, p+"-1") // the group's first pop seeds its cursor row
+		a.push("f", p, p+"-2")
+	}
+	hold := make(chan struct{})
+	a.store.mu.Lock()
+	a.store.claimCalls, a.store.hold, a.store.held = nil, hold, maxClaimStatements
+	a.store.mu.Unlock()
+
+	type popped struct {
+		part string
+		got  []string
+	}
+	done := make(chan popped, len(parts))
+	start := func(p string) {
+		go func() {
+			_, got := a.pop("f", p)
+			done <- popped{p, got}
+		}()
+	}
+	queued := func() int {
+		a.c.tailClaims.mu.Lock()
+		defer a.c.tailClaims.mu.Unlock()
+		return len(a.c.tailClaims.queue)
+	}
+	for k, p := range parts {
+		start(p)
+		if k < maxClaimStatements {
+			waitFor(t, p+"'s claim statement to start", func() bool { return len(a.store.claimStatements()) == k+1 })
+		} else {
+			waitFor(t, p+"'s claim to queue", func() bool { return queued() == k+1-maxClaimStatements })
+		}
+	}
+	close(hold)
+	for range parts {
+		d := <-done
+		if !slices.Equal(d.got, []string{d.part + "-2"}) {
+			t.Errorf("the pop of %s delivered %v", d.part, d.got)
+		}
+	}
+	want := [][]int64{{ids["p1"]}, {ids["p2"]}, {ids["p3"], ids["p4"]}}
+	if got := a.store.claimStatements(); !slices.EqualFunc(got, want, slices.Equal[[]int64]) {
+		t.Errorf("claim statements %v, want %v", got, want)
+	}
+	if s := a.c.Stats().Tail; s.Hits != 4 {
+		t.Errorf("tail %+v: want the 4 pops served from it", s)
+	}
 }

@@ -315,3 +315,51 @@ func TestTheSameWholeBatchTwiceInOneStatement(t *testing.T) {
 		}
 	}
 }
+
+// The hot tail's claim statement, which fuses concurrent pops' claims,
+// locks its rows in the one lock order: each row is locked by a lateral
+// subquery run once per claim, in the order of its outer input, which is
+// the claims sorted by (partition, group).
+func TestTailClaimStatementLocksInAscendingOrder(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	conn, err := db.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "PREPARE tail_plan(uuid[], text[], uuid[], bool[], int8[], int8[], int8[], int4[], bytea[], int8[]) AS "+pgwire.PopTailSQL); err != nil {
+		t.Fatal(err)
+	}
+	plan := textRows(t, conn, `EXPLAIN (COSTS OFF) EXECUTE tail_plan(
+		'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{g,h}',
+		'{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000002}', '{false,false}',
+		'{2,1}', '{0,0}', '{1,1}', '{1,1}', '{"\\x00","\\x00"}', '{1,1}')`)
+	text := strings.Join(plan, "\n")
+	lock := -1
+	for i, line := range plan {
+		if strings.Contains(line, "LockRows") {
+			if lock >= 0 {
+				t.Fatalf("two LockRows nodes:\n%s", text)
+			}
+			lock = i
+		}
+	}
+	// The nearest Nested Loop above LockRows must take its outer rows from
+	// the sorted claims, and LockRows must be in its inner input.
+	loop := -1
+	for i := lock - 1; i >= 0; i-- {
+		if indentOf(plan[i]) < indentOf(plan[lock]) && strings.Contains(plan[i], "Nested Loop") {
+			loop = i
+			break
+		}
+	}
+	if lock < 0 || loop < 0 {
+		t.Fatalf("no LockRows under a Nested Loop:\n%s", text)
+	}
+	outer := firstChild(plan, loop)
+	if outer < 0 || !strings.Contains(plan[outer], "Sort") || !slices.Contains(details(plan, outer), "Sort Key: v.pid, v.grp") || outer > lock {
+		t.Fatalf("the locking loop's outer input is not the claims sorted by (partition, group):\n%s", text)
+	}
+}

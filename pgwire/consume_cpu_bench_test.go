@@ -19,6 +19,8 @@ import (
 // one segment; consume is one pop of 100 by partition id (the one-statement
 // pop, popKnownSQL) and its whole-batch acknowledgement (wholeAckSQL, one
 // cursor move), over a backlog stored in segments of `frames` frames;
+// tail-ack is the claim of a pop the bridge serves from its hot tail
+// (popTailSQL: no segment read) and its whole-batch acknowledgement;
 // pop-autoack is a pop alone through consumer_pop_v1. Metrics: backend-µs/call (a push, or a pop
 // and its ack) and backend-µs/item.
 // Run with: go test ./pgwire -run '^$' -bench ConsumeBackendCPU -benchtime 300x
@@ -120,13 +122,31 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 				if status != PopDelivered || to.Int64-cursor.Int64 != batch {
 					return fmt.Errorf("pop: %s, (%d, %d]", status, cursor.Int64, to.Int64)
 				}
-				ids := make([]string, 0, batch)
-				for off := cursor.Int64 + 1; off <= to.Int64; off++ {
-					ids = append(ids, fmt.Sprint("t", off))
+				return benchWholeAck(ctx, conn, pid, lease, cursor.Int64, to.Int64)
+			})
+			b.ReportMetric(cpu/batch, "backend-µs/item")
+		})
+		b.Run(fmt.Sprintf("tail-ack/segment-frames=%d", per), func(b *testing.B) {
+			// A pop the bridge serves from its hot tail: the claim
+			// (popTailSQL, one partition, no segment read) and the
+			// whole-batch acknowledgement.
+			queue := fmt.Sprintf("bench.tail%d.n%d.%s", per, b.N, uuid.NewString()[:8])
+			for off := 1; off <= (b.N+4)*batch; off += per {
+				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
+					b.Fatal(err)
 				}
-				d := AckHashes(ids)
-				rows, err = conn.Query(ctx, wholeAckSQL, []pgtype.UUID{tenant}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
-					[]int32{batch}, [][]byte{d}, []string{"completed"}, []int32{0}, ids, make([]string, batch))
+			}
+			first, err := db.Pop(ctx, PopRequest{Queue: queue, Partition: "p", Group: "g", Batch: batch, AutoAck: true})
+			if err != nil || first.Status != PopDelivered {
+				b.Fatalf("first pop: %+v %v", first, err)
+			}
+			pid, cursor := first.PartitionID, first.To
+			tenant := pgtype.UUID{Valid: true}
+			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+				lease := uuid.New()
+				ids := benchTxnIDs(cursor, cursor+batch)
+				rows, err := conn.Query(ctx, popTailSQL, tenant, "g", pgtype.UUID{Bytes: lease, Valid: true}, false,
+					[]int64{pid}, []int64{cursor}, []int64{cursor + batch}, []int32{batch}, [][]byte{AckHashes(ids)}, []int64{cursor + int64(per)})
 				if err != nil {
 					return err
 				}
@@ -136,11 +156,46 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 				}
 				rows.Close()
 				if rows.Err() != nil || n != 1 {
-					return fmt.Errorf("whole-batch ack: %d rows, %v", n, rows.Err())
+					return fmt.Errorf("claim from the tail after %d: %d rows, %v", cursor, n, rows.Err())
 				}
+				if err := benchWholeAck(ctx, conn, pid, lease, cursor, cursor+batch); err != nil {
+					return err
+				}
+				cursor += batch
 				return nil
 			})
 			b.ReportMetric(cpu/batch, "backend-µs/item")
 		})
 	}
+}
+
+// benchTxnIDs are the transactionIds the benchmark's frames carry at
+// offsets (cursor, to].
+func benchTxnIDs(cursor, to int64) []string {
+	ids := make([]string, 0, to-cursor)
+	for off := cursor + 1; off <= to; off++ {
+		ids = append(ids, fmt.Sprint("t", off))
+	}
+	return ids
+}
+
+// benchWholeAck acknowledges what a lease delivered at (cursor, to] as one
+// batch (wholeAckSQL), failing unless it applied.
+func benchWholeAck(ctx context.Context, conn *pgx.Conn, pid int64, lease uuid.UUID, cursor, to int64) error {
+	ids := benchTxnIDs(cursor, to)
+	n := int32(len(ids))
+	rows, err := conn.Query(ctx, wholeAckSQL, []pgtype.UUID{{Valid: true}}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
+		[]int32{n}, [][]byte{AckHashes(ids)}, []string{"completed"}, []int32{0}, ids, make([]string, n))
+	if err != nil {
+		return err
+	}
+	got := 0
+	for rows.Next() {
+		got++
+	}
+	rows.Close()
+	if rows.Err() != nil || got != 1 {
+		return fmt.Errorf("whole-batch ack: %d rows, %v", got, rows.Err())
+	}
+	return nil
 }

@@ -6,46 +6,50 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // popTailSQL claims deliveries the bridge serves from its own memory (the
-// hot tail, readside.Tail), of one or many partitions for one group under
-// one lease, in one statement: a compare-and-set of each cursor row with no
-// segment read. A partition's claim applies only when its cursor is where
-// the bridge believes, no live lease holds the row, the queue neither delays
-// nor windows its messages, the first segment delivered is still stored
-// (retention removes a partition's segments oldest first, so the rest are
-// too), and no offset it delivers is tombstoned (migration 0012: an index
-// probe bounded by (cursor, to], which finds nothing on a partition without
-// tombstones; the frames in memory cannot tell); otherwise it answers no
-// row for it and writes nothing, and the pop reads PostgreSQL
-// (popKnownSQL), which leaves the tombstoned offsets out. Each partition's row is looked up and
-// locked by a lateral subquery (a subquery that locks is never flattened
-// into a join, so it stays keyed look-ups whatever the generic plan guesses
-// of the arrays' length), one partition after the other in ascending id
-// (v is sorted), the one lock order; the UPDATE finds the locked rows by
-// their ctid.
+// hot tail, readside.Tail), of one or many partitions, for one or many
+// pops (groups, leases, tenants: the claims of concurrent pops are fused
+// into one statement), in one statement: a compare-and-set of each cursor
+// row with no segment read. A claim applies only when its cursor is where
+// the bridge believes, no live lease holds the row, the queue (of the
+// claim's tenant) neither delays nor windows its messages, the first
+// segment delivered is still stored (retention removes a partition's
+// segments oldest first, so the rest are too), and no offset it delivers is
+// tombstoned (migration 0012: an index probe bounded by (cursor, to], which
+// finds nothing on a partition without tombstones; the frames in memory
+// cannot tell); otherwise it answers no row for it and writes nothing, and
+// the pop reads PostgreSQL (popKnownSQL), which leaves the tombstoned
+// offsets out. Each claim's row is looked up and locked by a lateral
+// subquery (a subquery that locks is never flattened into a join, so it
+// stays keyed look-ups whatever the generic plan guesses of the arrays'
+// length), one after the other in ascending (partition, group) (v is
+// sorted), the one lock order; the UPDATE finds the locked rows by their
+// ctid. Two claims of one row in a call (two pops of a named partition at
+// once) lock it once; the UPDATE applies one of them and answers it alone.
 // Each row records what is delivered as the other pops do: range, count and
-// hash entries. A claim under a lease commits asynchronously, as
-// popKnownSQL's.
+// hash entries. The commit is asynchronous, as popKnownSQL's, unless a
+// claim auto-acknowledges (its cursor moves: consumed).
 //
-// Parameters: tenant, group, lease (NULL with auto-ack), auto-ack, then per
-// partition: id, expected cursor, to, count, hash entries, first segment's
-// end. Answer, a row per claimed partition: ordinal, name, last offset,
-// lease expiry, expired.
+// Parameters, one array element per claim: tenant, group, lease (NULL with
+// auto-ack), auto-ack, partition id, expected cursor, to, count, hash
+// entries, first segment's end. Answer, a row per applied claim: ordinal,
+// name, last offset, lease expiry, expired.
 const popTailSQL = `/* queen:pop-tail */ WITH v AS (
-    SELECT * FROM unnest($5::int8[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::int8[])
-        WITH ORDINALITY AS v(pid, cur, to_off, n, h, fe, ord)
-    ORDER BY pid
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bool[], $5::int8[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::int8[])
+        WITH ORDINALITY AS v(tenant, grp, lease, auto, pid, cur, to_off, n, h, fe, ord)
+    ORDER BY pid, grp
 ), l AS (
-    SELECT v.ord, v.pid, v.to_off, v.n, v.h, x.*
+    SELECT v.ord, v.pid, v.lease, v.auto, v.to_off, v.n, v.h, x.*
     FROM v CROSS JOIN LATERAL (
         SELECT c.ctid AS tid, p.name, p.last_offset, c.lease_id IS NOT NULL AS expired,
                queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s
         FROM queen.consumer_cursors c
         JOIN queen.log_partitions p ON p.id = c.partition_id
         JOIN queen.queues q ON q.id = p.queue_id
-        WHERE c.partition_id = v.pid AND c.consumer_group = $2 AND q.tenant = $1
+        WHERE c.partition_id = v.pid AND c.consumer_group = v.grp AND q.tenant = v.tenant
           AND c.cursor_offset = v.cur AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
           AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
           AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
@@ -55,26 +59,33 @@ const popTailSQL = `/* queen:pop-tail */ WITH v AS (
         FOR UPDATE OF c) x
 ), u AS (
     UPDATE queen.consumer_cursors c SET
-        lease_id         = CASE WHEN $4 THEN NULL ELSE $3::uuid END,
-        lease_expires_at = CASE WHEN $4 THEN NULL ELSE clock_timestamp() + make_interval(secs => l.lease_s) END,
-        cursor_offset    = CASE WHEN $4 THEN l.to_off ELSE c.cursor_offset END,
+        lease_id         = CASE WHEN l.auto THEN NULL ELSE l.lease END,
+        lease_expires_at = CASE WHEN l.auto THEN NULL ELSE clock_timestamp() + make_interval(secs => l.lease_s) END,
+        cursor_offset    = CASE WHEN l.auto THEN l.to_off ELSE c.cursor_offset END,
         delivered_to     = l.to_off,
         delivered_count  = l.n,
-        acked_count      = CASE WHEN $4 THEN l.n ELSE 0 END,
-        retry_count      = CASE WHEN $4 THEN 0 ELSE c.retry_count END,
+        acked_count      = CASE WHEN l.auto THEN l.n ELSE 0 END,
+        retry_count      = CASE WHEN l.auto THEN 0 ELSE c.retry_count END,
         delivered_hashes = l.h,
         updated_at       = clock_timestamp()
     FROM l
     WHERE c.ctid = l.tid
-    RETURNING l.ord, l.name, l.last_offset, c.lease_expires_at, l.expired
+    RETURNING l.ord, l.name, l.last_offset, c.lease_expires_at, l.expired, l.auto
 ), async AS (
-    SELECT set_config('synchronous_commit', 'off', true) WHERE NOT $4 AND EXISTS (SELECT 1 FROM u)
+    SELECT set_config('synchronous_commit', 'off', true)
+    WHERE EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM u WHERE u.auto)
 )
-SELECT u.* FROM u LEFT JOIN async ON true`
+SELECT u.ord, u.name, u.last_offset, u.lease_expires_at, u.expired FROM u LEFT JOIN async ON true`
 
 // TailClaim is a delivery of one partition served from the bridge's
-// memory, to be claimed.
+// memory, to be claimed for a pop: its tenant, group and lease (unused with
+// AutoAck).
 type TailClaim struct {
+	Tenant  tenancy.TenantID
+	Group   string
+	Lease   [16]byte
+	AutoAck bool
+
 	PartitionID int64
 	Cursor, To  int64
 	Count       int
@@ -84,21 +95,25 @@ type TailClaim struct {
 	FirstEnd int64
 }
 
-// PopTail claims deliveries the bridge serves from memory (popTailSQL), for
-// req's tenant, group, lease and auto-ack. out[i] answers claims[i]: Status
+// PopTail claims deliveries the bridge serves from memory (popTailSQL), of
+// one pop or of several fused. out[i] answers claims[i]: Status
 // PopDelivered when it applied (without messages: the caller adds them),
-// "" when it did not (nothing was written; the pop reads PostgreSQL).
-func (db *DB) PopTail(ctx context.Context, req PopRequest, claims []TailClaim) ([]PopResult, error) {
+// "" when it did not (nothing was written for it; the pop reads
+// PostgreSQL).
+func (db *DB) PopTail(ctx context.Context, claims []TailClaim) ([]PopResult, error) {
 	n := len(claims)
+	tenants, leases := make([]pgtype.UUID, n), make([]pgtype.UUID, n)
+	groups, autos := make([]string, n), make([]bool, n)
 	pids, curs, tos, firsts := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	counts, hashes := make([]int32, n), make([][]byte, n)
 	for i, c := range claims {
+		tenants[i], leases[i] = pgtype.UUID{Bytes: c.Tenant, Valid: true}, pgtype.UUID{Bytes: c.Lease, Valid: !c.AutoAck}
+		groups[i], autos[i] = c.Group, c.AutoAck
 		pids[i], curs[i], tos[i], firsts[i], counts[i], hashes[i] = c.PartitionID, c.Cursor, c.To, c.FirstEnd, int32(c.Count), c.Hashes
 	}
 	out := make([]PopResult, n)
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, popTailSQL, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
-			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.AutoAck, pids, curs, tos, counts, hashes, firsts)
+		rows, err := conn.Query(ctx, popTailSQL, tenants, groups, leases, autos, pids, curs, tos, counts, hashes, firsts)
 		if err != nil {
 			return err
 		}
@@ -120,7 +135,7 @@ func (db *DB) PopTail(ctx context.Context, req PopRequest, claims []TailClaim) (
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgwire: pop of %d partitions for %q from memory: %w", n, req.Group, err)
+		return nil, fmt.Errorf("pgwire: claim of %d deliveries from memory: %w", n, err)
 	}
 	return out, nil
 }

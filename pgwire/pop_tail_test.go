@@ -38,6 +38,14 @@ func newTailFixture(t *testing.T, db *pgwire.DB, queue string) *tailFixture {
 		Cursor: 1, To: 6, Count: 5, Hashes: pgwire.AckHashes([]string{"a", "b", "c", "d", "e"}), FirstEnd: 3}}
 }
 
+// popTail claims cs for req's tenant, group, lease and auto-ack.
+func popTail(ctx context.Context, db *pgwire.DB, req pgwire.PopRequest, cs ...pgwire.TailClaim) ([]pgwire.PopResult, error) {
+	for i := range cs {
+		cs[i].Tenant, cs[i].Group, cs[i].Lease, cs[i].AutoAck = req.Tenant, req.Group, req.Lease, req.AutoAck
+	}
+	return db.PopTail(ctx, cs)
+}
+
 // row is everything a claim could write on the group's cursor row,
 // with the row version's xmin and xmax: an UPDATE makes a new version, a
 // row lock sets xmax. "" when there is no row.
@@ -64,7 +72,7 @@ func (f *tailFixture) refused(t *testing.T, req pgwire.PopRequest, c pgwire.Tail
 		req.Group = "g"
 	}
 	req.Lease = lease()
-	out, err := f.db.PopTail(context.Background(), req, []pgwire.TailClaim{c})
+	out, err := popTail(context.Background(), f.db, req, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +106,7 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 		t.Parallel()
 		f := newTailFixture(t, db, "t-ok")
 		l := lease()
-		out, err := db.PopTail(ctx, pgwire.PopRequest{Group: "g", Lease: l}, []pgwire.TailClaim{f.claim})
+		out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: l}, f.claim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +164,7 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 		if a := ack(t, db, f.pid, "g", nil, completed("a", "b", "d", "e")...); a.Cursor != 6 {
 			t.Fatalf("ack: %+v", a)
 		}
-		if out, err := db.PopTail(ctx, pgwire.PopRequest{Group: "g", Lease: lease()}, []pgwire.TailClaim{c}); err != nil || out[0].Status != pgwire.PopDelivered {
+		if out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, c); err != nil || out[0].Status != pgwire.PopDelivered {
 			t.Fatalf("a claim after the tombstone: %+v %v", out, err)
 		}
 	})
@@ -170,7 +178,7 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 			t.Fatalf("the other consumer's pop: %+v", r)
 		}
 		before := f.row(t, "g")
-		out, err := db.PopTail(ctx, pgwire.PopRequest{Group: "g", Lease: lease()}, []pgwire.TailClaim{f.claim})
+		out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, f.claim)
 		if err != nil || out[0].Status != "" {
 			t.Fatalf("claim under a live lease: %+v %v", out, err)
 		}
@@ -203,7 +211,7 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 		// Claimed together with a partition whose segments are all there:
 		// only that one applies.
 		before := f.row(t, "g")
-		out, err := db.PopTail(ctx, pgwire.PopRequest{Group: "g", Lease: lease()}, []pgwire.TailClaim{f.claim, kept.claim})
+		out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, f.claim, kept.claim)
 		if err != nil || len(out) != 2 || out[0].Status != "" || out[1].Status != pgwire.PopDelivered || out[1].PartitionID != kept.pid {
 			t.Fatalf("claims: %+v %v", out, err)
 		}
@@ -222,7 +230,7 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 			f := newTailFixture(t, db, "t-"+opt)
 			setOptions(t, db, f.queue, map[string]any{opt: 60})
 			before := f.row(t, "g")
-			if out, err := db.PopTail(ctx, pgwire.PopRequest{Group: "g", Lease: lease()}, []pgwire.TailClaim{f.claim}); err != nil || out[0].Status != "" {
+			if out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, f.claim); err != nil || out[0].Status != "" {
 				t.Fatalf("claim on a queue with %s: %+v %v", opt, out, err)
 			}
 			if after := f.row(t, "g"); after != before {
@@ -249,4 +257,48 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 		c.FirstEnd = 1
 		f.refused(t, pgwire.PopRequest{}, c, "[a b c d e]")
 	})
+}
+
+// One call claims for several pops at once (the consume room fuses
+// concurrent pops' claims): each claim with its own tenant, group, lease
+// and auto-ack. A claim of another tenant's queue applies to nothing, and
+// two claims of one row apply one of them.
+func TestTailClaimsOfSeveralPopsInOneCall(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	f := newTailFixture(t, db, "t-many")
+	if h := pop(t, db, pgwire.PopRequest{Queue: "t-many", Partition: "p", Group: "h", AutoAck: true, Batch: 1}); h.Status != pgwire.PopDelivered || h.To != 1 {
+		t.Fatalf("seeding h's cursor: %+v", h)
+	}
+	l := lease()
+	g := f.claim
+	g.Group, g.Lease = "g", l
+	h := f.claim
+	h.Group, h.AutoAck = "h", true
+	other := g
+	other.Tenant = [16]byte{1}
+	out, err := db.PopTail(ctx, []pgwire.TailClaim{other, h, g, g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 4 || out[0].Status != "" || out[1].Status != pgwire.PopDelivered || !out[1].LeaseExpires.IsZero() ||
+		(out[2].Status == pgwire.PopDelivered) == (out[3].Status == pgwire.PopDelivered) {
+		t.Fatalf("answers %+v: want another tenant's refused, h's applied without a lease, one of g's two", out)
+	}
+	for _, c := range []struct {
+		group  string
+		cursor int64
+		lease  string
+	}{{"g", 1, uuid.UUID(l).String()}, {"h", 6, "-"}} {
+		var cursor, to int64
+		var leaseID string
+		if err := db.Pool().QueryRow(ctx, `SELECT cursor_offset, delivered_to, coalesce(lease_id::text, '-') FROM queen.consumer_cursors
+			WHERE partition_id = $1 AND consumer_group = $2`, f.pid, c.group).Scan(&cursor, &to, &leaseID); err != nil {
+			t.Fatal(err)
+		}
+		if cursor != c.cursor || to != 6 || leaseID != c.lease {
+			t.Errorf("%s: cursor %d, delivered to %d, lease %s; want %d, 6, %s", c.group, cursor, to, leaseID, c.cursor, c.lease)
+		}
+	}
 }

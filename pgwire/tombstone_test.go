@@ -210,7 +210,7 @@ func TestPopsProbeTombstonesByTheIndex(t *testing.T) {
 			t.Fatalf("%s does not probe log_tombstones by its key alone, finding nothing", name)
 		}
 	}
-	explain("tail_claim", pgwire.PopTailSQL, fmt.Sprintf(`('00000000-0000-0000-0000-000000000000', 'g', '%s', false,
+	explain("tail_claim", pgwire.PopTailSQL, fmt.Sprintf(`('{00000000-0000-0000-0000-000000000000}', '{g}', '{%s}', '{false}',
 		'{%d}', '{1}', '{6}', '{5}', '{"\\x%x"}', '{3}')`, uuid.New(), f.pid, f.claim.Hashes))
 	if a := ack(t, db, f.pid, "g", nil, completed("a", "b", "c", "d", "e")...); a.Cursor != 6 {
 		t.Fatalf("ack: %+v", a)
