@@ -40,7 +40,15 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 		lease = string(jsonapi.AppendUUID(nil, got.Lease))
 	}
 	first := got.Parts[0]
-	out := make([]byte, 0, 256+n*320)
+	size := 256 // the head and the close
+	for _, p := range got.Parts {
+		for i := range p.Messages {
+			m := &p.Messages[i]
+			size += 1 + jsonapi.PoppedLen(&jsonapi.PoppedMessage{TransactionID: m.Frame.TransactionID, TraceID: m.Frame.TraceID,
+				Payload: m.Frame.Payload, Partition: p.Partition}, lease, req.ConsumerGroup)
+		}
+	}
+	out := make([]byte, 0, size)
 	out = jsonapi.AppendPopHead(out, &jsonapi.PopHead{Queue: req.Queue, Partition: first.Partition, PartitionID: first.PartitionID,
 		Lease: lease, Group: req.ConsumerGroup, Claimed: len(got.Parts)})
 	k := 0

@@ -140,6 +140,17 @@ type PoppedMessage struct {
 	Partition     string
 }
 
+// poppedFixed is what AppendPopped appends besides the strings and the
+// payload: the keys, quotes, a UUID, the longest time and partition id.
+var poppedFixed = len(`{"id":"","transactionId":"","traceId":null,"data":,"encoding":"base64","producerSub":null,"createdAt":"",`+
+	`"partitionId":"","partition":"","leaseId":"","consumerGroup":""}`) + 36 + len(time.RFC3339Nano) + 20
+
+// PoppedLen is what AppendPopped appends for m (more when a string needs
+// escaping), so that an answer's buffer is made once at about its size.
+func PoppedLen(m *PoppedMessage, lease, group string) int {
+	return poppedFixed + len(m.TransactionID) + len(m.TraceID) + len(m.Payload) + len(m.Partition) + len(lease) + len(group)
+}
+
 // AppendPopped appends one message as Queen's clients read it: id,
 // transactionId, traceId (null when none), data (the payload exactly as
 // pushed), producerSub, createdAt, partitionId (a string, as in push
