@@ -145,7 +145,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
 				lease := uuid.New()
 				ids := benchTxnIDs(cursor, cursor+batch)
-				rows, err := conn.Query(ctx, popTailSQL, tenant, "g", pgtype.UUID{Bytes: lease, Valid: true}, false,
+				rows, err := conn.Query(ctx, popTailSQL, []pgtype.UUID{tenant}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}}, []bool{false},
 					[]int64{pid}, []int64{cursor}, []int64{cursor + batch}, []int32{batch}, [][]byte{AckHashes(ids)}, []int64{cursor + int64(per)})
 				if err != nil {
 					return err
