@@ -73,6 +73,8 @@ func (c *Consumer) Pop(ctx context.Context, tenant tenancy.TenantID, req PopRequ
 	if req.SubscriptionMode == "" {
 		req.SubscriptionMode = c.cfg.DefaultSubscriptionMode
 	}
+	// The hot tail keeps the queue's commits from now on.
+	c.cfg.Tail.Want(tenant, req.Queue)
 	k := readside.Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
 	parts, err := readside.Park(c.cfg.Reads, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {
 		if c.cfg.PopMaintenance() {

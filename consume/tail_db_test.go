@@ -101,12 +101,14 @@ func (s *watchStore) PopTail(ctx context.Context, claims []pgwire.TailClaim) ([]
 }
 
 type tailBridge struct {
-	t     *testing.T
-	db    *pgwire.DB
-	store *watchStore
-	reads *readside.Reads
-	tail  *readside.Tail
-	c     *Consumer
+	t *testing.T
+	// unwanted: push does not mark the queue as popped here.
+	unwanted bool
+	db       *pgwire.DB
+	store    *watchStore
+	reads    *readside.Reads
+	tail     *readside.Tail
+	c        *Consumer
 }
 
 // newTailBridge starts one bridge's consumer side on db, with an empty
@@ -123,9 +125,14 @@ func newTailBridge(t *testing.T, db *pgwire.DB) *tailBridge {
 }
 
 // push writes one segment of txids as this bridge's fusion does: one
-// bundle committed, handed to the commit hook, then announced.
+// bundle committed, handed to the commit hook, then announced. The queue is
+// one this bridge's consumers pop (the tail keeps its commits: Tail.Want),
+// unless b.unwanted.
 func (b *tailBridge) push(queue, partition string, txids ...string) segment.Result {
 	b.t.Helper()
+	if !b.unwanted {
+		b.tail.Want([16]byte{}, queue)
+	}
 	frames := make([]segment.Frame, len(txids))
 	for i, tx := range txids {
 		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(`{}`)}
@@ -491,4 +498,29 @@ func TestTailClaimsOfConcurrentPopsShareAStatement(t *testing.T) {
 	if s := a.c.Stats().Tail; s.Hits != 4 {
 		t.Errorf("tail %+v: want the 4 pops served from it", s)
 	}
+}
+
+// The tail keeps the commits of a queue once a pop of it came through this
+// bridge: before that pushes cost it nothing, and the pops read
+// PostgreSQL; after it, a consumer keeping up is served from memory.
+func TestTailKeepsAQueueOncePoppedHere(t *testing.T) {
+	t.Parallel()
+	db := openTailDB(t)
+	a := newTailBridge(t, db)
+	a.unwanted = true
+	a.push("w", "p", "m1", "m2")
+	if st := a.tail.Stats(); st.Segments != 0 {
+		t.Fatalf("the tail holds a queue never popped here: %+v", st)
+	}
+	a.wantPop("w", "p", 0, 0, "m1", "m2") // the group's first pop, through PostgreSQL
+	a.push("w", "p", "m3")
+	if st := a.tail.Stats(); st.Segments != 1 {
+		t.Fatalf("after a pop of the queue the tail holds %d segments, want 1", st.Segments)
+	}
+	// The cursor the first pop's acknowledgement left is not kept (the
+	// tail held nothing of the partition then): the next pop reads
+	// PostgreSQL and learns it, and the one after is served from memory.
+	a.wantPop("w", "p", 0, 0, "m3")
+	a.push("w", "p", "m4")
+	a.wantPop("w", "p", 1, 0, "m4")
 }

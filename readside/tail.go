@@ -25,6 +25,10 @@ import (
 // the first segment delivered (it removes a partition's segments oldest
 // first, so the rest are there too). A miss reads PostgreSQL as before.
 //
+// It keeps only the commits of queues popped through this bridge in the
+// last wantFor (Want): a queue nobody consumes here costs it nothing, and
+// its memory goes to those that are.
+//
 // Bounded in bytes (stored blob, hash blob, and the frames once decoded):
 // the oldest segments of all partitions go first. A mutex guards
 // everything; it is held for map and slice work only, never across a
@@ -42,8 +46,10 @@ type Tail struct {
 	// them that reaches the tail after the delete (its flush committed
 	// before it) is not kept. Ids are never reused; bounded by clearing.
 	dropped map[int64]struct{}
-	hits    atomic.Uint64
-	misses  atomic.Uint64
+	// wanted are the queues popped here, with the last pop's time.
+	wanted map[queueKey]time.Time
+	hits   atomic.Uint64
+	misses atomic.Uint64
 }
 
 type tailName struct {
@@ -89,7 +95,35 @@ func (s *TailSegment) size() int64 {
 
 // NewTail makes a tail bounded to maxBytes; 0 or less: nothing is kept.
 func NewTail(maxBytes int64) *Tail {
-	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[tailName]int64{}}
+	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[tailName]int64{}, wanted: map[queueKey]time.Time{}}
+}
+
+// wantFor is how long after a pop of a queue here the tail keeps its
+// commits; maxWanted bounds the queues it remembers before it forgets
+// those whose time has passed.
+const (
+	wantFor   = 5 * time.Minute
+	maxWanted = 4096
+)
+
+// Want records a pop of the queue through this bridge: the tail keeps its
+// commits from now on, until no pop of it came for wantFor. The pop itself
+// reads PostgreSQL when the tail does not hold what it needs.
+func (t *Tail) Want(tenant tenancy.TenantID, queue string) {
+	if t == nil || t.max <= 0 {
+		return
+	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.wanted) >= maxWanted {
+		for k, at := range t.wanted {
+			if now.Sub(at) > wantFor {
+				delete(t.wanted, k)
+			}
+		}
+	}
+	t.wanted[queueKey{tenant, queue}] = now
 }
 
 // Committed records the segments of a bundle this bridge committed (the
@@ -98,12 +132,16 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 	if t == nil || t.max <= 0 || len(writes) != len(results) {
 		return
 	}
+	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range writes {
 		w, r := &writes[i], &results[i]
 		if r.Status != segment.Queued || r.PartitionID <= 0 || w.Count <= 0 || len(w.Hashes) != int(w.Count)*segment.HashSize {
 			continue
+		}
+		if at, ok := t.wanted[queueKey{w.Tenant, w.Queue}]; !ok || now.Sub(at) > wantFor {
+			continue // not popped here: a later commit that is kept starts a new run
 		}
 		if _, gone := t.dropped[r.PartitionID]; gone {
 			continue

@@ -22,7 +22,10 @@ func tailWrite(pid, base int64, n int) (segment.Write, segment.Result) {
 	return w, segment.Result{Status: segment.Queued, PartitionID: pid, BaseOffset: base, CreatedAt: time.Now()}
 }
 
+// commit hands the tail a bundle of segments of queue q, as the fusion's
+// commit hook does, q being popped here.
 func commit(t *readside.Tail, segs ...[3]int64) {
+	t.Want([16]byte{}, "q")
 	var ws []segment.Write
 	var rs []segment.Result
 	for _, s := range segs {
@@ -116,6 +119,7 @@ func TestTailDropForgetsTheQueue(t *testing.T) {
 	commit(tail, [3]int64{1, 1, 5}, [3]int64{2, 1, 3})
 	other, res := tailWrite(3, 1, 2)
 	other.Queue = "other"
+	tail.Want([16]byte{}, "other")
 	tail.Committed([]segment.Write{other}, []segment.Result{res})
 	tail.Drop([16]byte{}, "q", []int64{1, 2})
 	for _, p := range []string{"p1", "p2"} {
@@ -140,5 +144,36 @@ func TestTailDropForgetsTheQueue(t *testing.T) {
 	}
 	if st := tail.Stats(); st.Segments != 2 {
 		t.Fatalf("%d segments held, want other's and the new one", st.Segments)
+	}
+}
+
+// Commits of a queue nobody popped through this bridge are not kept; once
+// a pop of it came, they are, from the next commit on (a new run).
+func TestTailKeepsOnlyQueuesPoppedHere(t *testing.T) {
+	tail := readside.NewTail(1 << 20)
+	w, r := tailWrite(1, 1, 3)
+	tail.Committed([]segment.Write{w}, []segment.Result{r})
+	if st := tail.Stats(); st.Segments != 0 || st.Bytes != 0 {
+		t.Fatalf("a queue never popped here is held: %+v", st)
+	}
+	if _, ok := tail.PartitionID([16]byte{}, "q", "p1"); ok {
+		t.Fatal("a partition of a queue never popped here is named")
+	}
+	tail.Want([16]byte{1}, "q") // another tenant's queue of the name
+	tail.Committed([]segment.Write{w}, []segment.Result{r})
+	if st := tail.Stats(); st.Segments != 0 {
+		t.Fatalf("another tenant's pop made the queue wanted: %+v", st)
+	}
+	tail.Want([16]byte{}, "q")
+	w, r = tailWrite(1, 4, 2)
+	tail.Committed([]segment.Write{w}, []segment.Result{r})
+	tail.SetCursor(1, "g", 3)
+	take, ok := tail.Take(1, "g", 10)
+	if !ok || take.Cursor != 3 || take.To != 5 || take.Count != 2 {
+		t.Fatalf("take after the pop made the queue wanted: %+v %v", take, ok)
+	}
+	tail.SetCursor(1, "g", 0)
+	if _, ok := tail.Take(1, "g", 10); ok {
+		t.Fatal("a take before the run the tail holds")
 	}
 }
