@@ -44,6 +44,28 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 		}
 		return segment.Write{Queue: queue, Partition: "p", Count: int32(n), Hashes: segment.AppendHashes(nil, fr), Blob: segment.Pack(nil, fr), Verified: 1 << 62}
 	}
+	// backlog pushes a queue of its own for a run (also under -count) with
+	// (b.N+4)*batch frames in segments of per frames.
+	backlog := func(b *testing.B, kind string, per int) string {
+		queue := fmt.Sprintf("bench.%s%d.n%d.%s", kind, per, b.N, uuid.NewString()[:8])
+		for off := 1; off <= (b.N+4)*batch; off += per {
+			if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return queue
+	}
+	// seeded pushes a backlog and makes the group's first pop, which seeds
+	// its cursor row (consumer_pop_v1): every later pop is by partition id.
+	// It answers the partition's id and the cursor.
+	seeded := func(b *testing.B, kind string, per int) (int64, int64) {
+		queue := backlog(b, kind, per)
+		first, err := db.Pop(ctx, PopRequest{Queue: queue, Partition: "p", Group: "g", Batch: batch, AutoAck: true})
+		if err != nil || first.Status != PopDelivered {
+			b.Fatalf("first pop: %+v %v", first, err)
+		}
+		return first.PartitionID, first.To
+	}
 	b.Run("push", func(b *testing.B) {
 		next := 1
 		cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
@@ -58,12 +80,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 	})
 	for _, per := range []int{100, 10} {
 		b.Run(fmt.Sprintf("pop-autoack/segment-frames=%d", per), func(b *testing.B) {
-			queue := fmt.Sprintf("bench.auto%d.n%d.%s", per, b.N, uuid.NewString()[:8]) // each run its own backlog, also under -count
-			for off := 1; off <= (b.N+4)*batch; off += per {
-				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			queue := backlog(b, "auto", per)
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
 				var status string
 				var cursor, to int64
@@ -79,19 +96,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 			b.ReportMetric(cpu/batch, "backend-µs/item")
 		})
 		b.Run(fmt.Sprintf("pop-ack/segment-frames=%d", per), func(b *testing.B) {
-			queue := fmt.Sprintf("bench.consume%d.n%d.%s", per, b.N, uuid.NewString()[:8]) // each run its own backlog, also under -count
-			for off := 1; off <= (b.N+4)*batch; off += per {
-				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			// The group's first pop seeds its cursor row (consumer_pop_v1);
-			// every later one is the one-statement pop by partition id.
-			first, err := db.Pop(ctx, PopRequest{Queue: queue, Partition: "p", Group: "g", Batch: batch, AutoAck: true})
-			if err != nil || first.Status != PopDelivered {
-				b.Fatalf("first pop: %+v %v", first, err)
-			}
-			pid := first.PartitionID
+			pid, _ := seeded(b, "consume", per)
 			tenant := pgtype.UUID{Valid: true}
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
 				var status string
@@ -130,33 +135,15 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 			// A pop the bridge serves from its hot tail: the claim
 			// (popTailSQL, one partition, no segment read) and the
 			// whole-batch acknowledgement.
-			queue := fmt.Sprintf("bench.tail%d.n%d.%s", per, b.N, uuid.NewString()[:8])
-			for off := 1; off <= (b.N+4)*batch; off += per {
-				if _, err := db.PushBundle(ctx, []segment.Write{frames(queue, off, per)}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			first, err := db.Pop(ctx, PopRequest{Queue: queue, Partition: "p", Group: "g", Batch: batch, AutoAck: true})
-			if err != nil || first.Status != PopDelivered {
-				b.Fatalf("first pop: %+v %v", first, err)
-			}
-			pid, cursor := first.PartitionID, first.To
+			pid, cursor := seeded(b, "tail", per)
 			tenant := pgtype.UUID{Valid: true}
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
 				lease := uuid.New()
 				ids := benchTxnIDs(cursor, cursor+batch)
 				rows, err := conn.Query(ctx, popTailSQL, []pgtype.UUID{tenant}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}}, []bool{false},
 					[]int64{pid}, []int64{cursor}, []int64{cursor + batch}, []int32{batch}, [][]byte{AckHashes(ids)}, []int64{cursor + int64(per)})
-				if err != nil {
+				if err := oneRow(rows, err, fmt.Sprint("claim from the tail after ", cursor)); err != nil {
 					return err
-				}
-				n := 0
-				for rows.Next() {
-					n++
-				}
-				rows.Close()
-				if rows.Err() != nil || n != 1 {
-					return fmt.Errorf("claim from the tail after %d: %d rows, %v", cursor, n, rows.Err())
 				}
 				if err := benchWholeAck(ctx, conn, pid, lease, cursor, cursor+batch); err != nil {
 					return err
@@ -186,16 +173,22 @@ func benchWholeAck(ctx context.Context, conn *pgx.Conn, pid int64, lease uuid.UU
 	n := int32(len(ids))
 	rows, err := conn.Query(ctx, wholeAckSQL, []pgtype.UUID{{Valid: true}}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
 		[]int32{n}, [][]byte{AckHashes(ids)}, []string{"completed"}, []int32{0}, ids, make([]string, n))
+	return oneRow(rows, err, "whole-batch ack")
+}
+
+// oneRow drains the rows of a statement (err: its Query's), failing unless
+// it answered exactly one.
+func oneRow(rows pgx.Rows, err error, what string) error {
 	if err != nil {
 		return err
 	}
-	got := 0
+	n := 0
 	for rows.Next() {
-		got++
+		n++
 	}
 	rows.Close()
-	if rows.Err() != nil || got != 1 {
-		return fmt.Errorf("whole-batch ack: %d rows, %v", got, rows.Err())
+	if rows.Err() != nil || n != 1 {
+		return fmt.Errorf("%s: %d rows, %v", what, n, rows.Err())
 	}
 	return nil
 }
