@@ -23,7 +23,10 @@ const (
 // runs its batch in its own goroutine, and when it ends hands the slot,
 // with everything queued meanwhile, to the first queued request's
 // goroutine, which runs that batch and answers the others. Every answer
-// follows the commit. run answers its inputs in order, one output each.
+// follows the commit. A request whose caller gave up while it waited is
+// answered with its context's error and none of it is written (a claim
+// would hold messages nobody receives until its lease ends). run answers
+// its inputs in order, one output each.
 type fuser[In, Out any] struct {
 	run   func(ctx context.Context, in []In) ([]Out, error)
 	slots int
@@ -41,6 +44,7 @@ type claimFuser = fuser[pgwire.TailClaim, pgwire.PopResult]
 
 // fused is one request's part of a statement.
 type fused[In, Out any] struct {
+	ctx context.Context
 	in  []In
 	out []Out
 	err error
@@ -52,7 +56,7 @@ type fused[In, Out any] struct {
 
 // do applies in, fused with whatever else arrives meanwhile.
 func (f *fuser[In, Out]) do(ctx context.Context, in []In) ([]Out, error) {
-	me := &fused[In, Out]{in: in, done: make(chan struct{}), lead: make(chan []*fused[In, Out], 1)}
+	me := &fused[In, Out]{ctx: ctx, in: in, done: make(chan struct{}), lead: make(chan []*fused[In, Out], 1)}
 	f.mu.Lock()
 	if f.inflight < f.slots {
 		f.inflight++
@@ -74,17 +78,27 @@ func (f *fuser[In, Out]) do(ctx context.Context, in []In) ([]Out, error) {
 // slot on to what queued meanwhile (or frees it).
 func (f *fuser[In, Out]) lead(ctx context.Context, batch []*fused[In, Out]) {
 	var all []In
+	var run []*fused[In, Out]
 	for _, b := range batch {
+		if err := b.ctx.Err(); err != nil {
+			b.err = err // gave up while it waited: nothing of it is written
+			continue
+		}
+		run = append(run, b)
 		all = append(all, b.in...)
 	}
-	// One caller giving up must not fail the others' writes.
-	res, err := f.run(context.WithoutCancel(ctx), all)
-	for _, b := range batch {
-		if err != nil {
-			b.err = err
-		} else {
-			b.out, res = res[:len(b.in)], res[len(b.in):]
+	if len(all) > 0 {
+		// One caller giving up now must not fail the others' writes.
+		res, err := f.run(context.WithoutCancel(ctx), all)
+		for _, b := range run {
+			if err != nil {
+				b.err = err
+			} else {
+				b.out, res = res[:len(b.in)], res[len(b.in):]
+			}
 		}
+	}
+	for _, b := range batch {
 		close(b.done)
 	}
 	f.mu.Lock()

@@ -337,3 +337,66 @@ func TestWholeStatus(t *testing.T) {
 		t.Errorf("an empty group: %q", got)
 	}
 }
+
+// A queued request whose caller gave up before its statement is answered
+// with its context's error and none of it is sent; the rest of its batch
+// is, even when the request that gave up is the one that runs the batch.
+func TestFuserLeavesOutACallerThatGaveUp(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	started := make(chan []int, 8)
+	f := &fuser[int, int]{slots: 1, run: func(_ context.Context, in []int) ([]int, error) {
+		started <- in
+		if in[0] == 0 {
+			<-gate
+		}
+		out := make([]int, len(in))
+		for i, v := range in {
+			out[i] = v * 10
+		}
+		return out, nil
+	}}
+	type answer struct {
+		out []int
+		err error
+	}
+	do := func(ctx context.Context, in ...int) chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			out, err := f.do(ctx, in)
+			c <- answer{out, err}
+		}()
+		return c
+	}
+	queued := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.queue)
+	}
+	held := do(context.Background(), 0)
+	<-started // it holds the only statement slot
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := do(ctx, 1, 2)
+	waitFor(t, "the first request to queue", func() bool { return queued() == 1 })
+	kept := do(context.Background(), 3)
+	waitFor(t, "the second request to queue", func() bool { return queued() == 2 })
+	cancel()
+	close(gate)
+	if a := <-held; a.err != nil || !slices.Equal(a.out, []int{0}) {
+		t.Fatalf("the held request: %+v", a)
+	}
+	if got := <-started; !slices.Equal(got, []int{3}) {
+		t.Fatalf("the next statement sent %v, want only the request that did not give up", got)
+	}
+	if a := <-gaveUp; !errors.Is(a.err, context.Canceled) || a.out != nil {
+		t.Fatalf("the request that gave up: %+v", a)
+	}
+	if a := <-kept; a.err != nil || !slices.Equal(a.out, []int{30}) {
+		t.Fatalf("the request that waited: %+v", a)
+	}
+	select {
+	case in := <-started:
+		t.Fatalf("another statement sent %v", in)
+	default:
+	}
+}
