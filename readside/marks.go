@@ -17,8 +17,9 @@ import (
 // found the partition empty, and until when a lease taken here (or a claim
 // in progress here) holds it. A partition is a candidate for a group's
 // any-partition pop when it has been announced since it was last found
-// empty, and no lease or claim here holds it. The first pop of a queue and group reads the database once
-// (PendingPartitions); after that the list is kept from announcements.
+// empty, and no lease or claim here holds it. The first pop of a queue and
+// group reads the database once (PendingPartitions); after that the list
+// is kept from announcements.
 //
 // Pops and acks (one goroutine each) and announcers read and write it: a
 // mutex guards the maps, held for map operations only, never across a
@@ -218,8 +219,8 @@ func (m *marks) outcome(tenant tenancy.TenantID, queue, group string, c candidat
 	case pgwire.PopMissing:
 		gm.drained[c.p] = c.seq
 	}
-	if res.Status != pgwire.PopDelivered {
-		delete(gm.leased, c.p) // the reservation, if any: nothing holds it here
+	if res.Status != pgwire.PopDelivered || res.LeaseExpires.IsZero() {
+		delete(gm.leased, c.p) // the reservation, if any: no lease holds it (auto-ack keeps none)
 	}
 }
 

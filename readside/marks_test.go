@@ -325,6 +325,15 @@ func TestReserveHoldsAPartitionUntilTheClaimsOutcome(t *testing.T) {
 		t.Fatalf("after a refused claim: %v", got)
 	}
 
+	// Delivered with auto-ack: no lease holds the partition, free again.
+	if !m.reserve([16]byte{}, "q", "g", c) {
+		t.Fatal("reserve")
+	}
+	m.outcome([16]byte{}, "q", "g", c, pgwire.PopResult{Status: pgwire.PopDelivered, PartitionID: c.id})
+	if got := names(t, m, db, [16]byte{}, "q", "g", 0); len(got) != 2 {
+		t.Fatalf("after an auto-ack delivery: %v", got)
+	}
+
 	// Delivered: the reservation becomes the lease hint.
 	if !m.reserve([16]byte{}, "q", "g", c) {
 		t.Fatal("reserve")
