@@ -165,16 +165,7 @@ func TestWholeAckStatementLocksInAscendingOrder(t *testing.T) {
 	ctx := context.Background()
 	check := func(when string) {
 		t.Helper()
-		conn, err := db.Pool().Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Release()
-		if _, err := conn.Exec(ctx, "PREPARE whole_plan(uuid[], int8[], text[], uuid[], int4[], bytea[], text[], int4[], text[], text[]) AS "+pgwire.WholeAckSQL); err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Exec(ctx, "DEALLOCATE whole_plan")
-		plan := textRows(t, conn, `EXPLAIN (COSTS OFF) EXECUTE whole_plan(
+		plan := preparedPlan(t, db, "uuid[], int8[], text[], uuid[], int4[], bytea[], text[], int4[], text[], text[]", pgwire.WholeAckSQL, `(
 			'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{2,1}', '{g,g}',
 			'{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000001}', '{1,1}', '{"\\x00","\\x00"}',
 			'{completed,completed}', '{0,1}', '{a,b}', '{"",""}')`)
@@ -323,16 +314,7 @@ func TestTheSameWholeBatchTwiceInOneStatement(t *testing.T) {
 func TestTailClaimStatementLocksInAscendingOrder(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	ctx := context.Background()
-	conn, err := db.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "PREPARE tail_plan(uuid[], text[], uuid[], bool[], int8[], int8[], int8[], int4[], bytea[], int8[]) AS "+pgwire.PopTailSQL); err != nil {
-		t.Fatal(err)
-	}
-	plan := textRows(t, conn, `EXPLAIN (COSTS OFF) EXECUTE tail_plan(
+	plan := preparedPlan(t, db, "uuid[], text[], uuid[], bool[], int8[], int8[], int8[], int4[], bytea[], int8[]", pgwire.PopTailSQL, `(
 		'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{g,h}',
 		'{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000002}', '{false,false}',
 		'{2,1}', '{0,0}', '{1,1}', '{1,1}', '{"\\x00","\\x00"}', '{1,1}')`)

@@ -96,3 +96,22 @@ func textRows(t testing.TB, q interface {
 	}
 	return out
 }
+
+// preparedPlan is the plan a statement of the bridge gets on one of the
+// pool's connections (its session settings: a generic plan): the
+// statement prepared with the parameter types types, explained (COSTS OFF)
+// for the arguments args (SQL literals, parenthesised), and deallocated.
+func preparedPlan(t testing.TB, db *pgwire.DB, types, statement, args string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "PREPARE plan_under_test("+types+") AS "+statement); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(ctx, "DEALLOCATE plan_under_test")
+	return textRows(t, conn, "EXPLAIN (COSTS OFF) EXECUTE plan_under_test"+args)
+}

@@ -26,16 +26,7 @@ func TestKnownStatementLocksInAscendingOrder(t *testing.T) {
 	ctx := context.Background()
 	check := func(when string) {
 		t.Helper()
-		conn, err := db.Pool().Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Release()
-		if _, err := conn.Exec(ctx, "PREPARE known_plan(int8[], int8[], int4[], bytea[], bytea[], int8[], text[]) AS "+pgwire.KnownSQL); err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Exec(ctx, "DEALLOCATE known_plan")
-		plan := textRows(t, conn, `EXPLAIN (COSTS OFF) EXECUTE known_plan('{1,2}', '{0,0}', '{1,1}', '{"\\x00","\\x00"}', '{"\\x00","\\x00"}', '{1,1}', '{a,b}')`)
+		plan := preparedPlan(t, db, "int8[], int8[], int4[], bytea[], bytea[], int8[], text[]", pgwire.KnownSQL, `('{1,2}', '{0,0}', '{1,1}', '{"\\x00","\\x00"}', '{"\\x00","\\x00"}', '{1,1}', '{a,b}')`)
 		text := strings.Join(plan, "\n")
 		if strings.Contains(text, "Seq Scan on log_partitions") || strings.Contains(text, "Bitmap Heap Scan on log_partitions") ||
 			!regexp.MustCompile(`Index Scan using log_partitions_\w+ on log_partitions`).MatchString(text) {
