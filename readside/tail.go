@@ -46,8 +46,10 @@ type Tail struct {
 	// them that reaches the tail after the delete (its flush committed
 	// before it) is not kept. Ids are never reused; bounded by clearing.
 	dropped map[int64]struct{}
-	// wanted are the queues popped here, with the last pop's time.
+	// wanted are the queues popped here, with the last pop's time; swept
+	// is when Want last forgot those whose time had passed.
 	wanted map[queueKey]time.Time
+	swept  time.Time
 	hits   atomic.Uint64
 	misses atomic.Uint64
 }
@@ -99,8 +101,9 @@ func NewTail(maxBytes int64) *Tail {
 }
 
 // wantFor is how long after a pop of a queue here the tail keeps its
-// commits; maxWanted bounds the queues it remembers before it forgets
-// those whose time has passed.
+// commits; past maxWanted queues remembered, Want forgets those whose time
+// has passed, at most once per wantFor (so that a bridge consuming more
+// queues than that does not sweep on every pop).
 const (
 	wantFor   = 5 * time.Minute
 	maxWanted = 4096
@@ -116,7 +119,8 @@ func (t *Tail) Want(tenant tenancy.TenantID, queue string) {
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.wanted) >= maxWanted {
+	if len(t.wanted) >= maxWanted && now.Sub(t.swept) > wantFor {
+		t.swept = now
 		for k, at := range t.wanted {
 			if now.Sub(at) > wantFor {
 				delete(t.wanted, k)
