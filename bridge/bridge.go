@@ -186,7 +186,7 @@ func (b *Bridge) Start(ctx context.Context) error {
 	}
 	var err error
 	if b.cfg.HTTPAddr != "" {
-		if b.httpSrv, err = httpserve.Listen(b.cfg.HTTPAddr, b.httpHandler(), b.cfg.Logger); err != nil {
+		if b.httpSrv, err = httpserve.Listen(b.cfg.HTTPAddr, b.httpHandler(), b.cfg.Logger, b.leanPush()); err != nil {
 			return fmt.Errorf("bridge: %w", err)
 		}
 	}

@@ -20,30 +20,37 @@ type tenantHandler func(w http.ResponseWriter, r *http.Request, tenant tenancy.T
 // never grants). Without tokens every request acts for the default tenant.
 func (b *Bridge) guard(a auth.Action, h tenantHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := auth.Principal{Role: auth.RoleAdmin}
-		if b.tokens.Enabled() {
-			var ok bool
-			tok, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if bearer {
-				p, ok = b.tokens.Lookup(strings.TrimSpace(tok))
-			}
-			if !ok {
-				b.refuse(w, a, http.StatusUnauthorized, "a valid Authorization: Bearer token is required")
-				return
-			}
-			if !p.May(a) {
-				b.refuse(w, a, http.StatusForbidden, "this token may not "+actionText[a])
-				return
-			}
+		tenant, status, msg := b.admit(a, r.Method, r.Header.Get("Authorization"), r.Header.Get("Content-Type"))
+		if status != 0 {
+			b.refuse(w, a, status, msg)
+			return
 		}
-		if r.Method == http.MethodPost {
-			if ct := r.Header.Get("Content-Type"); ct != "application/json" && !isJSONMediaType(ct) {
-				b.refuse(w, a, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
-				return
-			}
-		}
-		h(w, r, p.Tenant)
+		h(w, r, tenant)
 	})
+}
+
+// admit is guard's decision on a request's method, Authorization and
+// Content-Type: the tenant it acts for, or the status and message of its
+// refusal (status 0: admitted).
+func (b *Bridge) admit(a auth.Action, method, authorization, contentType string) (tenant tenancy.TenantID, status int, msg string) {
+	p := auth.Principal{Role: auth.RoleAdmin}
+	if b.tokens.Enabled() {
+		var ok bool
+		tok, bearer := strings.CutPrefix(authorization, "Bearer ")
+		if bearer {
+			p, ok = b.tokens.Lookup(strings.TrimSpace(tok))
+		}
+		if !ok {
+			return p.Tenant, http.StatusUnauthorized, "a valid Authorization: Bearer token is required"
+		}
+		if !p.May(a) {
+			return p.Tenant, http.StatusForbidden, "this token may not " + actionText[a]
+		}
+	}
+	if method == http.MethodPost && contentType != "application/json" && !isJSONMediaType(contentType) {
+		return p.Tenant, http.StatusUnsupportedMediaType, "Content-Type must be application/json"
+	}
+	return p.Tenant, 0, ""
 }
 
 // refuse answers a request that guard turned away; a push still counts as

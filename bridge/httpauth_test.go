@@ -164,6 +164,9 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 func TestTokenlessListenerAnswersOnlyLoopbackHosts(t *testing.T) {
 	n := newNode(t, nodeOpts{})
 	push := []byte(items(item("rebound", "p", "r1")))
+	if status, out := n.post("/api/v1/push", push, "Sec-Fetch-Site", "cross-site"); status != http.StatusForbidden || !strings.Contains(string(out), "loopback address") {
+		t.Fatalf("push sent by a page of another site: %d %s, want 403", status, out)
+	}
 	if status, out := n.post("/api/v1/push", push, "Host", "rebound.example:6632"); status != http.StatusForbidden || !strings.Contains(string(out), "loopback address") {
 		t.Fatalf("push naming another host: %d %s, want 403", status, out)
 	}

@@ -47,8 +47,43 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
 		scrape.ServeHTTP(w, r)
 	}))
-	return httpserve.LoopbackHosts(mux, !b.tokens.Enabled() && httpserve.LoopbackHost(b.cfg.HTTPAddr), jsonapi.ErrorBody( // DNS rebinding: docs/security.md
-		"without tokens this service answers only requests to localhost or a loopback address that no page of another site sent; configure tokens (QUEEN_HTTP_TOKENS) for more"))
+	return httpserve.LoopbackHosts(mux, b.loopbackOnly(), notLoopback)
+}
+
+// loopbackOnly: without tokens, a listener on a loopback address answers
+// only requests to it that no page of another site sent (DNS rebinding:
+// docs/security.md).
+func (b *Bridge) loopbackOnly() bool {
+	return !b.tokens.Enabled() && httpserve.LoopbackHost(b.cfg.HTTPAddr)
+}
+
+var notLoopback = jsonapi.ErrorBody("without tokens this service answers only requests to localhost or a loopback address that no page of another site sent; configure tokens (QUEEN_HTTP_TOKENS) for more")
+
+// leanPush is POST /api/v1/push as the listener serves it itself
+// (httpserve.LeanRoute, docs/request-path.md): the checks of the handler
+// net/http serves it with, on the head, then the same push.
+func (b *Bridge) leanPush() httpserve.LeanRoute {
+	refuse := func(status int, msg string) []byte {
+		b.metrics.Request("http")
+		return jsonapi.ErrorBody(msg)
+	}
+	return httpserve.LeanRoute{Method: http.MethodPost, Path: "/api/v1/push",
+		MaxBody: min(b.cfg.MaxBodyBytes, 1<<20), Budget: b.budget, BudgetWait: b.cfg.BudgetWait, BodyTimeout: b.cfg.BodyTimeout,
+		Admit: func(h *httpserve.Head) (int, []byte) {
+			if b.loopbackOnly() && httpserve.NotLoopback(h.Host, h.SecFetchSite) {
+				return http.StatusForbidden, notLoopback
+			}
+			if _, status, msg := b.admit(auth.ActionPush, http.MethodPost, h.Authorization, h.ContentType); status != 0 {
+				return status, refuse(status, msg)
+			}
+			return 0, nil
+		},
+		Refused: refuse,
+		Serve: func(ctx context.Context, h *httpserve.Head, body []byte) (int, []byte) {
+			// Admitted: the same head yields the same tenant.
+			tenant, _, _ := b.admit(auth.ActionPush, http.MethodPost, h.Authorization, h.ContentType)
+			return b.push(ctx, tenant, body)
+		}}
 }
 
 // roomRoutes are the rooms' route tables: Queen's admin routes (SPEC §12)
@@ -81,14 +116,20 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant tenancy
 		return
 	}
 	defer done()
+	status, out := b.push(r.Context(), tenant, body)
+	writeJSON(w, status, out)
+}
+
+// push is an HTTP push's answer: the call, and the wait for its verdicts.
+func (b *Bridge) push(ctx context.Context, tenant tenancy.TenantID, body []byte) (int, []byte) {
 	type answer struct {
 		status int
 		body   []byte
 	}
 	ch := make(chan answer, 1)
-	b.pusher.Push(r.Context(), "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
+	b.pusher.Push(ctx, "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
 	a := <-ch
-	writeJSON(w, a.status, a.body)
+	return a.status, a.body
 }
 
 // withBody serves a request whose body is read whole first (bounded, from

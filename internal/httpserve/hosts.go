@@ -27,12 +27,18 @@ func LoopbackHosts(next http.Handler, enabled bool, refusal []byte) http.Handler
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if site := r.Header.Get("Sec-Fetch-Site"); !LoopbackHost(r.Host) || site == "cross-site" || site == "same-site" {
+		if NotLoopback(r.Host, r.Header.Get("Sec-Fetch-Site")) {
 			WriteJSON(w, http.StatusForbidden, refusal)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// NotLoopback reports whether LoopbackHosts refuses a request with this
+// Host and Sec-Fetch-Site (a lean route applies the same rule).
+func NotLoopback(host, secFetchSite string) bool {
+	return !LoopbackHost(host) || secFetchSite == "cross-site" || secFetchSite == "same-site"
 }
 
 // LoopbackHost reports whether host (a Host header, or a listen address:
