@@ -55,7 +55,7 @@ func parseHead(buf []byte, routes []LeanRoute) (route int, h Head, ok bool) {
 			break
 		}
 		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || !tokenBytes(line[:colon]) {
+		if colon <= 0 || !all(line[:colon], &tokenChar) {
 			return 0, h, false // also a folded line: it starts with a space
 		}
 		name, value := line[:colon], trimOWS(line[colon+1:])
@@ -74,7 +74,7 @@ func parseHead(buf []byte, routes []LeanRoute) (route int, h Head, ok bool) {
 			if !once(0) {
 				return 0, h, false
 			}
-			if !hostBytes(value) {
+			if !all(value, &hostChar) {
 				return 0, h, false
 			}
 			h.Host = string(value)
@@ -135,52 +135,36 @@ func parseLength(v []byte, max int64) (int64, bool) {
 	return n, n <= max
 }
 
-// tokenBytes reports whether b is an RFC 9110 token (a header name).
-func tokenBytes(b []byte) bool {
+// tokenChar: the bytes of an RFC 9110 token (a header name); hostChar:
+// those net/http admits in a Host (a name, an address, a port).
+var (
+	tokenChar = alnumAnd("!#$%&'*+-.^_`|~")
+	hostChar  = alnumAnd("!$%&'()*+,-.:;=[]_~")
+)
+
+// all reports whether every byte of b is in table.
+func all(b []byte, table *[128]bool) bool {
 	for _, c := range b {
-		if c >= 0x80 || !tokenChar[c] {
+		if c >= 0x80 || !table[c] {
 			return false
 		}
 	}
 	return true
 }
 
-var tokenChar = func() (t [128]bool) {
+// alnumAnd is the table of the ASCII letters and digits and of extra.
+func alnumAnd(extra string) (t [128]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true
 	}
 	for c := 'a'; c <= 'z'; c++ {
 		t[c], t[c-'a'+'A'] = true, true
 	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
+	for _, c := range extra {
 		t[c] = true
 	}
 	return t
-}()
-
-// hostBytes reports whether every byte of a Host is one net/http admits
-// in it (a name, an address, a port).
-func hostBytes(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 || !hostChar[c] {
-			return false
-		}
-	}
-	return true
 }
-
-var hostChar = func() (t [128]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for _, c := range "!$%&'()*+,-.:;=[]_~" {
-		t[c] = true
-	}
-	return t
-}()
 
 // fieldValue reports whether v holds no control character but tab, as a
 // header value must.
