@@ -25,6 +25,7 @@ import (
 type fakeStore struct {
 	mu       sync.Mutex
 	pops     []pgwire.PopRequest
+	tailPops [][]int64 // each hot tail claim statement's partition ids
 	acks     []ackCall
 	popByID  map[int64]func(pgwire.PopRequest) (pgwire.PopResult, error)
 	popByKey map[string]func(pgwire.PopRequest) (pgwire.PopResult, error)
@@ -84,7 +85,16 @@ func (s *fakeStore) AckWhole(_ context.Context, acks []pgwire.WholeAck) ([]pgwir
 	return fn(acks)
 }
 
+// PopTail refuses every claim from the hot tail (Status ""), as the
+// database does when the cursor moved or retention removed what was taken.
 func (s *fakeStore) PopTail(_ context.Context, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
+	ids := make([]int64, len(claims))
+	for i, c := range claims {
+		ids[i] = c.PartitionID
+	}
+	s.mu.Lock()
+	s.tailPops = append(s.tailPops, ids)
+	s.mu.Unlock()
 	return make([]pgwire.PopResult, len(claims)), nil
 }
 
@@ -112,6 +122,12 @@ func (s *fakeStore) popCalls() []pgwire.PopRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]pgwire.PopRequest(nil), s.pops...)
+}
+
+func (s *fakeStore) tailPopCalls() [][]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]int64(nil), s.tailPops...)
 }
 
 func (s *fakeStore) ackCalls() []ackCall {
@@ -167,9 +183,11 @@ type fakeMarks struct {
 	outcomes  []outcome
 	released  []release
 	// held names the partitions another pop is claiming (Reserve refuses
-	// them); reserved counts the reservations granted.
-	held     map[string]bool
-	reserved int
+	// them); reserved counts the reservations granted, and reservedNames
+	// names them in order.
+	held          map[string]bool
+	reserved      int
+	reservedNames []string
 }
 
 type outcome struct {
@@ -202,6 +220,7 @@ func (m *fakeMarks) Reserve(_ tenancy.TenantID, _, _ string, c readside.Candidat
 		return false
 	}
 	m.reserved++
+	m.reservedNames = append(m.reservedNames, c.Name)
 	return true
 }
 
@@ -265,13 +284,20 @@ type rig struct {
 // never asked anything, since these pops do not wait and Marks is a fake.
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigWithTail(t, nil)
+}
+
+// newRigWithTail is newRig whose Consumer has tail as its hot tail (nil:
+// none); its claims from memory go to the fake store's PopTail.
+func newRigWithTail(t *testing.T, tail *readside.Tail) *rig {
+	t.Helper()
 	reads, err := readside.New(readside.Config{DB: new(pgwire.DB)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{store: newFakeStore(), marks: &fakeMarks{}, obs: &fakeObserver{}}
 	r.c, err = New(Config{DB: r.store, Reads: reads, Marks: r.marks, Payloads: fakePayloads{}, Observer: r.obs,
-		Maintenance: func() bool { return r.maint }, PopMaintenance: func() bool { return r.popMaint }})
+		Maintenance: func() bool { return r.maint }, PopMaintenance: func() bool { return r.popMaint }, Tail: tail})
 	if err != nil {
 		t.Fatal(err)
 	}
