@@ -61,10 +61,11 @@ type leanConn struct {
 	buf  []byte
 	r, w int // the bytes read and not yet served: buf[r:w]
 	out  []byte
-	// served: requests answered; afterPost: blank lines before the next
-	// request are skipped, as net/http does after a POST.
+	// served: requests answered; afterPost: how many CR or LF bytes
+	// before the next request are still skipped (net/http skips up to 4
+	// after a POST).
 	served    int
-	afterPost bool
+	afterPost int
 	idle      bool
 }
 
@@ -124,11 +125,13 @@ func (lc *leanConn) readHead() (end int, err error) {
 		return 0, err
 	}
 	for {
-		if lc.afterPost {
-			for lc.r < lc.w && (lc.buf[lc.r] == '\r' || lc.buf[lc.r] == '\n') {
-				lc.r++
+		for lc.afterPost > 0 && lc.r < lc.w {
+			if lc.buf[lc.r] != '\r' && lc.buf[lc.r] != '\n' {
+				lc.afterPost = 0
+				break
 			}
-			lc.afterPost = lc.r == lc.w
+			lc.r++
+			lc.afterPost--
 		}
 		if i := bytes.Index(lc.buf[lc.r:lc.w], crlfcrlf); i >= 0 {
 			if !lc.s.setIdle(lc, false) {
@@ -183,7 +186,7 @@ func (lc *leanConn) request(end int) error {
 	if body == nil {
 		return errors.New(msg) // the connection failed
 	}
-	lc.afterPost = true
+	lc.afterPost = 4
 	status, out := rt.Serve(lc.s.ctx, &h, body)
 	closing := h.Close || lc.s.stopping()
 	err := lc.answer(status, out, closing)
@@ -196,7 +199,8 @@ func (lc *leanConn) request(end int) error {
 // readBody reads n bytes of body after buf[:end], taking them from the
 // budget as they arrive (a declared length is a promise, not an
 // allocation), within the route's BodyTimeout. It reports the bytes
-// taken, on failure too; a refusal has its status (503, 408) and message,
+// taken, on failure too; a refusal has its status (503, 408, 400 for a
+// body cut short) and message,
 // a failed connection a nil body and its error's text.
 func (lc *leanConn) readBody(rt *LeanRoute, n int64, end int) (body []byte, taken int64, status int, msg string) {
 	// The steps are ReadBody's: the first of at least 4 KiB, then doubling.
@@ -231,7 +235,10 @@ func (lc *leanConn) readBody(rt *LeanRoute, n int64, end int) (body []byte, take
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return nil, taken, http.StatusRequestTimeout, "the body did not arrive within " + rt.BodyTimeout.String()
 		case err != nil && int64(len(body)) < n:
-			return nil, taken, 0, "reading the body: " + err.Error()
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, taken, http.StatusBadRequest, "reading the body: " + err.Error()
 		}
 	}
 	return body, taken, 0, ""
