@@ -26,6 +26,7 @@ type fakeStore struct {
 	mu       sync.Mutex
 	pops     []pgwire.PopRequest
 	tailPops [][]int64 // each hot tail claim statement's partition ids
+	tailErr  error     // the hot tail claim statement's failure, if set
 	acks     []ackCall
 	popByID  map[int64]func(pgwire.PopRequest) (pgwire.PopResult, error)
 	popByKey map[string]func(pgwire.PopRequest) (pgwire.PopResult, error)
@@ -86,7 +87,8 @@ func (s *fakeStore) AckWhole(_ context.Context, acks []pgwire.WholeAck) ([]pgwir
 }
 
 // PopTail refuses every claim from the hot tail (Status ""), as the
-// database does when the cursor moved or retention removed what was taken.
+// database does when the cursor moved or retention removed what was taken;
+// or fails with tailErr.
 func (s *fakeStore) PopTail(_ context.Context, claims []pgwire.TailClaim) ([]pgwire.PopResult, error) {
 	ids := make([]int64, len(claims))
 	for i, c := range claims {
@@ -94,7 +96,11 @@ func (s *fakeStore) PopTail(_ context.Context, claims []pgwire.TailClaim) ([]pgw
 	}
 	s.mu.Lock()
 	s.tailPops = append(s.tailPops, ids)
+	err := s.tailErr
 	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return make([]pgwire.PopResult, len(claims)), nil
 }
 

@@ -140,7 +140,8 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 	}
 	res, err := c.claimTails(ctx, base, claims, msgs)
 	if err != nil {
-		c.unreserve(tenant, req, from)
+		// The candidate the tail could not serve is reserved too.
+		c.unreserve(tenant, req, append(from, rest[:refused]...))
 		return nil, cands, 0, err
 	}
 	var out []pgwire.PopResult

@@ -221,3 +221,18 @@ func TestAnyPartitionPopFreesTheTailsReservationsWhenAClaimFails(t *testing.T) {
 		})
 	}
 }
+
+// The tail's claim statement fails: every reservation of its round is
+// freed, the candidate it could not serve (d) too, and nothing is claimed
+// in PostgreSQL.
+func TestAnyPartitionPopFreesTheTailsReservationsWhenItsClaimFails(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("connection reset")
+	r := refusedRoundRig(t, nil, 10, 0, nil)
+	r.store.tailErr = boom
+	if _, err := anyPop(r, 10, 10, 0); !errors.Is(err, boom) {
+		t.Fatalf("error %v", err)
+	}
+	wantTailRefusedABC(t, r, nil)
+	wantReservationsEnded(t, r, map[string]string{"a": "", "b": "", "c": "", "d": ""})
+}
