@@ -159,6 +159,11 @@ func (lc *leanConn) readHead() (end int, err error) {
 		}
 		n, err := lc.c.Read(lc.buf[lc.w:])
 		lc.w += n
+		if errors.Is(err, io.EOF) && lc.w > lc.r {
+			// A head cut short: net/http's to answer (400), as for any odd
+			// request.
+			return 0, lc.handOff()
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -194,6 +194,7 @@ func TestLeanRouteClosesWhenItCannotGoOn(t *testing.T) {
 		{"a full budget", full, push("[1]") + push("[2]"), `503 "too many request bytes in flight; try again shortly"`, false},
 		{"a late body", s, push("[1]")[:len(push("[1]"))-1], `408 "the body did not arrive within 100ms"`, false},
 		{"a body cut short", s, push("[1]")[:len(push("[1]"))-1], `400 "reading the body: unexpected EOF"`, true},
+		{"a head cut short", s, push("[1]")[:20], "400 400 Bad Request", true},
 		// Refused on its head: answered at once, its body neither awaited
 		// nor taken from the budget.
 		{"a refused head", s, "POST /push HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n[1", "415 lean:type text/plain", false},
