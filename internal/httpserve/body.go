@@ -44,17 +44,12 @@ func ReadBody(w http.ResponseWriter, r *http.Request, lim BodyLimits, budget Bud
 	rd := http.MaxBytesReader(w, r.Body, lim.MaxBytes)
 	for {
 		if len(body) == cap(body) {
-			grow := int64(max(cap(body), 4<<10))
-			if r.ContentLength > 0 {
-				grow = min(grow, max(r.ContentLength-int64(len(body)), 1)) // one byte more finds EOF
-			}
-			if !budget.Take(r.Context(), grow, lim.BudgetWait) {
+			var grew int64
+			var ok bool
+			if body, grew, ok = growBody(r.Context(), body, r.ContentLength, budget, lim.BudgetWait); !ok {
 				return nil, taken, http.StatusServiceUnavailable, ErrBusy
 			}
-			taken += grow
-			nb := make([]byte, len(body), cap(body)+int(grow))
-			copy(nb, body)
-			body = nb
+			taken += grew
 		}
 		n, rerr := rd.Read(body[len(body):cap(body)])
 		body = body[:len(body)+n]
@@ -70,4 +65,23 @@ func ReadBody(w http.ResponseWriter, r *http.Request, lim BodyLimits, budget Bud
 			return nil, taken, http.StatusBadRequest, errors.New("reading the body: " + rerr.Error())
 		}
 	}
+}
+
+// growBody makes room for more of a body whose length is declared (-1:
+// not), taking the room from budget (waiting up to wait) before it is
+// allocated: 4 KiB first, then as much again as the body holds, never
+// more than the declared length and one byte (which finds its end). It
+// reports the bytes taken, and false, with nothing taken, when the budget
+// stayed full.
+func growBody(ctx context.Context, body []byte, declared int64, budget Budget, wait time.Duration) ([]byte, int64, bool) {
+	grow := int64(max(cap(body), 4<<10))
+	if declared > 0 {
+		grow = min(grow, max(declared-int64(len(body)), 1))
+	}
+	if !budget.Take(ctx, grow, wait) {
+		return body, 0, false
+	}
+	nb := make([]byte, len(body), cap(body)+int(grow))
+	copy(nb, body)
+	return nb, grow, true
 }

@@ -183,13 +183,11 @@ func (lc *leanConn) request(end int) error {
 	if status, out := rt.Admit(&h); status != 0 {
 		return errors.Join(lc.answer(status, out, true), errClosing)
 	}
-	body, taken, status, msg := lc.readBody(rt, h.ContentLength, end)
+	lc.r = end
+	body, taken, status, msg := lc.readBody(rt, h.ContentLength)
 	defer rt.Budget.Give(taken)
 	if status != 0 {
 		return errors.Join(lc.answer(status, rt.Refused(status, msg), true), errClosing)
-	}
-	if body == nil {
-		return errors.New(msg) // the connection failed
 	}
 	lc.afterPost = 4
 	status, out := rt.Serve(lc.s.ctx, &h, body)
@@ -201,40 +199,37 @@ func (lc *leanConn) request(end int) error {
 	return err
 }
 
-// readBody reads n bytes of body after buf[:end], taking them from the
-// budget as they arrive (a declared length is a promise, not an
-// allocation), within the route's BodyTimeout. It reports the bytes
-// taken, on failure too; a refusal has its status (503, 408, 400 for a
-// body cut short) and message,
-// a failed connection a nil body and its error's text.
-func (lc *leanConn) readBody(rt *LeanRoute, n int64, end int) (body []byte, taken int64, status int, msg string) {
-	// The steps are ReadBody's: the first of at least 4 KiB, then doubling.
-	have := int(min(n, int64(lc.w-end)))
-	first := min(n, int64(max(have, 4<<10)))
-	if !rt.Budget.Take(lc.s.ctx, first, rt.BudgetWait) {
-		return nil, 0, http.StatusServiceUnavailable, ErrBusy.Error()
-	}
-	taken = first
-	body = append(make([]byte, 0, first), lc.buf[end:end+have]...)
-	lc.r = end + have
-	if int64(have) == n {
-		return body, taken, 0, ""
-	}
-	if err := lc.c.SetReadDeadline(time.Now().Add(rt.BodyTimeout)); err != nil {
-		return nil, taken, 0, err.Error()
-	}
+// readBody reads the n bytes of body that follow the head (those already
+// in buf first), taking them from the budget in ReadBody's steps
+// (growBody: a declared length is a promise, not an allocation), within
+// the route's BodyTimeout. It reports the bytes taken, on failure too; a
+// failure has its status (503, 408, or 400 for a body cut short) and
+// message.
+func (lc *leanConn) readBody(rt *LeanRoute, n int64) (body []byte, taken int64, status int, msg string) {
+	body = []byte{}
+	timed := false
 	for int64(len(body)) < n {
 		if len(body) == cap(body) {
-			grow := min(int64(max(cap(body), 4<<10)), n-int64(len(body)))
-			if !rt.Budget.Take(lc.s.ctx, grow, rt.BudgetWait) {
+			var grew int64
+			var ok bool
+			if body, grew, ok = growBody(lc.s.ctx, body, n, rt.Budget, rt.BudgetWait); !ok {
 				return nil, taken, http.StatusServiceUnavailable, ErrBusy.Error()
 			}
-			taken += grow
-			nb := make([]byte, len(body), cap(body)+int(grow)) // exactly what was taken
-			copy(nb, body)
-			body = nb
+			taken += grew
 		}
-		k, err := lc.c.Read(body[len(body):cap(body)])
+		room := body[len(body):cap(body)] // growBody never passes n
+		if lc.r < lc.w {
+			k := copy(room, lc.buf[lc.r:lc.w])
+			body, lc.r = body[:len(body)+k], lc.r+k
+			continue
+		}
+		if !timed {
+			timed = true
+			if err := lc.c.SetReadDeadline(time.Now().Add(rt.BodyTimeout)); err != nil {
+				return nil, taken, http.StatusBadRequest, "reading the body: " + err.Error()
+			}
+		}
+		k, err := lc.c.Read(room)
 		body = body[:len(body)+k]
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):

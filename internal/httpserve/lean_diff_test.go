@@ -60,7 +60,7 @@ var diffHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) 
 // counting the heads it took) and the net/http one, with the same handler.
 func diffServers(t *testing.T) (lean, std *httpserve.Server, heads *atomic.Int64, budget *countBudget) {
 	t.Helper()
-	heads, budget = &atomic.Int64{}, &countBudget{}
+	heads, budget = &atomic.Int64{}, newBudget(false)
 	lean, err := httpserve.Listen("127.0.0.1:0", diffHandler, zerolog.Nop(), httpserve.LeanRoute{
 		Method: "POST", Path: "/push", MaxBody: diffMaxBody, Budget: budget, BudgetWait: time.Second, BodyTimeout: time.Minute,
 		Admit: func(h *httpserve.Head) (int, []byte) {

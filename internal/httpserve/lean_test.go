@@ -19,10 +19,15 @@ import (
 )
 
 // countBudget counts the bytes taken and not given back; with refuse it
-// refuses every Take.
+// refuses every Take. Each Give is told on gave.
 type countBudget struct {
 	inUse  atomic.Int64
 	refuse bool
+	gave   chan struct{}
+}
+
+func newBudget(refuse bool) *countBudget {
+	return &countBudget{refuse: refuse, gave: make(chan struct{}, 1)}
 }
 
 func (b *countBudget) Take(_ context.Context, n int64, _ time.Duration) bool {
@@ -33,7 +38,13 @@ func (b *countBudget) Take(_ context.Context, n int64, _ time.Duration) bool {
 	return true
 }
 
-func (b *countBudget) Give(n int64) { b.inUse.Add(-n) }
+func (b *countBudget) Give(n int64) {
+	b.inUse.Add(-n)
+	select {
+	case b.gave <- struct{}{}:
+	default: // one is waiting to be seen already
+	}
+}
 
 // leanServer serves POST /push itself (answering "lean:" and the body) and
 // everything else through net/http (answering "net/http:", the method, the
@@ -110,7 +121,7 @@ func write(t *testing.T, c net.Conn, s string) {
 // (the head, and the body) are answered in order by the lean route.
 func TestLeanRouteServesPipelinedAndSplitRequests(t *testing.T) {
 	t.Parallel()
-	budget := &countBudget{}
+	budget := newBudget(false)
 	s := leanServer(t, budget, time.Minute, nil)
 	c, rd := dial(t, s)
 	write(t, c, push("[1]")+push("[2]")+push("[3]")[:20])
@@ -133,11 +144,12 @@ func TestLeanRouteServesPipelinedAndSplitRequests(t *testing.T) {
 // them back once its answer is written, which its client may read first.
 func budgetBack(t *testing.T, budget *countBudget) {
 	t.Helper()
-	for end := time.Now().Add(time.Minute); budget.inUse.Load() != 0 && time.Now().Before(end); {
-		time.Sleep(time.Millisecond)
-	}
-	if n := budget.inUse.Load(); n != 0 {
-		t.Errorf("%d budget bytes not given back", n)
+	for budget.inUse.Load() != 0 {
+		select {
+		case <-budget.gave:
+		case <-time.After(time.Minute):
+			t.Fatalf("%d budget bytes not given back", budget.inUse.Load())
+		}
 	}
 }
 
@@ -145,7 +157,7 @@ func budgetBack(t *testing.T, budget *countBudget) {
 // same connection, is served by net/http, with nothing read lost.
 func TestLeanRouteHandsTheConnectionToNetHTTP(t *testing.T) {
 	t.Parallel()
-	budget := &countBudget{}
+	budget := newBudget(false)
 	s := leanServer(t, budget, time.Minute, nil)
 	c, rd := dial(t, s)
 	write(t, c, push("[1]")+"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n"+push("[2]"))
@@ -180,9 +192,9 @@ func TestLeanRouteHandsTheConnectionToNetHTTP(t *testing.T) {
 // after their answer; the budget's bytes are given back.
 func TestLeanRouteClosesWhenItCannotGoOn(t *testing.T) {
 	t.Parallel()
-	budget := &countBudget{}
+	budget := newBudget(false)
 	s := leanServer(t, budget, 100*time.Millisecond, nil)
-	full := leanServer(t, &countBudget{refuse: true}, time.Minute, nil)
+	full := leanServer(t, newBudget(true), time.Minute, nil)
 	for _, c := range []struct {
 		name      string
 		s         *httpserve.Server
@@ -225,7 +237,7 @@ func TestLeanRouteShutdown(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	s := leanServer(t, &countBudget{}, time.Minute, func() {
+	s := leanServer(t, newBudget(false), time.Minute, func() {
 		once.Do(func() { close(entered) })
 		<-release
 	})

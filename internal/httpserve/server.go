@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,11 +36,13 @@ type Server struct {
 	cancel    context.CancelFunc
 	serving   sync.WaitGroup // the accept loop
 
-	// mu guards conns and down: the lean connections' goroutines register
-	// and go idle, Shutdown closes the idle ones and waits for the rest.
+	// mu guards conns: the lean connections' goroutines register and go
+	// idle, Shutdown closes the idle ones and waits for the rest. down is
+	// set under mu (so that no connection goes idle unseen after it) and
+	// read without it on every request.
 	mu    sync.Mutex
 	conns map[*leanConn]struct{}
-	down  bool
+	down  atomic.Bool
 }
 
 // Listen listens on addr and serves h on a goroutine of its own until
@@ -93,7 +96,7 @@ func (s *Server) accept(log zerolog.Logger) {
 		backoff = 0
 		lc := &leanConn{s: s, c: c, buf: make([]byte, 4<<10)}
 		s.mu.Lock()
-		if s.down {
+		if s.down.Load() {
 			s.mu.Unlock()
 			_ = c.Close()
 			continue
@@ -109,7 +112,7 @@ func (s *Server) accept(log zerolog.Logger) {
 func (s *Server) setIdle(lc *leanConn, idle bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.conns[lc]; !ok || (idle && s.down) {
+	if _, ok := s.conns[lc]; !ok || (idle && s.down.Load()) {
 		return false
 	}
 	lc.idle = idle
@@ -122,11 +125,7 @@ func (s *Server) forget(lc *leanConn) {
 	s.mu.Unlock()
 }
 
-func (s *Server) stopping() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.down
-}
+func (s *Server) stopping() bool { return s.down.Load() }
 
 // Addr is the address it listens on.
 func (s *Server) Addr() string {
@@ -163,7 +162,7 @@ func (s *Server) shutdownLean(ctx context.Context) error {
 		return nil
 	}
 	s.mu.Lock()
-	s.down = true
+	s.down.Store(true)
 	s.mu.Unlock()
 	_ = s.ln.Close()
 	s.serving.Wait()
