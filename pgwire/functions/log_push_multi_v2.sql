@@ -277,8 +277,8 @@ BEGIN
     -- a segment to write, and the same statement stores the segments, each
     -- one row with its payload and hash blobs, then answers in input
     -- order. base_offset = last_offset - msg_count + 1.
-    -- last_write_at moves at most once a second, so the update stays HOT
-    -- although that column is indexed. UPDATE ... FROM applies one FROM row
+    -- No index holds a column the update changes (last_write_at is not
+    -- indexed since migration 0016), so it stays HOT. UPDATE ... FROM applies one FROM row
     -- per target row, so a partition named twice would lose an allocation:
     -- the count of written segments makes that loud.
     WITH a AS (
