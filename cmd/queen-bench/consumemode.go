@@ -236,19 +236,8 @@ func consumeMode(o options, names []string) string {
 // due time counts a request's wait for a free client too.
 func produce(ctx, pushing context.Context, p int, producer *bridgeTarget, gen *generator, sch *schedule, late *lateness, st *consumeStats) {
 	for i := 0; ; i++ {
-		n, sent := int64(i), time.Now()
-		if sch != nil {
-			due, ok := time.Time{}, false
-			if n, due, ok = sch.take(); !ok {
-				return
-			}
-			behind, ok := wait(ctx, due)
-			if !ok {
-				return
-			}
-			late.record(behind)
-			sent = due
-		} else if pushing.Err() != nil {
+		n, sent, ok := next(ctx, pushing, i, sch, late)
+		if !ok {
 			return
 		}
 		items := gen.items(p, int(n))

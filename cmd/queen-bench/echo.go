@@ -27,6 +27,13 @@ import (
 //
 // The difference between the bridge's CPU per request and this process's,
 // at the same request rate, is what the bridge's own code costs.
+//
+// The HTTP floor (-serve-echo http://ADDR) is the same over HTTP/1.1: a
+// listener whose connections each read a request's head and body, wait
+// -echo-delay and write the answer in one write, parsing nothing but
+// Content-Length (serveEchoHTTP, echohttp.go). Loaded with -transport http,
+// its CPU per request beside the NATS floor's at the same load is what the
+// transport itself costs.
 
 // echoAnswer is the answer for n items: a push answer's statuses, nothing else.
 func echoAnswer(n int) []byte {
@@ -45,6 +52,9 @@ func echoAnswer(n int) []byte {
 // nats:// URL is a server of its own to connect to instead (the floor of a
 // bridge that does not embed NATS; the server's CPU is then not counted).
 func serveEcho(ctx context.Context, listen, prefix string, delay time.Duration, out io.Writer) error {
+	if addr, ok := strings.CutPrefix(listen, "http://"); ok {
+		return serveEchoHTTP(ctx, addr, delay, out)
+	}
 	url, opts := listen, []nats.Option(nil)
 	if !strings.HasPrefix(listen, "nats://") {
 		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: listen})

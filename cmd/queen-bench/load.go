@@ -149,13 +149,23 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 	fmt.Fprintf(out, "\n%s, %s\n", describe(o), o.duration)
 	startCPU := meter.sample()
 	start := time.Now()
+	var sch *schedule
+	late := &lateness{}
+	if o.rate > 0 {
+		if sch, err = newSchedule(o.rate, o.items, start, o.duration); err != nil {
+			return nil, err
+		}
+	}
 	for c := 0; c < o.clients; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
-			for i := 0; loop.Err() == nil; i++ {
-				items := gen.items(c, i)
-				t0 := time.Now()
+			for i := 0; ; i++ {
+				req, t0, ok := next(loop, loop, i, sch, late)
+				if !ok {
+					break
+				}
+				items := gen.items(c, int(req))
 				counts, err := tg.push(ctx, c, items)
 				d := time.Since(t0)
 				if err != nil {
@@ -197,6 +207,9 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 		}
 	}
 	report(out, r)
+	if sch != nil {
+		fmt.Fprintf(out, "late       %s\n", late)
+	}
 	if r.errs > 0 {
 		fmt.Fprintf(out, "first error: %v\n", st.firstErr)
 	}

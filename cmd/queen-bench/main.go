@@ -40,7 +40,7 @@ type options struct {
 	consumeGroup      string  // the consumer group
 	consumeOnly       bool    // consume what is there; push nothing
 	queuePrefix       string  // queues are <queuePrefix><n>
-	rate              float64 // consume mode: items/s of the whole push side on a schedule (0: closed loop)
+	rate              float64 // items/s of the whole push side on a schedule (0: closed loop)
 	groups            int     // consume mode: consumer groups reading the same queues
 	pipelineTo        string  // pipeline mode: forward each popped batch to <pipelineTo><n> in one transaction ("": acknowledge)
 
@@ -85,7 +85,7 @@ func main() {
 	flag.IntVar(&o.consumePartitions, "consume-partitions", 1, "consume mode: partitions one pop may claim")
 	flag.StringVar(&o.consumeGroup, "consume-group", "bench", "consume mode: the consumer group")
 	flag.BoolVar(&o.consumeOnly, "consume-only", false, "consume mode: push nothing, consume what earlier runs left (CPU per consumed item)")
-	flag.Float64Var(&o.rate, "rate", 0, "consume mode: open loop, push this many items/s in all on a schedule (requests of -items due at fixed times, taken by whichever client is free; a request whose client was busy is sent late and counted), push-to-delivery from the scheduled time (0: closed loop, each client sends when its answer is back)")
+	flag.Float64Var(&o.rate, "rate", 0, "open loop: push this many items/s in all on a schedule (requests of -items due at fixed times, taken by whichever client is free; a request whose client was busy is sent late and counted); latencies, and push-to-delivery in consume mode, from the scheduled time (0: closed loop, each client sends when its answer is back)")
 	flag.IntVar(&o.groups, "groups", 1, "consume mode: this many consumer groups read the same queues at once, named <consume-group>-<i> (one: <consume-group>), each with -consumers consumers of its own; every group drains the same messages")
 	flag.StringVar(&o.pipelineTo, "pipeline-to", "", "pipeline mode (with -consumers): each consumer forwards its popped batch from queue <queue-prefix><n> to queue <pipeline-to><n> in one transaction per batch (the batch's pushes and its acknowledgements), instead of acknowledging it; reports forwarded items/s and CPU per forwarded item")
 	flag.BoolVar(&o.console, "console", false, "console mode (bridge over HTTP): fill -queues queues of -partitions partitions in all, then read what an open console reads (the overview and the first queue's page) every -console-every for -duration, and report PostgreSQL's CPU (needs -pg-dsn) as % of one core, beside a window of -console-baseline with nothing open")
@@ -131,8 +131,11 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 	if o.console {
 		return runConsole(ctx, o, out)
 	}
-	if o.consumers == 0 && (o.rate != 0 || o.groups > 1 || o.pipelineTo != "") {
-		return fmt.Errorf("-rate, -groups and -pipeline-to belong to the consume mode: add -consumers")
+	if o.consumers == 0 && (o.groups > 1 || o.pipelineTo != "") {
+		return fmt.Errorf("-groups and -pipeline-to belong to the consume mode: add -consumers")
+	}
+	if o.rate < 0 {
+		return fmt.Errorf("-rate must not be negative, got %g", o.rate)
 	}
 	if o.consumers > 0 {
 		_, err := runConsume(ctx, o, out)
@@ -176,8 +179,12 @@ func describe(o options) string {
 		return fmt.Sprintf("jetstream PublishAsync to stream %s at %s, %d publishers × %d pending, %s.p0..p%d, %d-byte payloads",
 			o.js.stream, o.natsURL, o.clients, o.js.window, o.js.subject, o.partitions-1, o.payload)
 	}
-	return fmt.Sprintf("%s, %d clients × %d items, %s %d partitions (%d queues), %d-byte payloads",
-		via, o.clients, o.items, spread, o.partitions, o.queues, o.payload)
+	open := ""
+	if o.rate > 0 {
+		open = fmt.Sprintf(", open loop at %g items/s", o.rate)
+	}
+	return fmt.Sprintf("%s, %d clients × %d items, %s %d partitions (%d queues), %d-byte payloads%s",
+		via, o.clients, o.items, spread, o.partitions, o.queues, o.payload, open)
 }
 
 // payloadOf is the JSON payload of every item.

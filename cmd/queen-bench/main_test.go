@@ -84,10 +84,13 @@ func TestBenchRejectsBadOptions(t *testing.T) {
 	if err := benchMain(context.Background(), options{compare: true}, &strings.Builder{}); err == nil {
 		t.Error("-compare without -pg-dsn must be refused")
 	}
-	for _, o := range []options{{target: "bridge", rate: 100, groups: 1}, {target: "bridge", groups: 2}} {
+	for _, o := range []options{{target: "bridge", groups: 2}, {target: "bridge", pipelineTo: "out.q"}} {
 		if err := benchMain(context.Background(), o, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "-consumers") {
-			t.Errorf("-rate %v -groups %d without -consumers: %v, want a refusal", o.rate, o.groups, err)
+			t.Errorf("-groups %d -pipeline-to %q without -consumers: %v, want a refusal", o.groups, o.pipelineTo, err)
 		}
+	}
+	if err := benchMain(context.Background(), options{target: "bridge", rate: -5}, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "-rate") {
+		t.Errorf("a negative -rate: %v, want a refusal naming -rate", err)
 	}
 }
 

@@ -65,6 +65,27 @@ func wait(ctx context.Context, due time.Time) (late time.Duration, ok bool) {
 	}
 }
 
+// next is a client's next request: its number and the time its latency
+// counts from. In a closed loop (sch nil) that is request i now, until
+// stop ends; on a timetable it is the next request due, once due (ok
+// false when the timetable is over or ctx ended), and late records how
+// far behind it was taken.
+func next(ctx, stop context.Context, i int, sch *schedule, late *lateness) (n int64, from time.Time, ok bool) {
+	if sch == nil {
+		return int64(i), time.Now(), stop.Err() == nil
+	}
+	n, due, ok := sch.take()
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	behind, ok := wait(ctx, due)
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	late.record(behind)
+	return n, due, true
+}
+
 // lateAfter is how far behind its due time a request counts as late: a
 // client busy with an earlier request, not a timer's or a goroutine's
 // start-up jitter of some microseconds. The latencies count every delay.
