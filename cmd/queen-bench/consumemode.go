@@ -112,17 +112,13 @@ func runConsume(ctx context.Context, o options, out io.Writer) (*consumeResult, 
 		consumeMode(o, names), o.consumeBatch, o.consumePartitions, how, o.transport, o.partitions, o.queues, o.duration)
 	startCPU := meter.sample()
 	start := time.Now()
-	pushing, stopPush := context.WithDeadline(ctx, start.Add(o.duration))
+	pushing, stopPush, sch, err := timetable(ctx, o, start)
+	if err != nil {
+		return nil, err
+	}
 	defer stopPush()
 	consuming, stopConsume := context.WithCancel(ctx)
 	defer stopConsume()
-	var sch *schedule
-	if o.rate > 0 {
-		var err error
-		if sch, err = newSchedule(o.rate, o.items, start, o.duration); err != nil {
-			return nil, err
-		}
-	}
 	late := &lateness{}
 	var pwg, cwg sync.WaitGroup
 	if producer != nil {

@@ -35,6 +35,12 @@ import (
 // its CPU per request beside the NATS floor's at the same load is what the
 // transport itself costs.
 
+// echoFor is the answer to a push body: one status per item (each item
+// opens with {"queue":, as queen-bench writes them).
+func echoFor(body []byte) []byte {
+	return echoAnswer(bytes.Count(body, []byte(`{"queue":`)))
+}
+
 // echoAnswer is the answer for n items: a push answer's statuses, nothing else.
 func echoAnswer(n int) []byte {
 	b := make([]byte, 0, 2+n*20)
@@ -74,9 +80,8 @@ func serveEcho(ctx context.Context, listen, prefix string, delay time.Duration, 
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
-	item := []byte(`{"queue":`)
 	err = svc.AddEndpoint("push", micro.HandlerFunc(func(req micro.Request) {
-		answer := echoAnswer(bytes.Count(req.Data(), item))
+		answer := echoFor(req.Data())
 		if delay <= 0 {
 			_ = req.Respond(answer)
 			return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,21 +21,11 @@ func TestServeEchoAnswersEveryItem(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- serveEcho(ctx, addr, "queen", 5*time.Millisecond, &signalWriter{w: &out, ready: ready})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serveEcho: %v", err)
+	first, stop := startEcho(t, addr, 5*time.Millisecond)
+	if !regexp.MustCompile(`^echo nats://\S+ pid \d+ subject queen\.v1\.push delay 5ms\n$`).MatchString(first) {
+		t.Fatalf("first line %q", first)
 	}
-	if !regexp.MustCompile(`^echo nats://\S+ pid \d+ subject queen\.v1\.push delay 5ms\n$`).MatchString(out.String()) {
-		t.Fatalf("first line %q", out.String())
-	}
+	ctx := context.Background()
 	nc, err := nats.Connect("nats://" + addr)
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +47,36 @@ func TestServeEchoAnswersEveryItem(t *testing.T) {
 	if len(counts) != 1 || counts["queued"] != 3 {
 		t.Fatalf("counts %v, want 3 queued", counts)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("serveEcho after cancel: %v", err)
 	}
+}
+
+// startEcho runs serveEcho on listen until the test ends: it answers the
+// floor's first line, and a stop that cancels it and answers its error.
+func startEcho(t *testing.T, listen string, delay time.Duration) (string, func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		done <- serveEcho(ctx, listen, "queen", delay, &signalWriter{w: &out, ready: ready})
+	}()
+	select {
+	case <-ready: // the first line is all the floor writes
+	case err := <-done:
+		cancel()
+		t.Fatalf("serveEcho: %v", err)
+	}
+	var once sync.Once
+	var stopErr error
+	stop := func() error {
+		once.Do(func() { cancel(); stopErr = <-done })
+		return stopErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return out.String(), stop
 }
 
 // signalWriter closes ready at the first write (serveEcho's ready line).

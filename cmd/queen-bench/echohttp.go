@@ -23,21 +23,25 @@ func serveEchoHTTP(ctx context.Context, addr string, delay time.Duration, out io
 		return err
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex // guards conns: the accept loop adds, each connection's goroutine removes
+	var mu sync.Mutex // guards conns and closed: the accept loop adds, each connection's goroutine removes, closeAll ends them
 	conns := map[net.Conn]struct{}{}
-	stop := context.AfterFunc(ctx, func() {
+	closed := false
+	closeAll := func() {
 		l.Close()
 		mu.Lock()
+		closed = true
 		for c := range conns {
 			c.Close()
 		}
 		mu.Unlock()
-	})
+	}
+	stop := context.AfterFunc(ctx, closeAll)
 	defer stop()
 	fmt.Fprintf(out, "echo http://%s pid %d delay %s\n", l.Addr(), os.Getpid(), delay)
 	for {
 		c, err := l.Accept()
 		if err != nil {
+			closeAll()
 			wg.Wait()
 			if ctx.Err() != nil {
 				if errors.Is(ctx.Err(), context.Canceled) {
@@ -48,6 +52,11 @@ func serveEchoHTTP(ctx context.Context, addr string, delay time.Duration, out io
 			return err
 		}
 		mu.Lock()
+		if closed { // accepted as it was stopping
+			mu.Unlock()
+			c.Close()
+			continue
+		}
 		conns[c] = struct{}{}
 		mu.Unlock()
 		wg.Add(1)
@@ -66,7 +75,6 @@ func serveEchoHTTP(ctx context.Context, addr string, delay time.Duration, out io
 // request cannot be read.
 func echoConn(c net.Conn, delay time.Duration) error {
 	r := bufio.NewReaderSize(c, 4096)
-	item := []byte(`{"queue":`)
 	var body, answer []byte
 	for {
 		n, err := readHead(r)
@@ -83,7 +91,7 @@ func echoConn(c net.Conn, delay time.Duration) error {
 		if delay > 0 {
 			time.Sleep(delay)
 		}
-		statuses := echoAnswer(bytes.Count(body, item))
+		statuses := echoFor(body)
 		answer = append(answer[:0], "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: "...)
 		answer = strconv.AppendInt(answer, int64(len(statuses)), 10)
 		answer = append(append(answer, "\r\n\r\n"...), statuses...)
@@ -93,8 +101,12 @@ func echoConn(c net.Conn, delay time.Duration) error {
 	}
 }
 
+// maxEchoBody bounds a request body the HTTP floor reads.
+const maxEchoBody = 1 << 20
+
 // readHead reads one request's head and answers its Content-Length (0
-// when it has none).
+// when it has none). A body it could not frame (chunked, or over
+// maxEchoBody) is an error: the connection closes.
 func readHead(r *bufio.Reader) (int, error) {
 	n := 0
 	for first := true; ; first = false {
@@ -110,11 +122,15 @@ func readHead(r *bufio.Reader) (int, error) {
 			return n, nil
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if ok && bytes.EqualFold(name, []byte("Content-Length")) {
+		switch {
+		case !ok:
+		case bytes.EqualFold(name, []byte("Content-Length")):
 			n, err = strconv.Atoi(string(bytes.TrimSpace(value)))
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("bad Content-Length %q", value)
+			if err != nil || n < 0 || n > maxEchoBody {
+				return 0, fmt.Errorf("bad Content-Length %q: want 0 to %d", value, maxEchoBody)
 			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return 0, fmt.Errorf("unsupported Transfer-Encoding %q: the floor reads Content-Length bodies only", value)
 		}
 	}
 }

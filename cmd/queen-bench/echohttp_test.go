@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"regexp"
 	"strings"
@@ -12,22 +12,12 @@ import (
 // The HTTP floor answers each push of a kept-alive connection with one
 // status per item, after its delay, and stops with its context.
 func TestServeEchoHTTPAnswersEveryItem(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- serveEcho(ctx, "http://127.0.0.1:0", "queen", 5*time.Millisecond, &signalWriter{w: &out, ready: ready})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serveEcho: %v", err)
-	}
-	m := regexp.MustCompile(`^echo http://(127\.0\.0\.1:\d+) pid \d+ delay 5ms\n$`).FindStringSubmatch(out.String())
+	first, stop := startEcho(t, "http://127.0.0.1:0", 5*time.Millisecond)
+	m := regexp.MustCompile(`^echo http://(127\.0\.0\.1:\d+) pid \d+ delay 5ms\n$`).FindStringSubmatch(first)
 	if m == nil {
-		t.Fatalf("first line %q", out.String())
+		t.Fatalf("first line %q", first)
 	}
+	ctx := context.Background()
 	tgt, err := newBridgeTarget(options{transport: "http", httpAddr: m[1], clients: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -50,8 +40,7 @@ func TestServeEchoHTTPAnswersEveryItem(t *testing.T) {
 			t.Fatalf("push of %d answered before the delay", n)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("serveEcho after cancel: %v", err)
 	}
 }
@@ -60,20 +49,9 @@ func TestServeEchoHTTPAnswersEveryItem(t *testing.T) {
 // rate apart over the run, none due after its end), whichever client is
 // free, and says so in the report.
 func TestOpenLoopPushSendsTheTimetable(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out bytes.Buffer
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- serveEcho(ctx, "http://127.0.0.1:0", "queen", time.Millisecond, &signalWriter{w: &out, ready: ready})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serveEcho: %v", err)
-	}
-	addr := regexp.MustCompile(`http://(\S+) `).FindStringSubmatch(out.String())[1]
+	first, stop := startEcho(t, "http://127.0.0.1:0", time.Millisecond)
+	addr := regexp.MustCompile(`http://(\S+) `).FindStringSubmatch(first)[1]
+	ctx := context.Background()
 	var report strings.Builder
 	r, err := run(ctx, options{target: "bridge", transport: "http", httpAddr: addr, clients: 4, items: 2, partitions: 3, queues: 1,
 		payload: 20, duration: 500 * time.Millisecond, rate: 400, run: "t"}, &report)
@@ -87,8 +65,33 @@ func TestOpenLoopPushSendsTheTimetable(t *testing.T) {
 	if !strings.Contains(report.String(), "open loop at 400 items/s") || !strings.Contains(report.String(), " of 100 requests sent more than") {
 		t.Fatalf("report:\n%s", report.String())
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The floor frames a body by Content-Length alone: a head without one has
+// none; a negative, unparsable or too large length, a chunked body or an
+// empty request line is refused (the connection closes).
+func TestEchoReadHeadFramesByContentLength(t *testing.T) {
+	for head, want := range map[string]int{
+		"POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n": 17,
+		"POST / HTTP/1.1\r\ncontent-length:  3 \r\n\r\n":                      3,
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n":                                   0,
+		"POST / HTTP/1.1\nContent-Length: 5\n\n":                              5,
+		"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n":                       -1,
+		"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n":                      -1,
+		"POST / HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n":                  -1,
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n":               -1,
+		"\r\n":                                 -1,
+		"POST / HTTP/1.1\r\nContent-Length: 4": -1, // the head never ends
+	} {
+		n, err := readHead(bufio.NewReader(strings.NewReader(head)))
+		switch {
+		case want < 0 && err == nil:
+			t.Errorf("%q: length %d, want an error", head, n)
+		case want >= 0 && (err != nil || n != want):
+			t.Errorf("%q: %d, %v; want %d", head, n, err, want)
+		}
 	}
 }

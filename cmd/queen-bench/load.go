@@ -139,33 +139,33 @@ func run(ctx context.Context, o options, out io.Writer) (*result, error) {
 	meter := newMeter(ctx, o, out)
 	defer meter.close()
 	gen := newGenerator(o)
-	// The deadline stops new requests; one in flight finishes (on ctx, which
-	// only an interrupt ends) and is counted, so reports match what was
-	// written.
-	loop, cancel := context.WithTimeout(ctx, o.duration)
-	defer cancel()
 	st := &stats{statuses: map[string]int64{}}
 	var wg sync.WaitGroup
 	fmt.Fprintf(out, "\n%s, %s\n", describe(o), o.duration)
 	startCPU := meter.sample()
 	start := time.Now()
-	var sch *schedule
-	late := &lateness{}
-	if o.rate > 0 {
-		if sch, err = newSchedule(o.rate, o.items, start, o.duration); err != nil {
-			return nil, err
-		}
+	// The deadline stops new requests; one in flight finishes (on ctx, which
+	// only an interrupt ends) and is counted, so reports match what was
+	// written. On a timetable every request due before the end is sent.
+	loop, cancel, sch, err := timetable(ctx, o, start)
+	if err != nil {
+		return nil, err
 	}
+	defer cancel()
+	late := &lateness{}
 	for c := 0; c < o.clients; c++ {
 		wg.Add(1)
 		go func(c int) {
 			defer wg.Done()
 			for i := 0; ; i++ {
-				req, t0, ok := next(loop, loop, i, sch, late)
+				req, t0, ok := next(ctx, loop, i, sch, late)
 				if !ok {
 					break
 				}
 				items := gen.items(c, int(req))
+				if sch == nil {
+					t0 = time.Now() // a closed loop times the request alone
+				}
 				counts, err := tg.push(ctx, c, items)
 				d := time.Since(t0)
 				if err != nil {
@@ -276,7 +276,11 @@ func report(out io.Writer, r *result) {
 // compareTable prints the runs side by side with the bridge's ratios.
 func compareTable(out io.Writer, o options, rows []*result) {
 	bridge := rows[0]
-	fmt.Fprintf(out, "\ncompare: %d clients × %d items, %d partitions, group=%v, %s each\n", o.clients, o.items, o.partitions, o.group, o.duration)
+	open := ""
+	if o.rate > 0 {
+		open = fmt.Sprintf(", open loop at %g items/s (items/s is what was asked; compare CPU per item)", o.rate)
+	}
+	fmt.Fprintf(out, "\ncompare: %d clients × %d items, %d partitions, group=%v, %s each%s\n", o.clients, o.items, o.partitions, o.group, o.duration, open)
 	fmt.Fprintf(out, "%-12s %10s %10s %10s %12s %30s\n", "target", "items/s", "p50", "p99", "bridge ÷ it", "cpu/item bridge/pg/bench µs")
 	for _, r := range rows {
 		ratio := "—"

@@ -77,7 +77,7 @@ func main() {
 	flag.IntVar(&o.js.serverPID, "server-pid", 0, "the process id of a server beside the bridge (a JetStream server, -serve-echo), for its CPU per item")
 	serveDir := flag.String("serve-jetstream", "", "run a nats-server with JetStream file storage in this directory until interrupted (the jetstream target's real stream), instead of loading")
 	serveListen := flag.String("listen", "127.0.0.1:4333", "with -serve-jetstream: the client address")
-	serveEchoAddr := flag.String("serve-echo", "", "run the NATS floor on this client address until interrupted: an embedded nats-server and a micro endpoint on <prefix>.v1.push answering every item queued after -echo-delay, no other work (load it as a bridge over NATS, its CPU with -server-pid)")
+	serveEchoAddr := flag.String("serve-echo", "", "run the NATS floor on this client address until interrupted: an embedded nats-server and a micro endpoint on <prefix>.v1.push answering every item queued after -echo-delay, no other work (load it as a bridge over NATS, its CPU with -server-pid); http://ADDR: the HTTP floor, a listener answering every request 201 after the delay (load it with -transport http)")
 	echoDelay := flag.Duration("echo-delay", time.Millisecond, "with -serve-echo: how long each answer waits (where the bridge waits for PostgreSQL)")
 	syncAlways := flag.Bool("sync-always", false, "with -serve-jetstream: fsync every message before its ack (sync_interval: always)")
 	flag.IntVar(&o.consumers, "consumers", 0, "consume mode (bridge target): this many consumers of one group pop and acknowledge while the clients push (0: off)")
@@ -124,6 +124,12 @@ func main() {
 
 // benchMain runs one target, or the comparison.
 func benchMain(ctx context.Context, o options, out io.Writer) error {
+	switch {
+	case o.rate < 0:
+		return fmt.Errorf("-rate must not be negative, got %g", o.rate)
+	case o.rate > 0 && (o.target == "jetstream" || o.console):
+		return fmt.Errorf("-rate drives a push load to the bridge or a baseline, not -target jetstream or -console")
+	}
 	if o.target == "jetstream" {
 		_, err := runJetStream(ctx, o, out)
 		return err
@@ -133,9 +139,6 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 	}
 	if o.consumers == 0 && (o.groups > 1 || o.pipelineTo != "") {
 		return fmt.Errorf("-groups and -pipeline-to belong to the consume mode: add -consumers")
-	}
-	if o.rate < 0 {
-		return fmt.Errorf("-rate must not be negative, got %g", o.rate)
 	}
 	if o.consumers > 0 {
 		_, err := runConsume(ctx, o, out)

@@ -89,8 +89,14 @@ func TestBenchRejectsBadOptions(t *testing.T) {
 			t.Errorf("-groups %d -pipeline-to %q without -consumers: %v, want a refusal", o.groups, o.pipelineTo, err)
 		}
 	}
-	if err := benchMain(context.Background(), options{target: "bridge", rate: -5}, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "-rate") {
-		t.Errorf("a negative -rate: %v, want a refusal naming -rate", err)
+	for name, o := range map[string]options{
+		"a negative -rate":             {target: "bridge", rate: -5},
+		"-rate with -target jetstream": {target: "jetstream", rate: 10},
+		"-rate with -console":          {target: "bridge", console: true, rate: 10},
+	} {
+		if err := benchMain(context.Background(), o, &strings.Builder{}); err == nil || !strings.Contains(err.Error(), "-rate") {
+			t.Errorf("%s: %v, want a refusal naming -rate", name, err)
+		}
 	}
 }
 

@@ -65,6 +65,20 @@ func wait(ctx context.Context, due time.Time) (late time.Duration, ok bool) {
 	}
 }
 
+// timetable starts a push side at start: its deadline (new requests stop
+// there; one in flight finishes on ctx), and with -rate its schedule.
+func timetable(ctx context.Context, o options, start time.Time) (context.Context, context.CancelFunc, *schedule, error) {
+	var sch *schedule
+	if o.rate > 0 {
+		var err error
+		if sch, err = newSchedule(o.rate, o.items, start, o.duration); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	pushing, stop := context.WithDeadline(ctx, start.Add(o.duration))
+	return pushing, stop, sch, nil
+}
+
 // next is a client's next request: its number and the time its latency
 // counts from. In a closed loop (sch nil) that is request i now, until
 // stop ends; on a timetable it is the next request due, once due (ok
