@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,10 +76,11 @@ func echoConn(c net.Conn, delay time.Duration) error {
 	r := bufio.NewReaderSize(c, 4096)
 	var body, answer []byte
 	for {
-		n, err := readHead(r)
+		head, err := readHead(r, maxEchoBody)
 		if err != nil {
 			return err
 		}
+		n := head.length
 		if cap(body) < n {
 			body = make([]byte, n)
 		}
@@ -103,34 +103,3 @@ func echoConn(c net.Conn, delay time.Duration) error {
 
 // maxEchoBody bounds a request body the HTTP floor reads.
 const maxEchoBody = 1 << 20
-
-// readHead reads one request's head and answers its Content-Length (0
-// when it has none). A body it could not frame (chunked, or over
-// maxEchoBody) is an error: the connection closes.
-func readHead(r *bufio.Reader) (int, error) {
-	n := 0
-	for first := true; ; first = false {
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return 0, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 {
-			if first {
-				return 0, errors.New("empty request line")
-			}
-			return n, nil
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		switch {
-		case !ok:
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			n, err = strconv.Atoi(string(bytes.TrimSpace(value)))
-			if err != nil || n < 0 || n > maxEchoBody {
-				return 0, fmt.Errorf("bad Content-Length %q: want 0 to %d", value, maxEchoBody)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			return 0, fmt.Errorf("unsupported Transfer-Encoding %q: the floor reads Content-Length bodies only", value)
-		}
-	}
-}

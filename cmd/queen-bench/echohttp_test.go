@@ -86,7 +86,8 @@ func TestEchoReadHeadFramesByContentLength(t *testing.T) {
 		"\r\n":                                 -1,
 		"POST / HTTP/1.1\r\nContent-Length: 4": -1, // the head never ends
 	} {
-		n, err := readHead(bufio.NewReader(strings.NewReader(head)))
+		h, err := readHead(bufio.NewReader(strings.NewReader(head)), maxEchoBody)
+		n := h.length
 		switch {
 		case want < 0 && err == nil:
 			t.Errorf("%q: length %d, want an error", head, n)

@@ -18,6 +18,7 @@ type options struct {
 	natsURL    string
 	prefix     string
 	httpAddr   string
+	httpClient string // the push target's HTTP client: net or lean
 	metricsURL string // the bridge's Prometheus page, for its CPU and fusion counters
 	pgDSN      string // the baselines' database; also PostgreSQL's CPU
 	clients    int
@@ -57,6 +58,7 @@ func main() {
 	flag.StringVar(&o.natsURL, "nats", "nats://127.0.0.1:4222", "NATS URL")
 	flag.StringVar(&o.prefix, "prefix", "queen", "subject prefix")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:6632", "bridge HTTP address")
+	flag.StringVar(&o.httpClient, "http-client", "net", "the push target's HTTP client: net (net/http's) or lean (kept-alive connections of its own, one write a request, answers read by Content-Length: about half the load generator's CPU a push)")
 	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item, or a comma list of several bridges' (summed) (default http://<-http>/metrics/prometheus; none for -target jetstream)")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, and PostgreSQL CPU per item (when local)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent requesters")

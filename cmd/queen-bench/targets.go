@@ -147,6 +147,14 @@ func newBridgeTarget(o options) (*bridgeTarget, error) {
 		if o.aware {
 			return nil, errors.New("-aware needs -transport nats")
 		}
+		switch o.httpClient {
+		case "lean":
+			lh := newLeanHTTP(o.httpAddr, o.clients)
+			return &bridgeTarget{send: func(_ string, b []byte) ([]byte, error) { return lh.send(b) }, closeFn: lh.close}, nil
+		case "", "net":
+		default:
+			return nil, fmt.Errorf("-http-client must be net or lean, got %q", o.httpClient)
+		}
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.clients}}
 		url := "http://" + o.httpAddr + "/api/v1/push"
 		return &bridgeTarget{send: func(_ string, b []byte) ([]byte, error) {
