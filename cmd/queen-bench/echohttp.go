@@ -76,11 +76,10 @@ func echoConn(c net.Conn, delay time.Duration) error {
 	r := bufio.NewReaderSize(c, 4096)
 	var body, answer []byte
 	for {
-		head, err := readHead(r, maxEchoBody)
+		n, err := requestLength(r)
 		if err != nil {
 			return err
 		}
-		n := head.length
 		if cap(body) < n {
 			body = make([]byte, n)
 		}
@@ -103,3 +102,17 @@ func echoConn(c net.Conn, delay time.Duration) error {
 
 // maxEchoBody bounds a request body the HTTP floor reads.
 const maxEchoBody = 1 << 20
+
+// requestLength reads a request's head and answers its body's length: the
+// floor frames bodies by Content-Length alone (none: no body), up to
+// maxEchoBody; anything else is an error and the connection closes.
+func requestLength(r *bufio.Reader) (int, error) {
+	head, err := readHead(r, maxEchoBody)
+	if err != nil {
+		return 0, err
+	}
+	if head.chunked {
+		return 0, errors.New("a chunked body: the floor reads Content-Length bodies only")
+	}
+	return head.length, nil
+}

@@ -85,9 +85,10 @@ func TestEchoReadHeadFramesByContentLength(t *testing.T) {
 		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n":               -1,
 		"\r\n":                                 -1,
 		"POST / HTTP/1.1\r\nContent-Length: 4": -1, // the head never ends
+		"POST / HTTP/1.1\r\nContent-Length : 4\r\n\r\n": -1,
+		"POST / HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n": -1,
 	} {
-		h, err := readHead(bufio.NewReader(strings.NewReader(head)), maxEchoBody)
-		n := h.length
+		n, err := requestLength(bufio.NewReader(strings.NewReader(head)))
 		switch {
 		case want < 0 && err == nil:
 			t.Errorf("%q: length %d, want an error", head, n)

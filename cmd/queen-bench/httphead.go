@@ -9,18 +9,20 @@ import (
 )
 
 // httpHead is what the HTTP floor and the lean client read of a message's
-// head: an answer's status (0 for a request), the body's length, and
-// whether the sender closes the connection after this message.
+// head: an answer's status (0 for a request), how its body is framed, and
+// whether the connection can carry another message after it.
 type httpHead struct {
-	status int
-	length int
-	close  bool
+	status    int
+	length    int  // the Content-Length (0 when there is none)
+	hasLength bool // a Content-Length was given
+	chunked   bool // Transfer-Encoding: chunked
+	close     bool // the sender closes after this message (Connection: close, or HTTP/1.0)
 }
 
-// readHead reads one HTTP/1.1 head. A body is framed by Content-Length
-// alone (none: 0); a length over maxBody, a Transfer-Encoding, or a first
-// line that does not parse is an error, after which the connection is to
-// be closed.
+// readHead reads one HTTP/1.1 head. A Content-Length over maxBody, a
+// Transfer-Encoding other than chunked, a folded or malformed header line,
+// an interim (1xx) answer, or a first line that does not parse is an
+// error, after which the connection is to be closed.
 func readHead(r *bufio.Reader, maxBody int) (httpHead, error) {
 	var h httpHead
 	for first := true; ; first = false {
@@ -40,6 +42,10 @@ func readHead(r *bufio.Reader, maxBody int) (httpHead, error) {
 				if h.status, err = strconv.Atoi(string(rest[2:5])); err != nil || h.status < 100 {
 					return httpHead{}, fmt.Errorf("bad status line %q", line)
 				}
+				if h.status < 200 {
+					return httpHead{}, fmt.Errorf("interim answer %q: none was asked for", line)
+				}
+				h.close = rest[0] == '0'
 			}
 			continue
 		}
@@ -47,18 +53,28 @@ func readHead(r *bufio.Reader, maxBody int) (httpHead, error) {
 			return h, nil
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok || len(name) == 0 || bytes.ContainsAny(name, " \t") {
+			return httpHead{}, fmt.Errorf("bad header line %q", line)
+		}
 		value = bytes.TrimSpace(value)
 		switch {
-		case !ok:
 		case bytes.EqualFold(name, []byte("Content-Length")):
 			h.length, err = strconv.Atoi(string(value))
 			if err != nil || h.length < 0 || h.length > maxBody {
 				return httpHead{}, fmt.Errorf("bad Content-Length %q: want 0 to %d", value, maxBody)
 			}
+			h.hasLength = true
 		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			return httpHead{}, fmt.Errorf("unsupported Transfer-Encoding %q: only Content-Length bodies are read", value)
-		case bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(value, []byte("close")):
-			h.close = true
+			if !bytes.EqualFold(value, []byte("chunked")) {
+				return httpHead{}, fmt.Errorf("unsupported Transfer-Encoding %q", value)
+			}
+			h.chunked = true
+		case bytes.EqualFold(name, []byte("Connection")):
+			for tok := range bytes.SplitSeq(value, []byte(",")) {
+				if bytes.EqualFold(bytes.TrimSpace(tok), []byte("close")) {
+					h.close = true
+				}
+			}
 		}
 	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
+	"net/http/httputil"
 	"strconv"
 	"time"
 )
@@ -39,7 +41,9 @@ func newLeanHTTP(addr string, clients int) *leanHTTP {
 
 // send posts body to /api/v1/push and answers the 201 answer's body. An
 // answer of another status is an error carrying its body; a connection
-// that failed, or that the bridge closes, is not used again.
+// that failed (an error, a timeout, an idle connection the bridge closed
+// meanwhile: such a push fails and is counted as an error) or that the
+// bridge closes is not used again.
 func (h *leanHTTP) send(body []byte) ([]byte, error) {
 	var lc *leanClientConn
 	select {
@@ -98,12 +102,40 @@ func (lc *leanClientConn) roundTrip(host string, body []byte) (out []byte, keep 
 	if head.status == 0 {
 		return nil, false, fmt.Errorf("answer without a status line")
 	}
-	out = make([]byte, head.length)
-	if _, err := io.ReadFull(lc.r, out); err != nil {
+	keep = !head.close
+	switch {
+	case head.chunked: // net/http's answers of more than a few KiB
+		if out, err = io.ReadAll(io.LimitReader(httputil.NewChunkedReader(lc.r), maxAnswer)); err == nil {
+			err = skipTrailer(lc.r)
+		}
+	case head.hasLength:
+		out = make([]byte, head.length)
+		_, err = io.ReadFull(lc.r, out)
+	default: // the body ends where the connection does
+		out, err = io.ReadAll(io.LimitReader(lc.r, maxAnswer))
+		keep = false
+	}
+	if err == nil && len(out) >= maxAnswer {
+		err = fmt.Errorf("an answer of %d bytes or more", maxAnswer)
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	if head.status != 201 {
-		return nil, !head.close, fmt.Errorf("HTTP %d: %s", head.status, out)
+		return nil, keep, fmt.Errorf("HTTP %d: %s", head.status, out)
 	}
-	return out, !head.close, nil
+	return out, keep, nil
+}
+
+// skipTrailer reads a chunked body's trailer lines up to the empty one.
+func skipTrailer(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return nil
+		}
+	}
 }

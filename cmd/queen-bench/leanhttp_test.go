@@ -21,21 +21,32 @@ func TestLeanHTTPClientPushesOnKeptAliveConnections(t *testing.T) {
 	var conns atomic.Int64
 	var mu sync.Mutex // guards bodies and the answer plan
 	var bodies []string
-	plan := []int{201, 201, 503, 201, 201}
+	// Each push's answer: 201 with a length, 201 chunked, a refusal that
+	// keeps the connection, 201, a refusal that closes it, 201.
+	plan := []string{"201", "201 chunked", "503", "201", "503 close", "201"}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		bodies = append(bodies, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
-		status := plan[0]
+		answer := plan[0]
 		plan = plan[1:]
 		mu.Unlock()
-		if status != 201 {
+		switch answer {
+		case "201":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write(echoFor(b))
+		case "201 chunked":
+			w.WriteHeader(http.StatusCreated)
+			out := echoFor(b)
+			_, _ = w.Write(out[:5])
+			w.(http.Flusher).Flush() // the head leaves without a length
+			_, _ = w.Write(out[5:])
+		case "503 close":
 			w.Header().Set("Connection", "close")
-			http.Error(w, `{"error":"stopping"}`, status)
-			return
+			fallthrough
+		default:
+			http.Error(w, `{"error":"stopping"}`, http.StatusServiceUnavailable)
 		}
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write(echoFor(b))
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -50,7 +61,7 @@ func TestLeanHTTPClientPushesOnKeptAliveConnections(t *testing.T) {
 	}
 	defer tgt.close()
 	items := []item{{queue: "q", partition: "p0", txid: "a", payload: []byte(`{}`)}, {queue: "q", partition: "p1", txid: "b", payload: []byte(`{}`)}}
-	for i, want := range []string{"", "", "HTTP 503", "", ""} {
+	for i, want := range []string{"", "", "HTTP 503", "", "HTTP 503", ""} {
 		counts, err := tgt.push(context.Background(), 0, items)
 		switch {
 		case want == "" && (err != nil || counts["queued"] != 2):
@@ -60,7 +71,7 @@ func TestLeanHTTPClientPushesOnKeptAliveConnections(t *testing.T) {
 		}
 	}
 	if n := conns.Load(); n != 2 {
-		t.Fatalf("%d connections for 5 pushes with one closed by the server, want 2", n)
+		t.Fatalf("%d connections for 6 pushes with one closed by the server, want 2", n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -78,19 +89,23 @@ func TestUnknownHTTPClientIsRefused(t *testing.T) {
 	}
 }
 
-// An answer's head gives its status, its length and whether the bridge
-// closes the connection after it; a status line that does not parse is an
-// error.
+// An answer's head gives its status, how its body is framed and whether
+// the connection can carry another; a status line that does not parse, an
+// interim answer or a framing the client cannot read is an error.
 func TestReadHeadReadsAnswers(t *testing.T) {
 	for head, want := range map[string]httpHead{
-		"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n": {status: 201, length: 21},
-		"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 4\r\n\r\n":   {status: 503, length: 4, close: true},
-		"HTTP/1.0 200\r\nconnection: Close\r\n\r\n":                                            {status: 200, close: true},
-		"HTTP/1.1 2x1 OK\r\n\r\n":                                  {status: -1},
-		"HTTP/1.1 20 OK\r\n\r\n":                                   {status: -1},
-		"HTTP/1.1 2015 OK\r\n\r\n":                                 {status: -1},
-		"HTTP/1.1 201 Created\r\n":                                 {status: -1}, // the head never ends
-		"HTTP/1.1 201 Created\r\nContent-Length: 70000000\r\n\r\n": {status: -1},
+		"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n": {status: 201, length: 21, hasLength: true},
+		"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 4\r\n\r\n":   {status: 503, length: 4, hasLength: true, close: true},
+		"HTTP/1.1 201 Created\r\nConnection: keep-alive, Close\r\n\r\n":                        {status: 201, close: true},
+		"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n":                           {status: 201, chunked: true},
+		"HTTP/1.0 200\r\nContent-Length: 2\r\n\r\n":                                            {status: 200, length: 2, hasLength: true, close: true},
+		"HTTP/1.1 100 Continue\r\n\r\n":                                                        {status: -1},
+		"HTTP/1.1 2x1 OK\r\n\r\n":                                                              {status: -1},
+		"HTTP/1.1 20 OK\r\n\r\n":                                                               {status: -1},
+		"HTTP/1.1 2015 OK\r\n\r\n":                                                             {status: -1},
+		"HTTP/1.1 201 Created\r\n":                                                             {status: -1}, // the head never ends
+		"HTTP/1.1 201 Created\r\nContent-Length: 70000000\r\n\r\n":                             {status: -1},
+		"HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip\r\n\r\n":                              {status: -1},
 	} {
 		h, err := readHead(bufio.NewReader(strings.NewReader(head)), maxAnswer)
 		switch {
