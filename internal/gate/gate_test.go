@@ -103,18 +103,21 @@ func TestAClosedGateAdmitsNothing(t *testing.T) {
 	}
 }
 
-// goroutineWaiting polls the goroutines' stacks until one is in fn with
-// the wait reason (e.g. "chan send"), or stop is closed first (a bounded
-// poll: it fails instead of hanging).
+// goroutineWaiting polls the goroutines' stacks until one this test
+// started is in fn with the wait reason (e.g. "chan send"), or stop is
+// closed first (a bounded poll: it fails instead of hanging). Only this
+// test's goroutines count: a parallel test's goroutine may wait in the
+// same function.
 func goroutineWaiting(t *testing.T, fn, reason string, stop <-chan struct{}) {
 	t.Helper()
+	mine := "gate." + t.Name() + "."
 	deadline := time.Now().Add(time.Minute)
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
 			header, _, _ := strings.Cut(g, "\n")
-			if strings.Contains(header, "["+reason) && strings.Contains(g, fn) {
+			if strings.Contains(header, "["+reason) && strings.Contains(g, fn) && strings.Contains(g, mine) {
 				return
 			}
 		}
