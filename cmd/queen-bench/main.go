@@ -59,7 +59,7 @@ func main() {
 	flag.StringVar(&o.prefix, "prefix", "queen", "subject prefix")
 	flag.StringVar(&o.httpAddr, "http", "127.0.0.1:6632", "bridge HTTP address")
 	flag.StringVar(&o.httpClient, "http-client", "net", "the push target's HTTP client: net (net/http's) or lean (kept-alive connections of its own, one write a request, answers read by Content-Length: about half the load generator's CPU a push)")
-	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item, or a comma list of several bridges' (summed) (default http://<-http>/metrics/prometheus; none for -target jetstream)")
+	flag.StringVar(&o.metricsURL, "metrics", "", "bridge metrics URL for its CPU per item, or a comma list of several bridges' (summed) (default http://<-http>/metrics/prometheus, or none for -target jetstream; \"none\" reads none, as for a floor)")
 	flag.StringVar(&o.pgDSN, "pg-dsn", "", "PostgreSQL for the baselines, and PostgreSQL CPU per item (when local)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent requesters")
 	flag.IntVar(&o.items, "items", 1, "items per request")
@@ -113,15 +113,26 @@ func main() {
 		}
 		return
 	}
-	if o.metricsURL == "" && o.target != "jetstream" { // a JetStream server has no such page; a bridge's is named
-		o.metricsURL = "http://" + o.httpAddr + "/metrics/prometheus"
-	}
+	o.metricsURL = metricsURL(o)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	if err := benchMain(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "queen-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// metricsURL is the bridge's metrics page -metrics names: by default the
+// one at -http (a JetStream server has no such page); "none" reads none (a
+// floor, -serve-echo, has none either).
+func metricsURL(o options) string {
+	switch {
+	case o.metricsURL == "none":
+		return ""
+	case o.metricsURL == "" && o.target != "jetstream":
+		return "http://" + o.httpAddr + "/metrics/prometheus"
+	}
+	return o.metricsURL
 }
 
 // benchMain runs one target, or the comparison.

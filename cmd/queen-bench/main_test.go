@@ -133,3 +133,20 @@ func TestMintLeavesTransactionIDsOut(t *testing.T) {
 		t.Fatalf("%d items with a transactionId, %d without", withID, without)
 	}
 }
+
+// -metrics defaults to the bridge's page at -http, and "none" reads none.
+func TestMetricsURLDefaultsAndNone(t *testing.T) {
+	for _, c := range []struct {
+		o    options
+		want string
+	}{
+		{options{target: "bridge", httpAddr: "127.0.0.1:6632"}, "http://127.0.0.1:6632/metrics/prometheus"},
+		{options{target: "bridge", httpAddr: "127.0.0.1:6632", metricsURL: "none"}, ""},
+		{options{target: "jetstream", httpAddr: "127.0.0.1:6632"}, ""},
+		{options{target: "bridge", metricsURL: "http://a/m,http://b/m"}, "http://a/m,http://b/m"},
+	} {
+		if got := metricsURL(c.o); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.o, got, c.want)
+		}
+	}
+}
