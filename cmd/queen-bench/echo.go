@@ -28,12 +28,11 @@ import (
 // The difference between the bridge's CPU per request and this process's,
 // at the same request rate, is what the bridge's own code costs.
 //
-// The HTTP floor (-serve-echo http://ADDR) is the same over HTTP/1.1: a
-// listener whose connections each read a request's head and body, wait
-// -echo-delay and write the answer in one write, parsing nothing but
-// Content-Length (serveEchoHTTP, echohttp.go). Loaded with -transport http,
-// its CPU per request beside the NATS floor's at the same load is what the
-// transport itself costs.
+// The HTTP floor (-serve-echo http://ADDR) is the same over HTTP/1.1: the
+// bridge's own listener and lean connection loop with a push route that
+// answers after -echo-delay (serveEchoHTTP, echohttp.go). Loaded with
+// -transport http, its CPU per request beside the NATS floor's at the same
+// load is what the transport itself costs.
 
 // echoFor is the answer to a push body: one status per item (each item
 // opens with {"queue":, as queen-bench writes them).

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"regexp"
 	"strings"
@@ -67,33 +66,5 @@ func TestOpenLoopPushSendsTheTimetable(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The floor frames a body by Content-Length alone: a head without one has
-// none; a negative, unparsable or too large length, a chunked body or an
-// empty request line is refused (the connection closes).
-func TestEchoReadHeadFramesByContentLength(t *testing.T) {
-	for head, want := range map[string]int{
-		"POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n": 17,
-		"POST / HTTP/1.1\r\ncontent-length:  3 \r\n\r\n":                      3,
-		"GET / HTTP/1.1\r\nHost: x\r\n\r\n":                                   0,
-		"POST / HTTP/1.1\nContent-Length: 5\n\n":                              5,
-		"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n":                       -1,
-		"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n":                      -1,
-		"POST / HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n":                  -1,
-		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n":               -1,
-		"\r\n":                                 -1,
-		"POST / HTTP/1.1\r\nContent-Length: 4": -1, // the head never ends
-		"POST / HTTP/1.1\r\nContent-Length : 4\r\n\r\n": -1,
-		"POST / HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n": -1,
-	} {
-		n, err := requestLength(bufio.NewReader(strings.NewReader(head)))
-		switch {
-		case want < 0 && err == nil:
-			t.Errorf("%q: length %d, want an error", head, n)
-		case want >= 0 && (err != nil || n != want):
-			t.Errorf("%q: %d, %v; want %d", head, n, err, want)
-		}
 	}
 }

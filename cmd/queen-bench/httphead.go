@@ -3,14 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"strconv"
 )
 
-// httpHead is what the HTTP floor and the lean client read of a message's
-// head: an answer's status (0 for a request), how its body is framed, and
-// whether the connection can carry another message after it.
+// httpHead is what the lean client reads of an answer's head: its status,
+// how its body is framed, and whether the connection can carry another
+// request after it.
 type httpHead struct {
 	status    int
 	length    int  // the Content-Length (0 when there is none)
@@ -19,10 +18,10 @@ type httpHead struct {
 	close     bool // the sender closes after this message (Connection: close, or HTTP/1.0)
 }
 
-// readHead reads one HTTP/1.1 head. A Content-Length over maxBody, a
-// Transfer-Encoding other than chunked, a folded or malformed header line,
-// an interim (1xx) answer, or a first line that does not parse is an
-// error, after which the connection is to be closed.
+// readHead reads one HTTP/1.x answer's head. A Content-Length over
+// maxBody, a Transfer-Encoding other than chunked, a folded or malformed
+// header line, an interim (1xx) answer, or a status line that does not
+// parse is an error, after which the connection is to be closed.
 func readHead(r *bufio.Reader, maxBody int) (httpHead, error) {
 	var h httpHead
 	for first := true; ; first = false {
@@ -32,21 +31,17 @@ func readHead(r *bufio.Reader, maxBody int) (httpHead, error) {
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if first {
-			if len(line) == 0 {
-				return httpHead{}, errors.New("empty first line")
+			rest, ok := bytes.CutPrefix(line, []byte("HTTP/1.")) // HTTP/1.x NNN reason
+			if !ok || len(rest) < 5 || rest[1] != ' ' || (len(rest) > 5 && rest[5] != ' ') {
+				return httpHead{}, fmt.Errorf("bad status line %q", line)
 			}
-			if rest, ok := bytes.CutPrefix(line, []byte("HTTP/1.")); ok { // an answer: HTTP/1.x NNN reason
-				if len(rest) < 5 || rest[1] != ' ' || (len(rest) > 5 && rest[5] != ' ') {
-					return httpHead{}, fmt.Errorf("bad status line %q", line)
-				}
-				if h.status, err = strconv.Atoi(string(rest[2:5])); err != nil || h.status < 100 {
-					return httpHead{}, fmt.Errorf("bad status line %q", line)
-				}
-				if h.status < 200 {
-					return httpHead{}, fmt.Errorf("interim answer %q: none was asked for", line)
-				}
-				h.close = rest[0] == '0'
+			if h.status, err = strconv.Atoi(string(rest[2:5])); err != nil || h.status < 100 {
+				return httpHead{}, fmt.Errorf("bad status line %q", line)
 			}
+			if h.status < 200 {
+				return httpHead{}, fmt.Errorf("interim answer %q: none was asked for", line)
+			}
+			h.close = rest[0] == '0'
 			continue
 		}
 		if len(line) == 0 {

@@ -99,9 +99,6 @@ func (lc *leanClientConn) roundTrip(host string, body []byte) (out []byte, keep 
 	if err != nil {
 		return nil, false, err
 	}
-	if head.status == 0 {
-		return nil, false, fmt.Errorf("answer without a status line")
-	}
 	keep = !head.close
 	switch {
 	case head.chunked: // net/http's answers of more than a few KiB
