@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -36,8 +37,20 @@ type WholeAckResult struct {
 	Cursor           int64
 }
 
-// AckHashes is what a pop records of what it delivered: the
-// transactionIds' 16-byte hashes, in offset order (migration 0010).
+// Digest is what a claim from the hot tail records of what it delivered:
+// the SHA-256 of the hash entries (AckHashes), in place of the entries. It
+// is computed here, not in PostgreSQL (whose sha256 goes through OpenSSL
+// and costs a pop more than the bytes do), so only the bridge's claims
+// (popTailSQL) record it; a pop through PostgreSQL records the entries, and
+// an acknowledgement matches either.
+func Digest(entries []byte) []byte {
+	d := sha256.Sum256(entries)
+	return d[:]
+}
+
+// AckHashes are the hash entries of transactionIds (16 bytes each, in
+// order): what a pop through PostgreSQL records of what it delivered, in
+// offset order (migration 0010).
 func AckHashes(txids []string) []byte {
 	out := make([]byte, 0, len(txids)*segment.HashSize)
 	for _, id := range txids {
@@ -50,9 +63,10 @@ func AckHashes(txids []string) []byte {
 // wholeAckSQL applies many whole-batch acknowledgements, of any partitions
 // and groups, in one statement and one commit: a compare-and-set of each
 // cursor row on what its lease delivered (lease, live expiry, nothing
-// acknowledged yet, count and hash entries), with the dead letters written in the
-// same statement. No segment is read. docs/consumers.md, "The
-// acknowledgement", has its rules; in short:
+// acknowledged yet, count, and the hash entries or their digest as the pop
+// recorded them), with the dead letters written in the same statement. No
+// segment is read. docs/consumers.md, "The acknowledgement", has its rules;
+// in short:
 //
 //   - Rows are locked in ascending (partition, group), the one lock order:
 //     l is sorted and the lock is taken above the sort (LockRows runs over
@@ -70,12 +84,54 @@ func AckHashes(txids []string) []byte {
 //     consumer_ack_v1, which gives each item its exact answer.
 //
 // Parameters: parallel arrays per acknowledgement (tenant, partition id,
-// group, lease, count, hash entries, status, first index into the flat
-// transactionId and error arrays), then those two arrays. Answer, a row per
-// applied acknowledgement: ordinal, cursor, dead-lettered, queue, partition.
-const wholeAckSQL = `/* queen:ack */ WITH v AS (
-    SELECT * FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::uuid[], $5::int4[], $6::bytea[], $7::text[], $8::int4[])
-        WITH ORDINALITY AS v(tenant, pid, grp, lease, n, hashes, status, first, ord)
+// group, lease, count, hash entries, digest of the entries, status, first
+// index into the flat transactionId and error arrays), then those two arrays
+// (the transactionIds and errors of the acknowledgements that may dead-letter,
+// failed and dlq, alone). Answer, a row per applied acknowledgement: ordinal,
+// cursor, dead-lettered, queue, partition.
+const wholeAckSQL = wholeAckHeadSQL + `, dl AS (
+    INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)
+    SELECT o.qid, o.partition_id, o.consumer_group, o.delivered_to - o.delivered_count + i.i,
+           ($10::text[])[o.first + i.i], nullif(($11::text[])[o.first + i.i], ''), o.retry_count
+    FROM o CROSS JOIN LATERAL generate_series(1, o.delivered_count) AS i(i)
+    WHERE o.dead
+    ORDER BY o.partition_id, o.consumer_group, i.i
+    ON CONFLICT (partition_id, consumer_group, message_offset) DO NOTHING
+)
+SELECT u.ord, u.cursor_offset, u.dead, u.qname, u.pname FROM u`
+
+// wholeAckMovesSQL is wholeAckSQL for a call none of whose acknowledgements
+// may dead-letter (completed and retry alone): no dead-letter insert, and no
+// transactionId or error array to bind.
+const wholeAckMovesSQL = wholeAckHeadSQL + `
+SELECT u.ord, u.cursor_offset, u.dead, u.qname, u.pname FROM u`
+
+// wholeAckOneSQL is wholeAckMovesSQL for a call of one acknowledgement,
+// completed or retry: the same compare-and-set and the same row written,
+// as one UPDATE of the keyed row with no arrays, sort or lock before it
+// (one row has no lock order to keep; popTailOneSQL says why it pays).
+// Parameters: tenant, partition id, group, lease, count, hash entries,
+// their digest, status. Answer: wholeAckSQL's row, ordinal 1, when it
+// applied.
+const wholeAckOneSQL = `/* queen:ack-one */ UPDATE queen.consumer_cursors c SET
+    cursor_offset    = CASE WHEN $8 = 'completed' THEN c.delivered_to ELSE c.cursor_offset END,
+    acked_count      = CASE WHEN $8 = 'completed' THEN c.delivered_count ELSE c.acked_count END,
+    retry_count      = CASE WHEN $8 = 'retry' THEN c.retry_count ELSE 0 END,
+    lease_id         = NULL,
+    lease_expires_at = NULL,
+    updated_at       = clock_timestamp()
+FROM queen.log_partitions p
+JOIN queen.queues q ON q.id = p.queue_id
+WHERE c.partition_id = $2 AND c.consumer_group = $3 AND p.id = $2 AND q.tenant = $1
+  AND c.lease_id = $4 AND c.lease_expires_at > clock_timestamp() AND c.acked_count = 0
+  AND c.delivered_count = $5 AND c.delivered_hashes IN ($6, $7) AND c.delivered_to - c.cursor_offset = $5
+RETURNING 1::int8, c.cursor_offset, false, q.name, p.name`
+
+// wholeAckHeadSQL is what wholeAckSQL and wholeAckMovesSQL share: the
+// compare-and-set of the cursor rows.
+const wholeAckHeadSQL = `/* queen:ack */ WITH v AS (
+    SELECT * FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::uuid[], $5::int4[], $6::bytea[], $7::bytea[], $8::text[], $9::int4[])
+        WITH ORDINALITY AS v(tenant, pid, grp, lease, n, hashes, digest, status, first, ord)
 ), l AS (
     SELECT v.ord, v.status, v.first, c.partition_id, c.consumer_group, c.delivered_to, c.delivered_count, c.retry_count,
            q.id AS qid, q.name AS qname, p.name AS pname,
@@ -84,7 +140,7 @@ const wholeAckSQL = `/* queen:ack */ WITH v AS (
     JOIN queen.log_partitions p ON p.id = v.pid
     JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = v.tenant
     WHERE c.lease_id = v.lease AND c.lease_expires_at > clock_timestamp() AND c.acked_count = 0
-      AND c.delivered_count = v.n AND c.delivered_hashes = v.hashes AND c.delivered_to - c.cursor_offset = v.n
+      AND c.delivered_count = v.n AND c.delivered_hashes IN (v.digest, v.hashes) AND c.delivered_to - c.cursor_offset = v.n
     ORDER BY c.partition_id, c.consumer_group
     FOR UPDATE OF c
 ), o AS (
@@ -103,48 +159,24 @@ const wholeAckSQL = `/* queen:ack */ WITH v AS (
     FROM o
     WHERE c.partition_id = o.partition_id AND c.consumer_group = o.consumer_group
     RETURNING o.ord, c.cursor_offset, o.dead, o.qname, o.pname
-), dl AS (
-    INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)
-    SELECT o.qid, o.partition_id, o.consumer_group, o.delivered_to - o.delivered_count + i.i,
-           ($9::text[])[o.first + i.i], nullif(($10::text[])[o.first + i.i], ''), o.retry_count
-    FROM o CROSS JOIN LATERAL generate_series(1, o.delivered_count) AS i(i)
-    WHERE o.dead
-    ORDER BY o.partition_id, o.consumer_group, i.i
-    ON CONFLICT (partition_id, consumer_group, message_offset) DO NOTHING
-)
-SELECT u.ord, u.cursor_offset, u.dead, u.qname, u.pname FROM u`
+)`
 
 // AckWhole applies whole-batch acknowledgements in one statement and one
-// commit (wholeAckSQL). out[i] answers acks[i]; one not Applied wrote
+// commit (wholeAckSQL; wholeAckMovesSQL when none may dead-letter, and
+// wholeAckOneSQL for one of those alone). out[i] answers acks[i]; one not Applied wrote
 // nothing and goes through Ack.
 func (db *DB) AckWhole(ctx context.Context, acks []WholeAck) ([]WholeAckResult, error) {
+	sql, args := wholeAckCall(acks, db.arraysOnly)
+	return db.ackWhole(ctx, acks, sql, args)
+}
+
+// ackWhole runs a whole-batch acknowledgement statement with its arguments
+// and reads its answer.
+func (db *DB) ackWhole(ctx context.Context, acks []WholeAck, sql string, args []any) ([]WholeAckResult, error) {
 	n := len(acks)
-	tenants := make([]pgtype.UUID, n)
-	pids := make([]int64, n)
-	groups := make([]string, n)
-	leases := make([]pgtype.UUID, n)
-	counts := make([]int32, n)
-	hashes := make([][]byte, n)
-	statuses := make([]string, n)
-	firsts := make([]int32, n)
-	var txids, errs []string
-	for i, a := range acks {
-		d := AckHashes(a.TransactionIDs)
-		tenants[i], pids[i], groups[i] = pgtype.UUID{Bytes: a.Tenant, Valid: true}, a.PID, a.Group
-		leases[i], counts[i], hashes[i] = pgtype.UUID{Bytes: a.Lease, Valid: true}, int32(len(a.TransactionIDs)), d
-		statuses[i], firsts[i] = a.Status, int32(len(txids))
-		txids = append(txids, a.TransactionIDs...)
-		for k := range a.TransactionIDs {
-			e := ""
-			if k < len(a.Errors) {
-				e = a.Errors[k]
-			}
-			errs = append(errs, e)
-		}
-	}
 	out := make([]WholeAckResult, n)
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
-		rows, err := conn.Query(ctx, wholeAckSQL, tenants, pids, groups, leases, counts, hashes, statuses, firsts, txids, errs)
+		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -167,4 +199,45 @@ func (db *DB) AckWhole(ctx context.Context, acks []WholeAck) ([]WholeAckResult, 
 		return nil, fmt.Errorf("pgwire: whole-batch acknowledgements (%d): %w", n, err)
 	}
 	return out, nil
+}
+
+// wholeAckCall is the statement and arguments that apply acks: wholeAckSQL
+// when one of them may dead-letter, wholeAckOneSQL for one that may not
+// (unless arraysOnly), wholeAckMovesSQL otherwise.
+func wholeAckCall(acks []WholeAck, arraysOnly bool) (string, []any) {
+	if a := acks; len(a) == 1 && !arraysOnly && (a[0].Status == "completed" || a[0].Status == "retry") {
+		entries := AckHashes(a[0].TransactionIDs)
+		return wholeAckOneSQL, []any{pgtype.UUID{Bytes: a[0].Tenant, Valid: true}, a[0].PID, a[0].Group, pgtype.UUID{Bytes: a[0].Lease, Valid: true},
+			int32(len(a[0].TransactionIDs)), entries, Digest(entries), a[0].Status}
+	}
+	n := len(acks)
+	tenants, leases := make([]pgtype.UUID, n), make([]pgtype.UUID, n)
+	pids, groups, statuses := make([]int64, n), make([]string, n), make([]string, n)
+	counts, firsts := make([]int32, n), make([]int32, n)
+	hashes, digests := make([][]byte, n), make([][]byte, n)
+	var txids, errs []string
+	mayDie := false
+	for i, a := range acks {
+		entries := AckHashes(a.TransactionIDs)
+		tenants[i], pids[i], groups[i] = pgtype.UUID{Bytes: a.Tenant, Valid: true}, a.PID, a.Group
+		leases[i], counts[i], hashes[i], digests[i] = pgtype.UUID{Bytes: a.Lease, Valid: true}, int32(len(a.TransactionIDs)), entries, Digest(entries)
+		statuses[i], firsts[i] = a.Status, int32(len(txids))
+		if a.Status != "failed" && a.Status != "dlq" {
+			continue // never dead-letters: its ids are not needed
+		}
+		mayDie = true
+		txids = append(txids, a.TransactionIDs...)
+		for k := range a.TransactionIDs {
+			e := ""
+			if k < len(a.Errors) {
+				e = a.Errors[k]
+			}
+			errs = append(errs, e)
+		}
+	}
+	args := []any{tenants, pids, groups, leases, counts, hashes, digests, statuses, firsts}
+	if !mayDie {
+		return wholeAckMovesSQL, args
+	}
+	return wholeAckSQL, append(args, txids, errs)
 }

@@ -165,12 +165,18 @@ func TestWholeAckStatementLocksInAscendingOrder(t *testing.T) {
 	ctx := context.Background()
 	check := func(when string) {
 		t.Helper()
-		plan := preparedPlan(t, db, "uuid[], int8[], text[], uuid[], int4[], bytea[], text[], int4[], text[], text[]", pgwire.WholeAckSQL, `(
-			'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{2,1}', '{g,g}',
+		const types = "uuid[], int8[], text[], uuid[], int4[], bytea[], bytea[], text[], int4[]"
+		const args = `'{00000000-0000-0000-0000-000000000000,00000000-0000-0000-0000-000000000000}', '{2,1}', '{g,g}',
 			'{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000001}', '{1,1}', '{"\\x00","\\x00"}',
-			'{completed,completed}', '{0,1}', '{a,b}', '{"",""}')`)
-		if err := lockedInOrder(plan); err != nil {
-			t.Fatalf("%s: %v:\n%s", when, err, strings.Join(plan, "\n"))
+			'{"\\x01","\\x01"}', '{completed,dlq}', '{0,0}'`
+		for _, st := range []struct{ name, types, sql, args string }{
+			{"with dead letters", types + ", text[], text[]", pgwire.WholeAckSQL, "(" + args + ", '{b}', '{\"\"}')"},
+			{"cursor moves alone", types, pgwire.WholeAckMovesSQL, "(" + args + ")"},
+		} {
+			plan := preparedPlan(t, db, st.types, st.sql, st.args)
+			if err := lockedInOrder(plan); err != nil {
+				t.Fatalf("%s, %s: %v:\n%s", when, st.name, err, strings.Join(plan, "\n"))
+			}
 		}
 	}
 	check("fresh database")

@@ -22,7 +22,17 @@ func wholeAck(t testing.TB, db *pgwire.DB, acks ...pgwire.WholeAck) []pgwire.Who
 // one cursor move; anything else is left for consumer_ack_v1, unwritten.
 func TestWholeBatchAck(t *testing.T) {
 	t.Parallel()
-	db := newDB(t)
+	for _, form := range pgwire.StatementForms {
+		t.Run(form.Name, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			form.Set(db)
+			wholeBatchAck(t, db)
+		})
+	}
+}
+
+func wholeBatchAck(t *testing.T, db *pgwire.DB) {
 	push(t, db, write("w", "p", "a", "b", "c"))
 	push(t, db, write("w", "p", "d", "e", "f"))
 	first := pop(t, db, pgwire.PopRequest{Queue: "w", Partition: "p", Batch: 1, Group: "g"}) // seeds the cursor row
@@ -75,5 +85,80 @@ func TestWholeBatchAck(t *testing.T) {
 	}
 	if r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: "g"}); r.Status != pgwire.PopEmpty {
 		t.Fatalf("drained: %+v", r)
+	}
+}
+
+// One call of whole-batch acknowledgements of several partitions with
+// different statuses: a claim from the hot tail records the digest of its
+// hash entries and a pop through PostgreSQL the entries, and the
+// acknowledgement matches either; only the acknowledgements that may
+// dead-letter send their transactionIds, and each dead letter carries its
+// own message's id and error, wherever its acknowledgement sits in the call.
+func TestWholeAckMixesStatusesAndRecordForms(t *testing.T) {
+	t.Parallel()
+	for _, form := range pgwire.StatementForms {
+		t.Run(form.Name, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			form.Set(db)
+			wholeAckMixesStatusesAndRecordForms(t, db)
+		})
+	}
+}
+
+func wholeAckMixesStatusesAndRecordForms(t *testing.T, db *pgwire.DB) {
+	ctx := context.Background()
+	tailed := newTailFixture(t, db, "mix.tail")
+	lt := lease()
+	if out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lt}, tailed.claim); err != nil || out[0].Status != pgwire.PopDelivered {
+		t.Fatalf("claim from the tail: %+v %v", out, err)
+	}
+	var recorded []byte
+	if err := db.Pool().QueryRow(ctx, `SELECT delivered_hashes FROM queen.consumer_cursors WHERE partition_id = $1 AND consumer_group = 'g'`,
+		tailed.pid).Scan(&recorded); err != nil || len(recorded) != 32 {
+		t.Fatalf("the tail claim recorded %d bytes (%v), want a 32-byte digest", len(recorded), err)
+	}
+	popped := func(queue string, ids ...string) (int64, [16]byte) {
+		push(t, db, write(queue, "p", ids...))
+		l := lease()
+		r := pop(t, db, pgwire.PopRequest{Queue: queue, Partition: "p", Group: "g", Lease: l, Batch: 10})
+		if fmt.Sprint(txids(r.Messages)) != fmt.Sprint(ids) {
+			t.Fatalf("pop of %s: %+v", queue, r)
+		}
+		return r.PartitionID, l
+	}
+	dead1, l1 := popped("mix.dead1", "k", "l")
+	moved, l2 := popped("mix.moved", "m")
+	dead2, l3 := popped("mix.dead2", "n", "o", "q")
+	res := wholeAck(t, db,
+		pgwire.WholeAck{PID: tailed.pid, Group: "g", Lease: lt, Status: "completed", TransactionIDs: []string{"a", "b", "c", "d", "e"}},
+		pgwire.WholeAck{PID: dead1, Group: "g", Lease: l1, Status: "dlq", TransactionIDs: []string{"k", "l"}, Errors: []string{"ek", ""}},
+		pgwire.WholeAck{PID: moved, Group: "g", Lease: l2, Status: "retry", TransactionIDs: []string{"m"}},
+		pgwire.WholeAck{PID: dead2, Group: "g", Lease: l3, Status: "dlq", TransactionIDs: []string{"n", "o", "q"}, Errors: []string{"", "eo"}},
+	)
+	for i, want := range []struct {
+		cursor int64
+		dead   bool
+	}{{6, false}, {2, true}, {0, false}, {3, true}} {
+		if r := res[i]; !r.Applied || r.Cursor != want.cursor || r.DeadLettered != want.dead {
+			t.Fatalf("ack %d: %+v, want cursor %d, dead-lettered %v", i, r, want.cursor, want.dead)
+		}
+	}
+	var letters string
+	if err := db.Pool().QueryRow(ctx, `SELECT string_agg(concat_ws(':', q.name, d.message_offset, d.transaction_id, coalesce(d.error_message, '-')), ' '
+		ORDER BY q.name, d.message_offset) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id`).Scan(&letters); err != nil {
+		t.Fatal(err)
+	}
+	if want := "mix.dead1:1:k:ek mix.dead1:2:l:- mix.dead2:1:n:- mix.dead2:2:o:eo mix.dead2:3:q:-"; letters != want {
+		t.Fatalf("dead letters:\n got %s\nwant %s", letters, want)
+	}
+	// The retried message comes back; the others are gone.
+	if r := pop(t, db, pgwire.PopRequest{PartitionID: moved, Group: "g"}); fmt.Sprint(txids(r.Messages)) != "[m]" {
+		t.Fatalf("after retry: %+v", r)
+	}
+	for _, pid := range []int64{tailed.pid, dead1, dead2} {
+		if r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: "g"}); r.Status != pgwire.PopEmpty {
+			t.Fatalf("partition %d after its ack: %+v", pid, r)
+		}
 	}
 }

@@ -17,11 +17,13 @@ import (
 // PostgreSQL backend with what pushing it costs, at the same batch size
 // (100 frames of 200 bytes): push is one bundle call writing the batch as
 // one segment; consume is one pop of 100 by partition id (the one-statement
-// pop, popKnownSQL) and its whole-batch acknowledgement (wholeAckSQL, one
+// pop, popKnownSQL) and its whole-batch acknowledgement (wholeAckCall, one
 // cursor move), over a backlog stored in segments of `frames` frames;
 // tail-ack is the claim of a pop the bridge serves from its hot tail
 // (popTailSQL: no segment read) and its whole-batch acknowledgement;
-// pop-autoack is a pop alone through consumer_pop_v1. Metrics: backend-µs/call (a push, or a pop
+// pop-autoack is a pop alone through consumer_pop_v1; cursor-update is the
+// floor of a durable acknowledgement (one keyed row update, committed with
+// and without waiting for the WAL flush). Metrics: backend-µs/call (a push, or a pop
 // and its ack) and backend-µs/item.
 // Run with: go test ./pgwire -run '^$' -bench ConsumeBackendCPU -benchtime 300x
 func BenchmarkConsumeBackendCPU(b *testing.B) {
@@ -78,6 +80,28 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 		})
 		b.ReportMetric(cpu/batch, "backend-µs/item")
 	})
+	// The floor of any acknowledgement that survives a crash: one keyed
+	// update of the group's cursor row and a synchronous commit (flush=on),
+	// and the same update committed without waiting for the flush
+	// (flush=off), so the difference is what the WAL flush costs the
+	// backend.
+	for _, sync := range []bool{true, false} {
+		b.Run(fmt.Sprintf("cursor-update/flush=%s", map[bool]string{true: "on", false: "off"}[sync]), func(b *testing.B) {
+			pid, _ := seeded(b, "floor", batch)
+			update := `UPDATE queen.consumer_cursors SET acked_count = acked_count + 1 WHERE partition_id = $1 AND consumer_group = 'g'`
+			if !sync {
+				update = `WITH off AS (SELECT set_config('synchronous_commit', 'off', true)) ` + update + ` AND EXISTS (SELECT 1 FROM off)`
+			}
+			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
+				tag, err := conn.Exec(ctx, update, pid)
+				if err == nil && tag.RowsAffected() != 1 {
+					err = fmt.Errorf("cursor update: %d rows", tag.RowsAffected())
+				}
+				return err
+			})
+			b.ReportMetric(cpu/batch, "backend-µs/item")
+		})
+	}
 	for _, per := range []int{100, 10} {
 		b.Run(fmt.Sprintf("pop-autoack/segment-frames=%d", per), func(b *testing.B) {
 			queue := backlog(b, "auto", per)
@@ -136,12 +160,13 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 			// (popTailSQL, one partition, no segment read) and the
 			// whole-batch acknowledgement.
 			pid, cursor := seeded(b, "tail", per)
-			tenant := pgtype.UUID{Valid: true}
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {
 				lease := uuid.New()
 				ids := benchTxnIDs(cursor, cursor+batch)
-				rows, err := conn.Query(ctx, popTailSQL, []pgtype.UUID{tenant}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}}, []bool{false},
-					[]int64{pid}, []int64{cursor}, []int64{cursor + batch}, []int32{batch}, [][]byte{AckHashes(ids)}, []int64{cursor + int64(per)})
+				claim := TailClaim{Group: "g", Lease: lease, PartitionID: pid, Cursor: cursor, To: cursor + batch, Count: batch,
+					Hashes: AckHashes(ids), FirstEnd: cursor + int64(per)}
+				sql, args := tailClaimCall([]TailClaim{claim}, false)
+				rows, err := conn.Query(ctx, sql, args...)
 				if err := oneRow(rows, err, fmt.Sprint("claim from the tail after ", cursor)); err != nil {
 					return err
 				}
@@ -167,12 +192,10 @@ func benchTxnIDs(cursor, to int64) []string {
 }
 
 // benchWholeAck acknowledges what a lease delivered at (cursor, to] as one
-// batch (wholeAckSQL), failing unless it applied.
+// batch (wholeAckCall), failing unless it applied.
 func benchWholeAck(ctx context.Context, conn *pgx.Conn, pid int64, lease uuid.UUID, cursor, to int64) error {
-	ids := benchTxnIDs(cursor, to)
-	n := int32(len(ids))
-	rows, err := conn.Query(ctx, wholeAckSQL, []pgtype.UUID{{Valid: true}}, []int64{pid}, []string{"g"}, []pgtype.UUID{{Bytes: lease, Valid: true}},
-		[]int32{n}, [][]byte{AckHashes(ids)}, []string{"completed"}, []int32{0}, ids, make([]string, n))
+	sql, args := wholeAckCall([]WholeAck{{PID: pid, Group: "g", Lease: lease, Status: "completed", TransactionIDs: benchTxnIDs(cursor, to)}}, false)
+	rows, err := conn.Query(ctx, sql, args...)
 	return oneRow(rows, err, "whole-batch ack")
 }
 

@@ -68,7 +68,11 @@ var sessionSettings = map[string]string{
 
 // DB is a pool of connections to the queen database.
 type DB struct {
-	cfg         Config
+	cfg Config
+	// arraysOnly sends a lone claim or acknowledgement through the
+	// statement for many (set by tests, before any call, to hold both
+	// forms to the same answers).
+	arraysOnly  bool
 	pool        *pgxpool.Pool
 	timeouts    atomic.Uint64
 	quarantined atomic.Uint64

@@ -68,7 +68,10 @@ func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) str
 
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
-const WholeAckSQL = wholeAckSQL
+const (
+	WholeAckSQL      = wholeAckSQL
+	WholeAckMovesSQL = wholeAckMovesSQL
+)
 
 // DeleteGroupSQL and SeekSQL are the consumer-group statements, for the
 // test that reads their plans.
@@ -98,3 +101,15 @@ const (
 	QueueConsumersSQL = queueConsumersSQL
 	RequeueSelectSQL  = requeueSelectSQL
 )
+
+// ArraysOnly sends db's lone claims and acknowledgements through the
+// statements for many (popTailSQL, wholeAckMovesSQL), so a test holds both
+// forms to the same answers. Call it before db's first call.
+func (db *DB) ArraysOnly() { db.arraysOnly = true }
+
+// StatementForms run a test against a database of its own for each form
+// of the lone claim and acknowledgement: one row, and the statement for many.
+var StatementForms = []struct {
+	Name string
+	Set  func(*DB)
+}{{"one-row statements", func(*DB) {}}, {"array statements", (*DB).ArraysOnly}}

@@ -99,7 +99,17 @@ func (f *tailFixture) refused(t *testing.T, req pgwire.PopRequest, c pgwire.Tail
 // PostgreSQL delivers what is there, once.
 func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 	t.Parallel()
-	db := newDB(t)
+	for _, form := range pgwire.StatementForms {
+		t.Run(form.Name, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			form.Set(db)
+			tailClaimAppliesOnlyWhenEverythingHolds(t, db)
+		})
+	}
+}
+
+func tailClaimAppliesOnlyWhenEverythingHolds(t *testing.T, db *pgwire.DB) {
 	ctx := context.Background()
 
 	t.Run("applies", func(t *testing.T) {
@@ -121,7 +131,7 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 			FROM queen.consumer_cursors WHERE partition_id = $1 AND consumer_group = 'g'`, f.pid).Scan(&cursor, &to, &n, &leaseID, &hashes); err != nil {
 			t.Fatal(err)
 		}
-		if cursor != 1 || to != 6 || n != 5 || leaseID != uuid.UUID(l) || !bytes.Equal(hashes, f.claim.Hashes) {
+		if cursor != 1 || to != 6 || n != 5 || leaseID != uuid.UUID(l) || !bytes.Equal(hashes, pgwire.Digest(f.claim.Hashes)) {
 			t.Fatalf("row after the claim: cursor %d, delivered to %d, %d delivered, lease %v", cursor, to, n, leaseID)
 		}
 		if r := pop(t, db, pgwire.PopRequest{PartitionID: f.pid, Group: "g"}); r.Status != pgwire.PopLeased {
@@ -187,6 +197,24 @@ func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
 		}
 		if a := ack(t, db, f.pid, "g", &l, completed("a", "b")...); !a.Released || a.Cursor != 3 {
 			t.Fatalf("the lease holder's ack after the refused claim: %+v", a)
+		}
+	})
+
+	t.Run("expired lease", func(t *testing.T) {
+		t.Parallel()
+		f := newTailFixture(t, db, "t-expired")
+		// Another consumer held a to e and its lease ran out: the claim
+		// takes the delivery over and says so.
+		if r := pop(t, db, pgwire.PopRequest{PartitionID: f.pid, Group: "g", Lease: lease(), Batch: 10}); r.To != 6 {
+			t.Fatalf("the other consumer's pop: %+v", r)
+		}
+		if _, err := db.Pool().Exec(ctx, `UPDATE queen.consumer_cursors SET lease_expires_at = clock_timestamp() - interval '1 second'
+			WHERE partition_id = $1 AND consumer_group = 'g'`, f.pid); err != nil {
+			t.Fatal(err)
+		}
+		out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, f.claim)
+		if err != nil || out[0].Status != pgwire.PopDelivered || !out[0].Expired || out[0].To != 6 {
+			t.Fatalf("claim over an expired lease: %+v %v", out, err)
 		}
 	})
 
