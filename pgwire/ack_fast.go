@@ -41,7 +41,7 @@ type WholeAckResult struct {
 // the SHA-256 of the hash entries (AckHashes), in place of the entries. It
 // is computed here, not in PostgreSQL (whose sha256 goes through OpenSSL
 // and costs a pop more than the bytes do), so only the bridge's claims
-// (popTailSQL) record it; a pop through PostgreSQL records the entries, and
+// (popTailSQL, popTailOneSQL) record it; a pop through PostgreSQL records the entries, and
 // an acknowledgement matches either.
 func Digest(entries []byte) []byte {
 	d := sha256.Sum256(entries)
@@ -163,8 +163,8 @@ const wholeAckHeadSQL = `/* queen:ack */ WITH v AS (
 
 // AckWhole applies whole-batch acknowledgements in one statement and one
 // commit (wholeAckSQL; wholeAckMovesSQL when none may dead-letter, and
-// wholeAckOneSQL for one of those alone). out[i] answers acks[i]; one not Applied wrote
-// nothing and goes through Ack.
+// wholeAckOneSQL for one of those alone). out[i] answers acks[i]; one not
+// Applied wrote nothing and goes through Ack.
 func (db *DB) AckWhole(ctx context.Context, acks []WholeAck) ([]WholeAckResult, error) {
 	sql, args := wholeAckCall(acks, db.arraysOnly)
 	return db.ackWhole(ctx, acks, sql, args)

@@ -32,13 +32,14 @@ import (
 // Each row records what is delivered as the other pops do, range and count,
 // and the digest of the hash entries (Digest: 32 bytes where the entries of
 // a batch of 100 are 1,600, written by the claim and again by its
-// acknowledgement's row version). The commit is asynchronous, as popKnownSQL's, unless a
-// claim auto-acknowledges (its cursor moves: consumed).
+// acknowledgement's row version). The commit is asynchronous, as
+// popKnownSQL's, unless a claim auto-acknowledges (its cursor moves:
+// consumed).
 //
 // Parameters, one array element per claim: tenant, group, lease (NULL with
 // auto-ack), auto-ack, partition id, expected cursor, to, count, digest of
-// the hash entries, first segment's end. Answer, a row per applied claim: ordinal,
-// name, last offset, lease expiry, expired.
+// the hash entries, first segment's end. Answer, a row per applied claim:
+// ordinal, name, last offset, lease expiry, expired.
 const popTailSQL = `/* queen:pop-tail */ WITH v AS (
     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bool[], $5::int8[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::int8[])
         WITH ORDINALITY AS v(tenant, grp, lease, auto, pid, cur, to_off, n, h, fe, ord)
