@@ -20,17 +20,7 @@ func wholeAck(t testing.TB, db *pgwire.DB, acks ...pgwire.WholeAck) []pgwire.Who
 // A pop by partition id (the one-statement pop) records what it delivered;
 // an acknowledgement naming exactly that, in order, with one status, is
 // one cursor move; anything else is left for consumer_ack_v1, unwritten.
-func TestWholeBatchAck(t *testing.T) {
-	t.Parallel()
-	for _, form := range pgwire.StatementForms {
-		t.Run(form.Name, func(t *testing.T) {
-			t.Parallel()
-			db := newDB(t)
-			form.Set(db)
-			wholeBatchAck(t, db)
-		})
-	}
-}
+func TestWholeBatchAck(t *testing.T) { inEachForm(t, wholeBatchAck) }
 
 func wholeBatchAck(t *testing.T, db *pgwire.DB) {
 	push(t, db, write("w", "p", "a", "b", "c"))
@@ -95,15 +85,7 @@ func wholeBatchAck(t *testing.T, db *pgwire.DB) {
 // dead-letter send their transactionIds, and each dead letter carries its
 // own message's id and error, wherever its acknowledgement sits in the call.
 func TestWholeAckMixesStatusesAndRecordForms(t *testing.T) {
-	t.Parallel()
-	for _, form := range pgwire.StatementForms {
-		t.Run(form.Name, func(t *testing.T) {
-			t.Parallel()
-			db := newDB(t)
-			form.Set(db)
-			wholeAckMixesStatusesAndRecordForms(t, db)
-		})
-	}
+	inEachForm(t, wholeAckMixesStatusesAndRecordForms)
 }
 
 func wholeAckMixesStatusesAndRecordForms(t *testing.T, db *pgwire.DB) {

@@ -23,6 +23,20 @@ func newDB(t testing.TB) *pgwire.DB {
 	return openDSN(t, testenv.NewDatabase(t))
 }
 
+// inEachForm runs test in parallel against a database of its own for each
+// form of the lone claim and acknowledgement (pgwire.StatementForms).
+func inEachForm(t *testing.T, test func(*testing.T, *pgwire.DB)) {
+	t.Parallel()
+	for _, form := range pgwire.StatementForms {
+		t.Run(form.Name, func(t *testing.T) {
+			t.Parallel()
+			db := newDB(t)
+			form.Set(db)
+			test(t, db)
+		})
+	}
+}
+
 func openDSN(t testing.TB, dsn string) *pgwire.DB { return testkit.OpenDB(t, dsn, 40) }
 
 // write builds a segment of one frame per transactionId.

@@ -98,15 +98,7 @@ func (f *tailFixture) refused(t *testing.T, req pgwire.PopRequest, c pgwire.Tail
 // row and writes nothing (no row version, no row lock), and the pop through
 // PostgreSQL delivers what is there, once.
 func TestTailClaimAppliesOnlyWhenEverythingHolds(t *testing.T) {
-	t.Parallel()
-	for _, form := range pgwire.StatementForms {
-		t.Run(form.Name, func(t *testing.T) {
-			t.Parallel()
-			db := newDB(t)
-			form.Set(db)
-			tailClaimAppliesOnlyWhenEverythingHolds(t, db)
-		})
-	}
+	inEachForm(t, tailClaimAppliesOnlyWhenEverythingHolds)
 }
 
 func tailClaimAppliesOnlyWhenEverythingHolds(t *testing.T, db *pgwire.DB) {
