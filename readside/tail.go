@@ -303,8 +303,8 @@ type TailTake struct {
 	// FirstEnd is the end of the first segment delivered: the claim checks
 	// that it is still stored.
 	FirstEnd int64
-	// Hashes is what the claim records (pgwire.AckHashes of the delivered
-	// transactionIds, from the hash blobs).
+	// Hashes are the delivered transactionIds' hash entries, from the hash
+	// blobs (pgwire.AckHashes of them); the claim records their digest.
 	Hashes []byte
 }
 
