@@ -52,7 +52,21 @@ func wholeBatchAck(t *testing.T, db *pgwire.DB) {
 			t.Fatalf("ack %d applied: %+v", i, bad[i])
 		}
 	}
-	res := wholeAck(t, db, pgwire.WholeAck{PID: pid, Group: "g", Lease: l, Status: "completed", TransactionIDs: []string{"b", "c", "d", "e"}})
+	for i, a := range bad { // each alone: a call of one takes the one-row statement
+		if res := wholeAck(t, db, a); res[0].Applied {
+			t.Fatalf("ack %d alone applied: %+v", i, a)
+		}
+	}
+	// retry: the lease is released, the cursor stays, the messages come back.
+	res := wholeAck(t, db, pgwire.WholeAck{PID: pid, Group: "g", Lease: l, Status: "retry", TransactionIDs: []string{"b", "c", "d", "e"}})
+	if !res[0].Applied || res[0].Cursor != 1 || res[0].DeadLettered {
+		t.Fatalf("retry ack: %+v", res[0])
+	}
+	l = lease()
+	if r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: "g", Lease: l, Batch: 4}); fmt.Sprint(txids(r.Messages)) != "[b c d e]" {
+		t.Fatalf("the pop after retry: %+v", r)
+	}
+	res = wholeAck(t, db, pgwire.WholeAck{PID: pid, Group: "g", Lease: l, Status: "completed", TransactionIDs: []string{"b", "c", "d", "e"}})
 	if !res[0].Applied || res[0].Cursor != 5 || res[0].Queue != "w" || res[0].Partition != "p" || res[0].DeadLettered {
 		t.Fatalf("whole ack: %+v", res[0])
 	}

@@ -20,7 +20,8 @@ import (
 // pop, popKnownSQL) and its whole-batch acknowledgement (wholeAckCall, one
 // cursor move), over a backlog stored in segments of `frames` frames;
 // tail-ack is the claim of a pop the bridge serves from its hot tail
-// (popTailSQL: no segment read) and its whole-batch acknowledgement;
+// (tailClaimCall: popTailOneSQL for one claim, no segment read) and its
+// whole-batch acknowledgement;
 // pop-autoack is a pop alone through consumer_pop_v1; cursor-update is the
 // floor of a durable acknowledgement (one keyed row update, committed with
 // and without waiting for the WAL flush). Metrics: backend-µs/call (a push, or a pop
@@ -157,7 +158,7 @@ func BenchmarkConsumeBackendCPU(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("tail-ack/segment-frames=%d", per), func(b *testing.B) {
 			// A pop the bridge serves from its hot tail: the claim
-			// (popTailSQL, one partition, no segment read) and the
+			// (popTailOneSQL, one partition, no segment read) and the
 			// whole-batch acknowledgement.
 			pid, cursor := seeded(b, "tail", per)
 			cpu := backendCPU(b, dsn, 1, func(conn *pgx.Conn, _, _ int) error {

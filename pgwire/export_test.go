@@ -107,8 +107,8 @@ const (
 // forms to the same answers. Call it before db's first call.
 func (db *DB) ArraysOnly() { db.arraysOnly = true }
 
-// StatementForms run a test against a database of its own for each form
-// of the lone claim and acknowledgement: one row, and the statement for many.
+// StatementForms are the two forms of a lone claim and acknowledgement (one
+// row, and the statement for many), each with what sets a DB to it.
 var StatementForms = []struct {
 	Name string
 	Set  func(*DB)

@@ -192,6 +192,25 @@ func tailClaimAppliesOnlyWhenEverythingHolds(t *testing.T, db *pgwire.DB) {
 		}
 	})
 
+	t.Run("auto-ack", func(t *testing.T) {
+		t.Parallel()
+		f := newTailFixture(t, db, "t-auto")
+		out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", AutoAck: true}, f.claim)
+		if err != nil || out[0].Status != pgwire.PopDelivered || out[0].To != 6 {
+			t.Fatalf("auto-ack claim: %+v %v", out, err)
+		}
+		// Consumed: the cursor moved, no lease, nothing left to pop.
+		var cursor int64
+		var leased bool
+		if err := db.Pool().QueryRow(ctx, `SELECT cursor_offset, lease_id IS NOT NULL FROM queen.consumer_cursors
+			WHERE partition_id = $1 AND consumer_group = 'g'`, f.pid).Scan(&cursor, &leased); err != nil || cursor != 6 || leased {
+			t.Fatalf("row after an auto-ack claim: cursor %d, leased %v, %v", cursor, leased, err)
+		}
+		if r := pop(t, db, pgwire.PopRequest{PartitionID: f.pid, Group: "g"}); r.Status != pgwire.PopEmpty {
+			t.Fatalf("pop after an auto-ack claim: %+v", r)
+		}
+	})
+
 	t.Run("expired lease", func(t *testing.T) {
 		t.Parallel()
 		f := newTailFixture(t, db, "t-expired")
@@ -228,9 +247,12 @@ func tailClaimAppliesOnlyWhenEverythingHolds(t *testing.T, db *pgwire.DB) {
 		if n := count(t, db.Pool(), `SELECT count(*) FROM queen.log_segments WHERE partition_id = $1`, f.pid); n != 2 {
 			t.Fatalf("%d segments left, want c d and e", n)
 		}
-		// Claimed together with a partition whose segments are all there:
-		// only that one applies.
+		// Alone, and claimed together with a partition whose segments are
+		// all there: only that one applies.
 		before := f.row(t, "g")
+		if out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, f.claim); err != nil || out[0].Status != "" {
+			t.Fatalf("lone claim after retention: %+v %v", out, err)
+		}
 		out, err := popTail(ctx, db, pgwire.PopRequest{Group: "g", Lease: lease()}, f.claim, kept.claim)
 		if err != nil || len(out) != 2 || out[0].Status != "" || out[1].Status != pgwire.PopDelivered || out[1].PartitionID != kept.pid {
 			t.Fatalf("claims: %+v %v", out, err)
