@@ -124,8 +124,9 @@ func wholeAckMixesStatusesAndRecordForms(t *testing.T, db *pgwire.DB) {
 		return r.PartitionID, l
 	}
 	// What the digest stands for, and nothing else, matches it: reordered,
-	// partial or extended, the acknowledgement is left for the general path.
-	for _, ids := range [][]string{{"b", "a", "c", "d", "e"}, {"a", "b", "c", "d"}, {"a", "b", "c", "d", "e", "f"}} {
+	// one id changed (the count alone would let both through), partial or
+	// extended, the acknowledgement is left for the general path.
+	for _, ids := range [][]string{{"b", "a", "c", "d", "e"}, {"a", "b", "c", "d", "x"}, {"a", "b", "c", "d"}, {"a", "b", "c", "d", "e", "f"}} {
 		if res := wholeAck(t, db, pgwire.WholeAck{PID: tailed.pid, Group: "g", Lease: lt, Status: "completed", TransactionIDs: ids}); res[0].Applied {
 			t.Fatalf("acknowledgement of %v applied against the digest of [a b c d e]", ids)
 		}
