@@ -205,10 +205,11 @@ func (db *DB) ackWhole(ctx context.Context, acks []WholeAck, sql string, args []
 // when one of them may dead-letter, wholeAckOneSQL for one that may not
 // (unless arraysOnly), wholeAckMovesSQL otherwise.
 func wholeAckCall(acks []WholeAck, arraysOnly bool) (string, []any) {
-	if a := acks; len(a) == 1 && !arraysOnly && (a[0].Status == "completed" || a[0].Status == "retry") {
-		entries := AckHashes(a[0].TransactionIDs)
-		return wholeAckOneSQL, []any{pgtype.UUID{Bytes: a[0].Tenant, Valid: true}, a[0].PID, a[0].Group, pgtype.UUID{Bytes: a[0].Lease, Valid: true},
-			int32(len(a[0].TransactionIDs)), entries, Digest(entries), a[0].Status}
+	if len(acks) == 1 && !arraysOnly && (acks[0].Status == "completed" || acks[0].Status == "retry") {
+		a := acks[0]
+		entries := AckHashes(a.TransactionIDs)
+		return wholeAckOneSQL, []any{pgtype.UUID{Bytes: a.Tenant, Valid: true}, a.PID, a.Group, pgtype.UUID{Bytes: a.Lease, Valid: true},
+			int32(len(a.TransactionIDs)), entries, Digest(entries), a.Status}
 	}
 	n := len(acks)
 	tenants, leases := make([]pgtype.UUID, n), make([]pgtype.UUID, n)
