@@ -32,10 +32,12 @@ func openTailDB(t *testing.T) *pgwire.DB {
 // column changed).
 type watchStore struct {
 	*pgwire.DB
-	t                *testing.T
-	refused, applied int
+	t *testing.T
 
-	mu sync.Mutex // guards claimCalls and held: claims run in several goroutines
+	mu sync.Mutex // guards refused, applied, claimCalls and held: the fuser runs claim statements in several goroutines
+	// refused and applied count the tail claims PostgreSQL refused and
+	// applied.
+	refused, applied int
 	// claimCalls lists each claim statement's partition ids; the first
 	// held statements wait for hold to close (nil: none wait).
 	claimCalls [][]int64
@@ -58,6 +60,24 @@ func (s *watchStore) claimed(claims []pgwire.TailClaim) {
 	if wait {
 		<-hold
 	}
+}
+
+// count records one claim's verdict.
+func (s *watchStore) count(applied bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if applied {
+		s.applied++
+	} else {
+		s.refused++
+	}
+}
+
+// counts returns how many claims PostgreSQL refused and applied so far.
+func (s *watchStore) counts() (refused, applied int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused, s.applied
 }
 
 func (s *watchStore) claimStatements() [][]int64 {
@@ -88,11 +108,11 @@ func (s *watchStore) PopTail(ctx context.Context, claims []pgwire.TailClaim) ([]
 		return out, err
 	}
 	for i, r := range out {
-		if r.Status == pgwire.PopDelivered {
-			s.applied++
+		delivered := r.Status == pgwire.PopDelivered
+		s.count(delivered)
+		if delivered {
 			continue
 		}
-		s.refused++
 		if after := s.row(ctx, claims[i].PartitionID, claims[i].Group); after != before[i] {
 			s.t.Errorf("a refused tail claim (%+v) wrote the cursor row:\n before %s\n after  %s", claims[i], before[i], after)
 		}
@@ -244,8 +264,8 @@ func TestTailClaimAfterRetentionReadsPostgreSQL(t *testing.T) {
 		t.Fatalf("retention: %+v %v", res, err)
 	}
 	a.wantPop("r", "p", 0, 1, "m5", "m6", "m7")
-	if a.store.refused != 1 {
-		t.Fatalf("%d refused claims, want 1", a.store.refused)
+	if refused, _ := a.store.counts(); refused != 1 {
+		t.Fatalf("%d refused claims, want 1", refused)
 	}
 	a.push("r", "p", "m8")
 	a.wantPop("r", "p", 1, 0, "m8")
@@ -303,8 +323,8 @@ func TestTailStaleCursorReadsPostgreSQL(t *testing.T) {
 	b.wantPop("q", "p", 0, 0, "m4", "m5", "m6") // through b: the cursor is at 6
 	a.push("q", "p", "m7", "m8")
 	a.wantPop("q", "p", 0, 1, "m7", "m8")
-	if a.store.refused != 1 || a.store.applied != 0 {
-		t.Fatalf("a's claims: %d refused, %d applied; want 1 and 0", a.store.refused, a.store.applied)
+	if refused, applied := a.store.counts(); refused != 1 || applied != 0 {
+		t.Fatalf("a's claims: %d refused, %d applied; want 1 and 0", refused, applied)
 	}
 	a.push("q", "p", "m9")
 	a.wantPop("q", "p", 1, 0, "m9")
@@ -385,9 +405,9 @@ func TestTailRoundServesAPartitionBehindFirst(t *testing.T) {
 		t.Fatalf("the partition sought back was delivered at pop %d of %d (-1: none), want the first", behind, len(parts))
 	}
 	after := a.c.Stats().Tail
-	if after.Hits-before.Hits != uint64(len(parts)-1) || after.Misses != before.Misses || a.store.refused != 0 {
+	if refused, _ := a.store.counts(); after.Hits-before.Hits != uint64(len(parts)-1) || after.Misses != before.Misses || refused != 0 {
 		t.Fatalf("the pops after p0's counted %d hits and %d misses (%d claims refused), want %d and none",
-			after.Hits-before.Hits, after.Misses-before.Misses, a.store.refused, len(parts)-1)
+			after.Hits-before.Hits, after.Misses-before.Misses, refused, len(parts)-1)
 	}
 }
 
