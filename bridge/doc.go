@@ -17,10 +17,13 @@
 // cached, run where it arrived); nobody waits for a push's verdicts: the
 // goroutine that settles its last group answers. A request that may park
 // (a fetch or pop with a wait) runs on a goroutine of its own holding one
-// of MaxParked slots. An HTTP request runs on its net/http
-// goroutine. Stop closes intake, waits for every accepted request's
+// of MaxParked slots. An HTTP request runs on its connection's goroutine:
+// internal/httpserve's lean loop for a push, net/http's for the rest. Stop closes intake, waits for every accepted request's
 // answer, then stops the rooms (docs/architecture.md, "Start and stop").
 //
-// Only bridge (and cmd) import net/http and Prometheus. bridge reads request
-// headers, never the environment.
+// It must not import embedded (cmd/queen-bridge starts the servers and
+// hands them in) or client. Of the rooms it alone speaks HTTP and registers
+// Prometheus collectors; net/http is also internal/httpserve's (the
+// listener), metrics' (the page), console/web's and client's. bridge reads
+// request headers, never the environment.
 package bridge

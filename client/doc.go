@@ -33,7 +33,8 @@
 //
 // Connection options (credentials, TLS, the tenant's NATS account) are the
 // nats.go options of the connection the caller hands in, or Config's HTTP
-// token. The client imports nothing of the service.
+// token. The client imports nothing of the service: it imports nothing of
+// the project but internal/buckets (the bucket rule bridges compute alike).
 //
 // Goroutines: a Client is safe for concurrent use and starts none of its
 // own, but for PartitionAware: its announcement subscription (nats.go's)

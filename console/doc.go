@@ -8,10 +8,11 @@
 // front door registers behind its guard (read role). docs/console.md has
 // the answer's fields.
 //
-// It must not import the rooms whose figures it shows, nor pgwire: the
-// overview is answered from memory, never from PostgreSQL, so the console
-// shows a bridge whose database is down. It writes no JSON by hand
-// (jsonapi renders it) and imports neither net/http nor Prometheus.
+// It must not import bridge, fusion, consume, durability or ownership (the
+// rooms whose figures it shows), pgwire, NATS, net/http or Prometheus:
+// the overview is answered from memory, never from PostgreSQL, so the
+// console shows a bridge whose database is down. It writes no JSON by hand
+// (jsonapi renders it).
 //
 // Goroutines: the sampler, started by Start and waited for by Stop. It and
 // the request goroutines share the ring under a mutex (console.go says

@@ -4,16 +4,16 @@
 // <prefix>.v1.maintenance.changed so every bridge switches together, and a
 // re-read every MaintenancePoll as a backstop), pop maintenance (pops
 // deliver nothing; kept, broadcast on <prefix>.v1.maintenance.pop.changed
-// and polled the same way), the spool that takes items whose write failed,
-// the drain that replays the spool, and the retention ticks, which also
+// and polled the same way), the spool that takes items whose write failed
+// (Spool: the push call hands them over), the drain that replays the spool, and the retention ticks, which also
 // purge the segments that deleted queues left (pgwire.PurgeStep); and the
 // health answer (ServeHealth: does PostgreSQL answer, is NATS connected).
 //
 // Failure model:
 //
 //   - "buffered" means fsynced in the spool (Spool returns nil).
-//   - Maintenance mode: nothing reaches PostgreSQL; the front door spools
-//     every item. The drain starts when maintenance ends.
+//   - Maintenance mode: nothing reaches PostgreSQL; the push call (push)
+//     spools every item. The drain starts when maintenance ends.
 //   - The drain replays the spool, oldest first, with the original message
 //     ids and transactionIds, always probed for duplicates over at least the
 //     time since spooling, so a replay after a crash (of the bridge, or in

@@ -2,8 +2,9 @@
 // given none: an in-process nats-server, and a private PostgreSQL cluster run from
 // the PostgreSQL server binaries already installed on the machine.
 //
-// It must not know anything about queues, segments or the schema: it hands out a
-// NATS client URL and a PostgreSQL DSN, and stops what it started.
+// It imports nothing of the project. It must not know anything about queues,
+// segments or the schema: it hands out a NATS client URL and a PostgreSQL DSN,
+// and stops what it started.
 //
 // Ownership: a Postgres value owns one postmaster child process. The process is
 // started from a goroutine locked to its OS thread, with the parent-death signal

@@ -45,8 +45,8 @@
 // the same 16-byte hash collapse onto the first (the leader); followers inherit
 // its verdict. Each partition also keeps a bounded set of the hashes this
 // bridge wrote inside the queue's window (package recent), which answers repeats
-// without SQL and lets fusion pass a tight p_verified (DESIGN.md, "The dedup
-// probe"). The invariant, enforced in partition.go: every frame stored at or
+// without SQL and lets fusion pass a tight p_verified (docs/fusion.md,
+// "Deduplication in fusion"; docs/write-path.md, "The dedup probe's ranges"). The invariant, enforced in partition.go: every frame stored at or
 // below verified inside the window is in that set (or older than the window).
 // Offsets another writer wrote are read into the set once when the Sink is a
 // HashSource (shard.go, maybeFill). The sets share one byte budget
@@ -59,12 +59,12 @@
 //
 // Failure model: a frame is Queued only when the Sink reported its segment
 // committed. A Sink error makes every frame of the bundle Error; the caller
-// (the bridge) spools those. A Duplicate segment wrote nothing: its duplicate
+// (the push call, push) spools those. A Duplicate segment wrote nothing: its duplicate
 // frames get the original's offset and message id (zero id when retention
 // removed it), and its other frames go back to the head of the partition's
 // next segment, so nothing is lost and order is kept.
 //
-// fusion must not import pgwire, spool, bridge, NATS, HTTP or Prometheus, and
-// contains no SQL: it writes through the Sink interface and reports through
-// Stats and Config.OnBundle.
+// fusion must not import pgwire, spool, bridge, NATS, net/http or
+// Prometheus. It contains no SQL: it writes through the Sink interface and
+// reports through Stats and Config.OnBundle.
 package fusion

@@ -3,7 +3,7 @@
 // `nats pub --jetstream`, connectors with a JetStream output). A JetStream
 // publish is a NATS request on the stream's own subject, answered with a
 // PubAck on the reply subject; no $JS.API request is involved. So the
-// bridge can take those producers unchanged (SPEC.md section 10).
+// bridge can take those producers unchanged (docs/jetstream.md).
 //
 // What it owns: the stream definitions (QUEEN_JETSTREAM: parsed and checked
 // together at start, ParseStreams and Check), one subscription per filter
@@ -20,8 +20,9 @@
 // What it does not own: everything after the item is made. It hands each
 // message to a Pusher (bridge.Bridge.PushItem), which runs the push path
 // (layer-1 dedup, encryption, ownership, fusion, the spool, discovery) and
-// calls back with the verdict. It must not import bridge, the rooms behind
-// it, fusion, pgwire, net/http or Prometheus.
+// calls back with the verdict. It must not import bridge, push, queues,
+// durability, ownership, readside (the rooms behind it), fusion, pgwire,
+// net/http or Prometheus.
 //
 // Goroutines: nats.go runs one delivery goroutine per filter's
 // subscription; handle runs there, never waits for a verdict, and returns.

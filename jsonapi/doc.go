@@ -15,7 +15,8 @@
 // The consumer-group admin routes' parameters, bodies and answers are
 // admin_groups.go's.
 //
-// It holds no state and starts no goroutine; it must not import the rooms,
-// fusion, pgwire, NATS, net/http or Prometheus. The rooms render through
-// it; the front door decodes with it.
+// It holds no state and starts no goroutine. It imports nothing of the
+// project but internal/jsonscan and internal/tenancy; it must not import
+// bridge (nor any room), fusion, pgwire, NATS, net/http or Prometheus. The
+// rooms render through it; the front door decodes with it.
 package jsonapi

@@ -9,8 +9,9 @@
 // transaction's, with no acknowledgement, and the dead letters' removal, in
 // one statement).
 //
-// It must not import fusion, spool or bridge, nor know about requests, NATS or
-// HTTP: it takes segment.Write values and answers segment.Result values.
+// It must not import fusion, spool or bridge, nor NATS, net/http or
+// Prometheus: it knows nothing of requests, takes segment.Write values and
+// answers segment.Result values.
 //
 // Failure model: PushBundle either returns one Result per Write, in input
 // order, meaning the transaction committed (queued segments are durable,

@@ -6,7 +6,10 @@
 // <prefix>.v1.available, and the marks that steer the consume room's
 // any-partition pops: which partitions of a queue may have messages past a
 // group's cursor (Candidates), what a claim found (Outcome), and a lease's
-// release (Released). A deleted queue (Dropped, Tail.Drop) answers its
+// release (Released); and the hot tail (Tail, tail.go): the segments this
+// bridge committed last, fed by fusion's commit hook (Committed) for the
+// queues popped here lately (Want), from which the consume room serves pops
+// of a consumer keeping up. A deleted queue (Dropped, Tail.Drop) answers its
 // parked reads and pops at once, empty, and leaves the marks and the hot
 // tail.
 //
@@ -18,6 +21,6 @@
 // Goroutines: each read or pop runs on its caller's goroutine and parks on
 // a channel of its own; the hot-list loop and the publisher loop are owned
 // by Reads (Start starts them, Stop ends them and waits). A mutex guards
-// the parked set and each pending key set, and one the marks (held for map
-// operations only, never across a database call).
+// the parked set and each pending key set, one the marks and one the tail
+// (each held for map and slice work only, never across a database call).
 package readside

@@ -20,6 +20,7 @@
 // bundles, and pgwire, which runs them, share a vocabulary without importing
 // each other.
 //
-// It does no I/O and keeps no state besides pooled zstd encoders and decoders,
+// It imports nothing of the project but internal/tenancy. It does no I/O and
+// keeps no state besides pooled zstd encoders and decoders,
 // which are safe for concurrent use.
 package segment

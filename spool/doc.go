@@ -30,5 +30,6 @@
 // again rather than losing it; the bridge's deduplication makes that
 // idempotent.
 //
-// spool must not import pgwire, fusion or bridge.
+// spool must not import pgwire, fusion or bridge, nor NATS, net/http or
+// Prometheus.
 package spool

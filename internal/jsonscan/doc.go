@@ -4,6 +4,6 @@
 // the push path neither copies nor re-encodes what it forwards.
 //
 // It knows nothing of push bodies or of the errors a request is answered
-// with: bridge's decoder builds on it. It imports nothing of the project.
+// with: jsonapi's decoders build on it. It imports nothing of the project.
 // A Scanner belongs to the goroutine that scans with it.
 package jsonscan

@@ -13,5 +13,6 @@
 //
 // It must not fight an operator: with GOMAXPROCS set in the environment
 // the command does not start it. One goroutine (Start's) owns the decision
-// state; Procs reads the current value atomically.
+// state; Procs reads the current value atomically. It imports nothing of the
+// project.
 package procs

@@ -8,6 +8,6 @@
 // without PostgreSQL server binaries fails the test that needed them, with the
 // install step in the message.
 //
-// It must not import any queenbridge package except embedded: the packages under
-// test import it.
+// It imports nothing of the project but embedded: the packages under test
+// import it.
 package testenv
