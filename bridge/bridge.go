@@ -28,9 +28,9 @@ import (
 	"github.com/queenbridge/queenbridge/readside"
 )
 
-// Bridge is the front door: the NATS micro service and the HTTP shim. It
-// composes the rooms behind it (queue settings, the read side, durability)
-// and holds only the front door's own state.
+// Bridge is the front door: the NATS micro service and the HTTP API. It
+// composes the rooms behind it (docs/architecture.md) and holds only the
+// front door's own state.
 type Bridge struct {
 	cfg      Config
 	metrics  *metrics.Metrics
@@ -203,7 +203,7 @@ func (b *Bridge) Start(ctx context.Context) error {
 // MetricsAddr is the address of the metrics-only listener ("" without one).
 func (b *Bridge) MetricsAddr() string { return b.metricsSrv.Addr() }
 
-// HTTPAddr is the address the HTTP shim listens on ("" without one).
+// HTTPAddr is the address the HTTP API listens on ("" without one).
 func (b *Bridge) HTTPAddr() string { return b.httpSrv.Addr() }
 
 // Stop closes intake (new requests are answered 503), then waits, within

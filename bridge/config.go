@@ -36,7 +36,7 @@ type Config struct {
 	// JetStream are the streams whose JetStream publishes the bridge takes
 	// (QUEEN_JETSTREAM); they need NATS. Default none.
 	JetStream []jetstream.Stream
-	// HTTPAddr is the HTTP shim's listen address; "" or "off": none
+	// HTTPAddr is the HTTP API's listen address; "" or "off": none
 	// (QUEEN_HTTP_ADDR). Default "".
 	HTTPAddr string
 	// MaxBodyBytes caps a push body (QUEEN_MAX_BODY_BYTES). Default 16 MiB.

@@ -113,7 +113,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_PG_POOL_SIZE", "16", "PostgreSQL connections", num(&c.pgPoolSize)},
 		{"QUEEN_PG_STATEMENT_TIMEOUT_MS", "5000", "bundle call timeout, ms: then cancel on the server and spool the items", num(&c.pgStatementTimeoutMS)},
 		{"QUEEN_SPOOL_MAX_BYTES", strconv.Itoa(1 << 30), "spool size cap; past it items that cannot be written are answered failed", num64(&c.spoolMaxBytes)},
-		{"QUEEN_HTTP_ADDR", "127.0.0.1:6632", "HTTP shim address (off disables it)", str(&c.httpAddr)},
+		{"QUEEN_HTTP_ADDR", "127.0.0.1:6632", "HTTP address: the API, the console and /metrics/prometheus (off disables it)", str(&c.httpAddr)},
 		{"QUEEN_DATA_DIR", "./data", "data directory (embedded PostgreSQL under pg/, spool under spool/)", str(&c.dataDir)},
 		{"QUEEN_SPOOL_DIR", "", "spool directory (default QUEEN_DATA_DIR/spool)", str(&c.spoolDir)},
 		{"QUEEN_FUSION_SHARDS", "8", "fusion shards", num(&c.shards)},
