@@ -44,7 +44,7 @@ func TestImportsFollowArchitecture(t *testing.T) {
 
 // TestEveryPackageHasADocFile: each package says in its doc.go what it owns,
 // what it must not import, its goroutines and its failure model
-// (DESIGN.md's house style).
+// (docs/architecture.md).
 func TestEveryPackageHasADocFile(t *testing.T) {
 	pkgs, err := listPackages()
 	if err != nil {

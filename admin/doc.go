@@ -1,5 +1,5 @@
-// Package admin is Queen's admin routes behind the front door (SPEC §12.2
-// to §12.5, §12.7): queue resources (list, detail, delete, namespaces,
+// Package admin is Queen's admin routes behind the front door
+// (docs/admin.md, docs/admin-groups.md, docs/admin-messages.md): queue resources (list, detail, delete, namespaces,
 // tasks, overview), consumer groups (list, detail, lagging, delete, seek,
 // subscription), messages (list, detail, tombstones) and the status and
 // maintenance routes the dashboard reads; and the web console's queue page

@@ -10,7 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
-// Queen's consumer-group routes (SPEC §12.3; docs/admin-groups.md). The
+// Queen's consumer-group routes (docs/admin-groups.md). The
 // reads come from pgwire's cursors with their lag (high-water marks and a
 // primary-key probe per cursor, no segment scan); deletes and seeks go
 // through the consume room, which owns cursors and leases and tells the

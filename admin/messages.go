@@ -15,7 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// Queen's message routes (SPEC §12.4): a message's detail and its delete
+// Queen's message routes (docs/admin-messages.md): a message's detail and its delete
 // (a tombstone: the log is append-only). The list form shares GET
 // /api/v1/messages with section 8's offset read, which the front door
 // serves: it hands the list form here (IsMessageList, ServeMessageList).

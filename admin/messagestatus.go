@@ -30,7 +30,7 @@ func viewOf(p *pgwire.MessagePartition) partView {
 // delivered_to].
 func (v partView) leased() bool { return v.qm != nil && !v.qm.LeaseExpires.IsZero() }
 
-// status is the message at offset off's status (SPEC §12.4): dead_letter
+// status is the message at offset off's status (docs/admin-messages.md, "Status"): dead_letter
 // when a group dead-lettered it; else, where the partition has a queue-mode
 // cursor, completed at or before it, processing when the live lease
 // delivered it, pending otherwise; else completed once every named group's

@@ -7,7 +7,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
-// A message's status by the groups' cursor rows (SPEC §12.4), and the
+// A message's status by the groups' cursor rows (docs/admin-messages.md, "Status"), and the
 // offsets a list by status walks: every offset of a partition has the
 // status its bounds say it can have, and no other.
 func TestMessageStatusAndBounds(t *testing.T) {

@@ -12,8 +12,9 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
-// Queen's queue resources (SPEC §12.2) and the client methods Queen has no
-// route for (§12.7). The counts are read when asked (pgwire.QueueStats),
+// Queen's queue resources (docs/admin.md, "Queues") and the client methods
+// Queen has no route for (docs/admin.md, "Client methods with no Queen
+// route"). The counts are read when asked (pgwire.QueueStats),
 // from what the bridge keeps per partition; nothing is refreshed in the
 // background, so stats refresh does nothing and statsAge is 0.
 
@@ -28,7 +29,7 @@ func (a *Admin) queueRoutes() []Route {
 		{Method: "POST", Pattern: "/api/v1/stats/refresh", Admin: true, Serve: func(context.Context, tenancy.TenantID, Request) (int, []byte) {
 			return jsonapi.StatusOK, jsonapi.StatsRefreshed()
 		}},
-		// Client methods that reach no Queen route (§12.7).
+		// Client methods that reach no Queen route (docs/admin.md).
 		{Method: "DELETE", Pattern: "/api/v1/queues/{queue}/clear", Serve: notAQueenRoute},
 		{Method: "GET", Pattern: "/api/v1/resources/partitions", Serve: notAQueenRoute},
 		{Method: "POST", Pattern: "/api/v1/messages/{partitionId}/{transactionId}/retry", Serve: notAQueenRoute},
@@ -225,7 +226,7 @@ func (a *Admin) listTasks(ctx context.Context, tenant tenancy.TenantID, _ Reques
 // overview sums every queue of the tenant. Lag is each partition's
 // messages after its reference cursor and the age of the first of them
 // (pgwire.TenantLag); throughput is 0: the bridge keeps no rates over time
-// (SPEC: honest numbers or none).
+// (honest numbers or none: docs/admin.md, "The counts").
 func (a *Admin) overview(ctx context.Context, tenant tenancy.TenantID, _ Request) (int, []byte) {
 	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{})
 	if err != nil {

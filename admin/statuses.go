@@ -10,7 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
-// The dashboard's status routes and the maintenance switches (SPEC §12.5).
+// The dashboard's status routes and the maintenance switches (docs/admin.md, "Status and maintenance").
 // Every number of the status answers is (opt): counts as the resource
 // routes compute them; throughput [] and workers [] (the bridge keeps no
 // rates over time and no list of its peers here); errors from this

@@ -15,8 +15,8 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// Queen's queue resource, status and maintenance routes (SPEC §12.2,
-// §12.5, §12.7), over HTTP as Queen's clients send them.
+// Queen's queue resource, status and maintenance routes (docs/admin.md),
+// over HTTP as Queen's clients send them.
 
 func (n *node) del(path string, header ...string) (int, []byte) {
 	n.t.Helper()

@@ -110,7 +110,7 @@ func TestSectionTwelveUnderConcurrency(t *testing.T) {
 		t.Error(e)
 	}
 	// A failed bundle or segment is spooled and answered buffered: none
-	// may fail, C's racing its deletes included (SPEC §12.2).
+	// may fail, C's racing its deletes included (docs/admin.md).
 	for _, e := range sinkErrs.list() {
 		t.Errorf("a write of %s/%s failed: %s", e.queue, e.partition, e.err)
 	}

@@ -277,7 +277,7 @@ func (r *concRun) deleter(pace chan struct{}, seed int) {
 
 // churnQueue pushes to C, pops it (queue mode) and acknowledges, while
 // churnDeletes deletes C. A push racing a delete lands in the old queue or
-// in a new one of that name (SPEC §12.2), queued either way, even when it
+// in a new one of that name (docs/admin.md), queued either way, even when it
 // named a partition id the delete removed; an acknowledgement may find its
 // partition or lease gone.
 func (r *concRun) churnQueue(pace chan struct{}) {

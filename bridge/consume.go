@@ -9,7 +9,7 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
-// Queen's consumer API (SPEC section 11) over HTTP and NATS: the consume
+// Queen's consumer API (docs/consumers.md, docs/api.md) over HTTP and NATS: the consume
 // room runs and renders each call; this file carries requests and answers.
 
 // natsPopBound is the bound of a pop's answer over NATS: the connection's

@@ -14,8 +14,8 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
-// Queen's consumer-group routes (SPEC §12.3) and subscriptionMode on pop
-// (§12.6), over HTTP as Queen's clients send them.
+// Queen's consumer-group routes (docs/admin-groups.md) and subscriptionMode
+// on pop (docs/consumers.md), over HTTP as Queen's clients send them.
 
 // cgOK sends a request that must answer 200 and decodes the answer.
 func (n *node) cgOK(method, path, body string, v any, header ...string) {

@@ -54,7 +54,7 @@ func TestHTTPRoutesNeedAToken(t *testing.T) {
 		t.Fatalf("/health without a token: %d", status)
 	}
 	// A tenant token may neither switch maintenance mode nor read it: both
-	// are Queen's ADMIN routes (SPEC §12.5).
+	// are Queen's ADMIN routes (docs/admin.md).
 	if status, out := n.post("/api/v1/system/maintenance", maintOn, "Authorization", "Bearer tok-a"); status != http.StatusForbidden || !strings.Contains(string(out), "admin tokens only") {
 		t.Fatalf("tenant token switching maintenance: %d %s", status, out)
 	}

@@ -86,7 +86,7 @@ func (b *Bridge) leanPush() httpserve.LeanRoute {
 		}}
 }
 
-// roomRoutes are the rooms' route tables: Queen's admin routes (SPEC §12)
+// roomRoutes are the rooms' route tables: Queen's admin routes (docs/admin.md)
 // and maintenance; the dead letters (consume); the web console's own.
 func (b *Bridge) roomRoutes() []admin.Route {
 	return slices.Concat(b.admin.Routes(), b.consumer.Routes(), b.console.Routes())

@@ -142,8 +142,8 @@ func TestJetStreamRefusalsAreAPIErrorsAndWriteNothing(t *testing.T) {
 }
 
 // A binary body, plain text and an empty body read back as sent (the
-// bridge: base64, marked, and for the empty body JSON null, SPEC.md
-// section 10); JSON bodies read back byte for byte, white space and all.
+// bridge: base64, marked, and for the empty body JSON null,
+// docs/jetstream.md); JSON bodies read back byte for byte, white space and all.
 func TestJetStreamBodiesReadBack(t *testing.T) {
 	forTargets(t, func(t *testing.T, tg *jsTarget) {
 		ctx := jsCtx(t)
@@ -171,7 +171,7 @@ func TestJetStreamBodiesReadBack(t *testing.T) {
 			if got := storedPayload(t, tg.bridge, stream, partitionOf(subject), 3); !bytes.Equal(got, sent[2].body) {
 				t.Fatalf("JSON body stored as %q", got)
 			}
-			want[4].body = []byte("null") // SPEC.md section 10: an empty body is JSON null
+			want[4].body = []byte("null") // docs/jetstream.md: an empty body is JSON null
 		} else {
 			want[4].body = []byte{}
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
-// Queen's message routes (SPEC §12.4) over HTTP, as Queen's admin clients
+// Queen's message routes (docs/admin-messages.md) over HTTP, as Queen's admin clients
 // call them: the list form of GET /api/v1/messages, a message's detail,
 // and its delete, a tombstone that every read path skips from then on.
 

@@ -12,7 +12,7 @@ import (
 )
 
 func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
-	if q := r.URL.Query(); admin.IsMessageList(q) { // Queen's message list (SPEC §12.4)
+	if q := r.URL.Query(); admin.IsMessageList(q) { // Queen's message list (docs/admin-messages.md)
 		status, out := b.admin.ServeMessageList(r.Context(), tenant, q)
 		writeJSON(w, status, out)
 		return

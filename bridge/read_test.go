@@ -84,7 +84,7 @@ func TestReadBackExactlyWhatWasPushed(t *testing.T) {
 		t.Fatalf("page: %d messages from %d, next %d", len(a.Messages), a.Messages[0].Offset, a.Next)
 	}
 	// bad reads (without queue, or with a from that is not an offset, the
-	// query is Queen's message list, SPEC §12.4, and its from a time)
+	// query is Queen's message list, docs/admin-messages.md, and its from a time)
 	for q, want := range map[string]string{"queue=plain&limit=5000": "limit must be", "queue=plain&from=x": "from must be an RFC 3339 time"} {
 		if status, out := n.get("/api/v1/messages?" + q); status != http.StatusBadRequest || !strings.Contains(string(out), want) {
 			t.Errorf("%q: %d %s", q, status, out)

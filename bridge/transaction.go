@@ -9,7 +9,7 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
-// Queen's transaction wire (SPEC §12.1, docs/transactions.md): the consume
+// Queen's transaction wire (docs/transactions.md): the consume
 // room runs and answers it; this file carries it over HTTP and NATS.
 
 func (b *Bridge) httpTransaction(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {

@@ -8,7 +8,7 @@ import (
 )
 
 // The changes an operator makes to a consumer group's cursors (Queen's
-// admin routes, SPEC §12.3): they go through this room because cursors and
+// admin routes, docs/admin-groups.md): they go through this room because cursors and
 // leases are its state, and two things besides the database must hear of
 // them. The read side's marks, so that an any-partition pop takes the
 // partitions as claimable again (a seek backwards makes a drained partition

@@ -14,10 +14,10 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// Queen's transaction wire (SPEC §12.1, docs/transactions.md): pushes and
+// Queen's transaction wire (docs/transactions.md): pushes and
 // acknowledgements that commit together or not at all. This room owns the
 // call because its acknowledgements are the consumer state's, in the one
-// lock order and with section 11's rules; the pushes are prepared by the
+// lock order and with the consumer API's rules (docs/consumers.md); the pushes are prepared by the
 // push room exactly as a push's are (ids, transactionIds, sealing,
 // grouping), and both are written in one PostgreSQL transaction by one
 // pgwire call, never fused into a bundle and never spooled.

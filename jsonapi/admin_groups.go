@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Queen's consumer-group routes (SPEC §12.3): the query parameters and
+// Queen's consumer-group routes (docs/admin-groups.md): the query parameters and
 // bodies they take, and their answers, in Queen's field names. Queen's
 // clients hand these answers to their callers verbatim and read no field,
 // so the shapes follow Queen's stored procedures; times are UTC with

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Queen's message routes (SPEC §12.4): the list form of GET
+// Queen's message routes (docs/admin-messages.md): the list form of GET
 // /api/v1/messages, a message's detail and the answer to its delete.
 
 // Message statuses of the list and the detail.

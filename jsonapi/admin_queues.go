@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The answers of Queen's queue resource routes (SPEC §12.2). Not a hot
+// The answers of Queen's queue resource routes (docs/admin.md, "Queues"). Not a hot
 // path: rendered by encoding/json from structs whose field order is the
 // wire's.
 
@@ -161,7 +161,7 @@ func EncodeResource(v any) []byte {
 }
 
 // NotAQueenRoute is the answer to the routes Queen's clients call and Queen
-// does not serve (SPEC §12.7).
+// does not serve (docs/admin.md, "Client methods with no Queen route").
 func NotAQueenRoute() []byte { return ErrorBody("not a Queen route") }
 
 // StatsRefreshed is POST /api/v1/stats/refresh's answer: counts are

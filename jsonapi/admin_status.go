@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The dashboard's status answers (SPEC §12.5) and their query parameters.
+// The dashboard's status answers (docs/admin.md, "Status and maintenance") and their query parameters.
 // Every number in them is (opt): the top-level keys stay so that the
 // dashboard renders.
 

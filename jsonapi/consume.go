@@ -116,7 +116,7 @@ func (r *PopRequest) Validate() error {
 	return nil
 }
 
-// SubscriptionMode is what a pop's subscriptionMode means (SPEC §12.6):
+// SubscriptionMode is what a pop's subscriptionMode means (docs/consumers.md, "subscriptionMode"):
 // "new" and Queen's documented alias "new-only" start a new group at the
 // end ("new"); every other value, Queen's "all" and "from_beginning" and
 // typos alike, starts it at the beginning ("all"). Never an error: Queen

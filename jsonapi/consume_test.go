@@ -116,7 +116,7 @@ func TestPopRequestValidate(t *testing.T) {
 		{name: "mode all", in: PopRequest{Queue: "q", SubscriptionMode: "all"}, want: with(all)},
 		{name: "mode new", in: PopRequest{Queue: "q", SubscriptionMode: "new"}, want: with(func(r *PopRequest) { r.SubscriptionMode = "new" })},
 		{name: "mode new-only", in: PopRequest{Queue: "q", SubscriptionMode: "new-only"}, want: with(func(r *PopRequest) { r.SubscriptionMode = "new" })},
-		// SPEC 12.6: any other value reads from the beginning; none is an error.
+		// docs/consumers.md: any other value reads from the beginning; none is an error.
 		{name: "mode from_beginning", in: PopRequest{Queue: "q", SubscriptionMode: "from_beginning"}, want: with(all)},
 		{name: "mode NEW", in: PopRequest{Queue: "q", SubscriptionMode: "NEW"}, want: with(all)},
 		{name: "mode typo", in: PopRequest{Queue: "q", SubscriptionMode: "nwe"}, want: with(all)},

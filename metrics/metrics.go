@@ -106,8 +106,7 @@ func (m *Metrics) RegisterFusion(f *fusion.Fusion) {
 		counter("queen_fusion_local_duplicates_total", "Repeats answered from this bridge's recent hashes.", func(s fusion.Stats) uint64 { return s.LocalDuplicates }),
 		gauge("queen_fusion_in_flight_limit", "Bundles that may be in flight at once now: 1 + floor(commit flush / a bundle call's working part), within its bounds.", func(s fusion.Stats) float64 { return float64(s.InFlightLimit) }),
 		// The same value under its name from when the limit was a Vegas
-		// estimator; SPEC asks for "the current Vegas limit" and dashboards
-		// read it. Deprecated, kept for one release.
+		// estimator; dashboards built then read it. Deprecated, kept for one release.
 		gauge("queen_vegas_limit", "Deprecated: queen_fusion_in_flight_limit under its old name.", func(s fusion.Stats) float64 { return float64(s.InFlightLimit) }),
 		gauge("queen_commit_flush_seconds", "The database's commit flush, as last measured; the limit follows it.", func(s fusion.Stats) float64 { return s.FlushTime.Seconds() }),
 		gauge("queen_bundle_call_seconds", "Moving average of one bundle's call to PostgreSQL.", func(s fusion.Stats) float64 { return s.BundleLatency.Seconds() }),

@@ -13,7 +13,7 @@ import (
 	"github.com/queenbridge/queenbridge/segment"
 )
 
-// The admin routes' reads and the tombstone (SPEC §12.4): one message by
+// The admin routes' reads and the tombstone (docs/admin-messages.md): one message by
 // its transactionId, its deletion, and the partitions a message list walks
 // (admin_messages_list.go). Each answers stored facts; what they mean (a
 // message's status) is the admin room's.

@@ -14,7 +14,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
-// The counts of Queen's resource and status routes (SPEC §12.2), read from
+// The counts of Queen's resource and status routes (docs/admin.md, "The counts"), read from
 // what the bridge keeps for each partition, never from a scan of its
 // segments: the high-water mark (log_partitions.last_offset), the first
 // and the last stored segment and the first one after the cursor (one

@@ -10,7 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
-// Consumer groups as Queen's admin routes see them (SPEC §12.3): the
+// Consumer groups as Queen's admin routes see them (docs/admin-groups.md): the
 // cursors read with their lag, and the changes an operator makes to them
 // (delete, seek, the subscription's start). docs/admin-groups.md has the
 // rules.

@@ -98,7 +98,7 @@ func (s *Settings) AllFresh(tenant tenancy.TenantID, n int, name func(i int) str
 }
 
 // ConsumerOptions are the queue options in Queen's spelling that the
-// consumer API acts on at pop, ack and retention (SPEC section 11). They
+// consumer API acts on at pop, ack and retention (docs/consumers.md). They
 // are stored with the other options, where the database reads them.
 var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "windowBuffer", "retainUnconsumed"}
 

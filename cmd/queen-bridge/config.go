@@ -70,7 +70,7 @@ type setting struct {
 
 // oldNames are the deprecated names of renamed settings, still read, with
 // their flags, for one release; the new name wins when both are set. The
-// QUEEN_V2_ names are the ones SPEC.md gives the tuning variables.
+// QUEEN_V2_ names are the fusion settings' names of the first release.
 var oldNames = map[string]string{
 	"QUEEN_FUSION_SHARDS":         "QUEEN_V2_FUSION_SHARDS",
 	"QUEEN_BUNDLE_MAX":            "QUEEN_V2_BUNDLE_MAX",

@@ -8,7 +8,7 @@ import (
 )
 
 // The renamed settings still answer to their old names for a release (the
-// QUEEN_V2_ ones are SPEC's), the new name wins when both are set, and every
+// QUEEN_V2_ ones are the first release's), the new name wins when both are set, and every
 // use of an old name is noted for a warning.
 func TestOldNamesStillWork(t *testing.T) {
 	t.Setenv("QUEEN_V2_FUSION_SHARDS", "3")

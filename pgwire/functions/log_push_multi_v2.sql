@@ -128,7 +128,7 @@ BEGIN
     v_kpids := coalesce(p_pids, array_fill(0::bigint, ARRAY[n]));
 
     -- Steps 2 and 3 run again (at most twice more) for the ordinals whose
-    -- partition row the lock did not find: a queue deleted (SPEC 12.2)
+    -- partition row the lock did not find: a queue deleted (docs/admin.md)
     -- after its ids were cached by the bridge or resolved in step 2 by
     -- name, before the lock. Their ids are forgotten and resolved by name
     -- once more, which makes the queue anew: a push racing a delete lands
