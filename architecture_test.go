@@ -21,22 +21,7 @@ const module = "github.com/queenbridge/queenbridge"
 // the rules in docs/architecture.md: project imports to its "imports" block,
 // outside libraries to its "external" block.
 func TestImportsFollowArchitecture(t *testing.T) {
-	doc, err := os.ReadFile("docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed, err := rules(doc, "imports")
-	if err != nil {
-		t.Fatal(err)
-	}
-	external, err := rules(doc, "external")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkgs, err := listPackages()
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed, external, pkgs := architecture(t)
 	if errs := checkImports(pkgs, allowed, external); len(errs) > 0 {
 		t.Fatalf("imports that docs/architecture.md does not allow:\n%s", strings.Join(errs, "\n"))
 	}
@@ -83,6 +68,26 @@ func TestImportCheckerCatchesViolations(t *testing.T) {
 	if strings.Contains(got, "bridge imports") {
 		t.Errorf("checker refused an allowed import:\n%s", got)
 	}
+}
+
+// architecture is the rules of docs/architecture.md (its "imports" and
+// "external" blocks) and the packages of the module as go list sees them.
+func architecture(t *testing.T) (allowed, external map[string][]string, pkgs []listedPackage) {
+	t.Helper()
+	doc, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allowed, err = rules(doc, "imports"); err != nil {
+		t.Fatal(err)
+	}
+	if external, err = rules(doc, "external"); err != nil {
+		t.Fatal(err)
+	}
+	if pkgs, err = listPackages(); err != nil {
+		t.Fatal(err)
+	}
+	return allowed, external, pkgs
 }
 
 // rules reads the fenced block ```name of the document: "key: value value".

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -22,22 +21,7 @@ import (
 // Prometheus) the rules deny it. "Only A and B import L" must name
 // exactly the packages the rules allow L.
 func TestDocGoImportLinesFollowArchitecture(t *testing.T) {
-	doc, err := os.ReadFile("docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed, err := rules(doc, "imports")
-	if err != nil {
-		t.Fatal(err)
-	}
-	external, err := rules(doc, "external")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkgs, err := listPackages()
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed, external, pkgs := architecture(t)
 	docs := map[string]string{}
 	imports := map[string][]string{}
 	for _, p := range pkgs {

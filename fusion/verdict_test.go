@@ -286,7 +286,7 @@ func (s *failingPartSink) PushBundle(ctx context.Context, writes []segment.Write
 	return out, nil
 }
 
-// A Failed segment answers its frames Error (the bridge spools them) while
+// A Failed segment answers its frames Error (the push call spools them) while
 // the other segments of its bundle are queued, and its partition is looked
 // up by name again on its next flush.
 func TestFailedSegmentFailsAlone(t *testing.T) {
