@@ -43,6 +43,10 @@ type Marks interface {
 // those of encrypted queues); *queues.Settings satisfies it.
 type Payloads interface {
 	Plain(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error)
+	// Sealed reports whether a queue's payloads may be sealed, and refuses
+	// (an error naming the queue and the key id) when this bridge lacks
+	// the key that seals them now: a pop then claims nothing.
+	Sealed(ctx context.Context, tenant tenancy.TenantID, queue string) (bool, error)
 }
 
 // Observer hears of pops and acks for the metrics; *metrics.Metrics
