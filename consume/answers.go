@@ -51,6 +51,11 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 		return jsonapi.StatusNoContent, nil
 	}
 	out, err := c.renderPop(tenant, req, got)
+	if err != nil && got.Lease == ([16]byte{}) {
+		// An auto-ack claim of a queue whose settings say plaintext (sealed
+		// payloads from before queues recorded their key id).
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; the claim acknowledged the batch (the queue's settings say plaintext)", err))
+	}
 	if err != nil {
 		if rerr := c.release(ctx, tenant, req.ConsumerGroup, got); rerr != nil {
 			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; releasing the claim failed too (%v): the messages are delivered again when their lease ends", err, rerr))
@@ -58,9 +63,33 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; nothing was consumed, the claim is released", err))
 	}
 	if ackLater {
-		if err := c.settle(ctx, tenant, req.ConsumerGroup, got, Completed); err != nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(fmt.Sprintf("auto-ack of queue %q: %v; nothing was delivered, the messages are delivered again when their lease ends", req.Queue, err))
+		return c.answerAcked(ctx, tenant, req, got, out)
+	}
+	return jsonapi.StatusOK, out
+}
+
+// answerAcked acknowledges what an auto-ack pop of a sealed queue
+// delivered, now that its answer (out) is rendered, and answers what was
+// acknowledged: the partitions whose acknowledgement failed are left out
+// (still leased, delivered again when the lease ends), and with none
+// acknowledged the pop delivers nothing (503).
+func (c *Consumer) answerAcked(ctx context.Context, tenant tenancy.TenantID, req jsonapi.PopRequest, got Popped, out []byte) (int, []byte) {
+	failed, err := c.settle(ctx, tenant, req.ConsumerGroup, got, Completed)
+	if err == nil {
+		return jsonapi.StatusOK, out
+	}
+	acked := Popped{Lease: got.Lease}
+	for i, p := range got.Parts {
+		if !failed[i] {
+			acked.Parts = append(acked.Parts, p)
 		}
+	}
+	if len(acked.Parts) == 0 {
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(fmt.Sprintf("auto-ack of queue %q: %v; nothing was delivered, the messages are delivered again when their lease ends", req.Queue, err))
+	}
+	out, err = c.renderPop(tenant, req, acked) // every payload opened once already
+	if err != nil {
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
 	}
 	return jsonapi.StatusOK, out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -194,5 +195,50 @@ func TestAutoAckOfSealedQueueConsumesOnlyWhatIsAnswered(t *testing.T) {
 	}
 	if status, body := c.ServePop(ok.ctx, pushed, jsonapi.PopRequest{Queue: "q", Partition: "p", Batch: 10, AutoAck: true}, 0); status != jsonapi.StatusNoContent {
 		t.Fatalf("a pop after the auto-ack: %d %s", status, body)
+	}
+}
+
+// An auto-ack pop of a sealed queue over two partitions whose second
+// acknowledgement fails answers the first partition only: what it answers
+// is acknowledged, what it leaves out stays leased (delivered again when
+// the lease ends), and both claims were made under the pop's lease.
+func TestAutoAckOfSealedQueueAnswersOnlyWhatWasAcknowledged(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.c.cfg.Payloads = keyedPayloads{sealed: true}
+	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	r.store.popByID[1] = delivers(1, "a", 2, 10)
+	r.store.popByID[2] = delivers(2, "b", 1, 10)
+	r.store.ack = func(pid int64, items []pgwire.AckItem) (pgwire.AckResult, error) {
+		if pid == 2 {
+			return pgwire.AckResult{}, errors.New("connection reset")
+		}
+		return pgwire.AckResult{Errs: make([]string, len(items)), DLQ: make([]bool, len(items)), Queue: "q", Partition: "a", Released: true}, nil
+	}
+	status, body := r.c.ServePop(context.Background(), tenant, jsonapi.PopRequest{Queue: "q", Batch: 5, Partitions: 2, AutoAck: true}, 0)
+	a := decode[popAnswer](t, body)
+	var txs []string
+	for _, m := range a.Messages {
+		txs = append(txs, m.TransactionID)
+		if m.LeaseID != "" {
+			t.Errorf("an auto-ack answer names lease %s", m.LeaseID)
+		}
+	}
+	if status != jsonapi.StatusOK || strings.Join(txs, ",") != "a-1,a-2" || a.LeaseID != "" {
+		t.Fatalf("%d %s; want a-1 and a-2 alone, without a lease", status, body)
+	}
+	claims := r.store.popCalls()
+	if len(claims) != 2 || claims[0].AutoAck || claims[1].AutoAck || claims[0].Lease == ([16]byte{}) || claims[0].Lease != claims[1].Lease {
+		t.Fatalf("claims %+v; want both under one lease", claims)
+	}
+	r.store.mu.Lock()
+	defer r.store.mu.Unlock()
+	if len(r.store.acks) != 2 {
+		t.Fatalf("%d acknowledgement calls; want one per partition", len(r.store.acks))
+	}
+	for _, call := range r.store.acks {
+		if *call.lease != claims[0].Lease || call.items[0].Status != string(Completed) {
+			t.Errorf("acknowledgement %+v; want completed under the pop's lease", call)
+		}
 	}
 }

@@ -18,26 +18,36 @@ const settleTimeout = 10 * time.Second
 // ends the lease, so the messages may be claimed again at once (here and,
 // announced, on peers) instead of staying leased until the lease expires.
 func (c *Consumer) release(ctx context.Context, tenant tenancy.TenantID, group string, got Popped) error {
-	return c.settle(ctx, tenant, group, got, Retry)
+	_, err := c.settle(ctx, tenant, group, got, Retry)
+	return err
 }
 
 // settle acknowledges every message a pop delivered under its lease with
 // one status. It runs on a context the requester's going away does not
-// cancel: what was claimed for it must be settled all the same.
-func (c *Consumer) settle(ctx context.Context, tenant tenancy.TenantID, group string, got Popped, status AckStatus) error {
+// cancel: what was claimed for it must be settled all the same. Each
+// partition's acknowledgement applies or fails on its own (Ack): failed[i]
+// says that of got.Parts[i], and err is the first failure.
+func (c *Consumer) settle(ctx context.Context, tenant tenancy.TenantID, group string, got Popped, status AckStatus) (failed []bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	acks := make([]Ack, 0, got.Count())
-	for _, p := range got.Parts {
+	part := make([]int, 0, got.Count()) // the part of each ack
+	for k, p := range got.Parts {
 		for i := range p.Messages {
 			acks = append(acks, Ack{TransactionID: p.Messages[i].Frame.TransactionID, PartitionID: p.PartitionID, Group: group,
 				Lease: &got.Lease, Status: status})
+			part = append(part, k)
 		}
 	}
+	failed = make([]bool, len(got.Parts))
 	for i, o := range c.Ack(ctx, tenant, acks) {
-		if o.Err != "" {
-			return fmt.Errorf("%s the message %q of partition id %d: %s", status, acks[i].TransactionID, acks[i].PartitionID, o.Err)
+		if o.Err == "" {
+			continue
+		}
+		failed[part[i]] = true
+		if err == nil {
+			err = fmt.Errorf("%s the message %q of partition %q: %s", status, acks[i].TransactionID, got.Parts[part[i]].Partition, o.Err)
 		}
 	}
-	return nil
+	return failed, err
 }
