@@ -67,7 +67,9 @@ type Config struct {
 	Reads *readside.Reads
 	// Marks steers any-partition pops and hears of releases. Default: Reads.
 	Marks Marks
-	// Payloads decrypts payloads of encrypted queues. Required.
+	// Payloads decrypts payloads of encrypted queues, and says before a pop
+	// claims whether the queue's payloads may be sealed and whether this
+	// bridge holds their key. Required.
 	Payloads Payloads
 	// Maintenance reports maintenance mode, in which pops deliver nothing.
 	// Default: never on.
