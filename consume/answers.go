@@ -17,24 +17,87 @@ import (
 // ServePop validates and runs a pop; 204 when nothing was delivered. The
 // answer is bounded to maxBytes (0: unbounded), which NATS sets to what
 // one message carries.
+//
+// A pop that cannot deliver consumes nothing. A queue sealed under a key
+// this bridge does not hold is refused (503) before anything is claimed.
+// A payload that does not open after the claim releases the claim in the
+// same request (release) and answers 500 naming where it is. An auto-ack
+// pop of a queue whose payloads may be sealed claims under a lease like
+// any pop, and acknowledges what it delivered only once the answer is
+// rendered; a plain queue's auto-ack moves the cursor in the claim itself.
 func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
 	if err := req.Validate(); err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	}
+	if c.cfg.Maintenance() || c.cfg.PopMaintenance() {
+		return jsonapi.StatusNoContent, nil // before the settings are looked up: nothing reaches PostgreSQL
+	}
+	sealed, err := c.cfg.Payloads.Sealed(ctx, tenant, req.Queue)
+	if err != nil {
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(fmt.Sprintf("pop of queue %q refused, nothing was claimed: %v", req.Queue, err))
 	}
 	var wait time.Duration
 	if req.Wait {
 		wait = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
+	ackLater := req.AutoAck && sealed
 	got, err := c.Pop(ctx, tenant, PopRequest{Queue: req.Queue, Partition: req.Partition, Group: req.ConsumerGroup,
-		Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck, SubscriptionMode: req.SubscriptionMode,
+		Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck && !ackLater, SubscriptionMode: req.SubscriptionMode,
 		SubscriptionFrom: req.From, Wait: wait, MaxBytes: maxBytes})
 	if err != nil && len(got.Parts) == 0 {
 		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
 	}
-	n := got.Count()
-	if n == 0 {
+	if got.Count() == 0 {
 		return jsonapi.StatusNoContent, nil
 	}
+	out, err := c.renderPop(tenant, req, got)
+	if err != nil && got.Lease == ([16]byte{}) {
+		// An auto-ack claim of a queue whose settings say plaintext (sealed
+		// payloads from before queues recorded their key id).
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; the claim acknowledged the batch (the queue's settings say plaintext)", err))
+	}
+	if err != nil {
+		if rerr := c.release(ctx, tenant, req.ConsumerGroup, got); rerr != nil {
+			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; releasing the claim failed too (%v): the messages are delivered again when their lease ends", err, rerr))
+		}
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; nothing was consumed, the claim is released", err))
+	}
+	if ackLater {
+		return c.answerAcked(ctx, tenant, req, got, out)
+	}
+	return jsonapi.StatusOK, out
+}
+
+// answerAcked acknowledges what an auto-ack pop of a sealed queue
+// delivered, now that its answer (out) is rendered, and answers what was
+// acknowledged: the partitions whose acknowledgement failed are left out
+// (still leased, delivered again when the lease ends), and with none
+// acknowledged the pop delivers nothing (503).
+func (c *Consumer) answerAcked(ctx context.Context, tenant tenancy.TenantID, req jsonapi.PopRequest, got Popped, out []byte) (int, []byte) {
+	failed, err := c.settle(ctx, tenant, req.ConsumerGroup, got, Completed)
+	if err == nil {
+		return jsonapi.StatusOK, out
+	}
+	acked := Popped{Lease: got.Lease}
+	for i, p := range got.Parts {
+		if !failed[i] {
+			acked.Parts = append(acked.Parts, p)
+		}
+	}
+	if len(acked.Parts) == 0 {
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(fmt.Sprintf("auto-ack of queue %q: %v; nothing was delivered, the messages are delivered again when their lease ends", req.Queue, err))
+	}
+	out, err = c.renderPop(tenant, req, acked) // every payload opened once already
+	if err != nil {
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+	}
+	return jsonapi.StatusOK, out
+}
+
+// renderPop renders what a pop delivered, each payload as its producer
+// sent it; a payload that does not open is an error naming its queue,
+// partition and offset (and, through Plain, its key id).
+func (c *Consumer) renderPop(tenant tenancy.TenantID, req jsonapi.PopRequest, got Popped) ([]byte, error) {
 	lease := ""
 	if !req.AutoAck {
 		lease = string(jsonapi.AppendUUID(nil, got.Lease))
@@ -57,7 +120,7 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 			m := &p.Messages[i]
 			payload, err := c.cfg.Payloads.Plain(tenant, req.Queue, p.Partition, m.Frame.Flags, m.Frame.Payload)
 			if err != nil {
-				return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("message at offset %d of partition %s: %v", m.Offset, p.Partition, err))
+				return nil, fmt.Errorf("queue %q, partition %q: the message at offset %d does not open: %w", req.Queue, p.Partition, m.Offset, err)
 			}
 			if k > 0 {
 				out = append(out, ',')
@@ -68,7 +131,7 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 				lease, req.ConsumerGroup)
 		}
 	}
-	return jsonapi.StatusOK, jsonapi.ClosePop(out)
+	return jsonapi.ClosePop(out), nil
 }
 
 // ServeAck applies decoded acknowledgements (jsonapi.DecodeAck or

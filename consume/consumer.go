@@ -43,6 +43,10 @@ type Marks interface {
 // those of encrypted queues); *queues.Settings satisfies it.
 type Payloads interface {
 	Plain(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error)
+	// Sealed reports whether a queue's payloads may be sealed, and refuses
+	// (an error naming the queue and the key id) when this bridge lacks
+	// the key that seals them now: a pop then claims nothing.
+	Sealed(ctx context.Context, tenant tenancy.TenantID, queue string) (bool, error)
 }
 
 // Observer hears of pops and acks for the metrics; *metrics.Metrics
@@ -63,7 +67,9 @@ type Config struct {
 	Reads *readside.Reads
 	// Marks steers any-partition pops and hears of releases. Default: Reads.
 	Marks Marks
-	// Payloads decrypts payloads of encrypted queues. Required.
+	// Payloads decrypts payloads of encrypted queues, and says before a pop
+	// claims whether the queue's payloads may be sealed and whether this
+	// bridge holds their key. Required.
 	Payloads Payloads
 	// Maintenance reports maintenance mode, in which pops deliver nothing.
 	// Default: never on.

@@ -23,6 +23,10 @@ func (plainPayloads) Plain(_ tenancy.TenantID, _, _ string, _ uint8, stored []by
 	return stored, nil
 }
 
+func (plainPayloads) Sealed(context.Context, tenancy.TenantID, string) (bool, error) {
+	return false, nil
+}
+
 // startReads starts a read side over db, stopped when the test ends.
 func startReads(t *testing.T, db *pgwire.DB) *readside.Reads {
 	t.Helper()

@@ -30,7 +30,11 @@
 //
 // Failure model: a pop delivers under a lease that expires unless it is
 // acknowledged or extended; an expired lease's messages are delivered
-// again to the next claim. An ack applies in PostgreSQL or fails whole
+// again to the next claim. A pop that cannot deliver consumes nothing: a
+// queue sealed under a key this bridge lacks is refused before any claim,
+// a payload that does not open releases the claim in the same request
+// (release.go), and an auto-ack pop of a queue that may be sealed claims
+// under a lease and acknowledges only once its answer is rendered. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
 // commit. A transaction, and a requeue, commits whole or not at all: after
 // COMMIT it is announced before it is answered; a lost connection during

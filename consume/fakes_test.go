@@ -249,6 +249,11 @@ func (fakePayloads) Plain(_ tenancy.TenantID, _, _ string, _ uint8, stored []byt
 	return append(append([]byte(`{"plain":`), stored...), '}'), nil
 }
 
+// Sealed: the fake's queues are plaintext, whatever their payloads.
+func (fakePayloads) Sealed(context.Context, tenancy.TenantID, string) (bool, error) {
+	return false, nil
+}
+
 // fakeObserver records what it hears.
 type fakeObserver struct {
 	mu     sync.Mutex

@@ -16,6 +16,10 @@ type QueueOptions struct {
 	EncryptionEnabled  bool  `json:"encryptionEnabled"`
 	DedupWindowSeconds int32 `json:"dedupWindowSeconds"`
 	RetentionSeconds   int32 `json:"retentionSeconds"`
+	// Keyed: a payload of the queue was sealed under a key id, and KeyID is
+	// the highest one recorded (RecordKeyID); what seals the queue now.
+	Keyed bool  `json:"-"`
+	KeyID uint8 `json:"-"`
 }
 
 // Queue is one row of queen.queues.
@@ -43,7 +47,7 @@ type QueueUpdate struct {
 	Other map[string]json.RawMessage
 }
 
-const queueColumns = `tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options`
+const queueColumns = `tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options, encryption_key_id`
 
 // defaultWindowSQL is the window a new queue gets (the column default).
 const defaultWindowSQL = `coalesce(nullif(current_setting('queen.default_dedup_window_s', true), '')::integer, 60)`
@@ -52,7 +56,11 @@ func scanQueue(row pgx.Row) (Queue, error) {
 	var q Queue
 	var tenant pgtype.UUID
 	var other []byte
-	err := row.Scan(&tenant, &q.Name, &q.Namespace, &q.Task, &q.Options.EncryptionEnabled, &q.Options.DedupWindowSeconds, &q.Options.RetentionSeconds, &other)
+	var keyID *int16
+	err := row.Scan(&tenant, &q.Name, &q.Namespace, &q.Task, &q.Options.EncryptionEnabled, &q.Options.DedupWindowSeconds, &q.Options.RetentionSeconds, &other, &keyID)
+	if keyID != nil {
+		q.Options.Keyed, q.Options.KeyID = true, uint8(*keyID)
+	}
 	if err == nil && len(other) > 0 {
 		err = json.Unmarshal(other, &q.OtherOptions)
 	}
@@ -104,4 +112,23 @@ func (db *DB) ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name 
 		return q, fmt.Errorf("pgwire: configure queue %q: %w", name, err)
 	}
 	return q, nil
+}
+
+// RecordKeyID records that a payload of the queue is sealed under key id
+// from now on: the queue's key id becomes the higher of the recorded one
+// and id (so bridges racing through a rotation settle on the newest key).
+// It returns the queue's settings as stored; found is false when the queue
+// has no row (nothing recorded).
+func (db *DB) RecordKeyID(ctx context.Context, tenant tenancy.TenantID, name string, id uint8) (q Queue, found bool, err error) {
+	err = db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err },
+		`UPDATE queen.queues SET encryption_key_id = GREATEST(encryption_key_id, $3::smallint)
+		WHERE tenant = $1 AND name = $2 RETURNING `+queueColumns,
+		pgtype.UUID{Bytes: tenant, Valid: true}, name, int16(id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Queue{}, false, nil
+	}
+	if err != nil {
+		return q, false, fmt.Errorf("pgwire: record key id %d of queue %q: %w", id, name, err)
+	}
+	return q, true, nil
 }

@@ -76,6 +76,14 @@ func (c *cache) allFresh(tenant tenancy.TenantID, n int, name func(i int) string
 	return true
 }
 
+// peek returns a queue's cached settings, fresh or not.
+func (c *cache) peek(k key) (pgwire.QueueOptions, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	return e.opts, ok
+}
+
 // forget drops a queue's settings: the next look-up reads the database.
 func (c *cache) forget(k key) {
 	c.mu.Lock()

@@ -3,7 +3,10 @@
 // and rarely at all), configuring a queue, the queue.changed broadcast that
 // makes peers drop their cached copy at once (of a changed queue, and of a
 // deleted one, which every bridge also hands to Config.OnDrop), and payload
-// encryption (AES-256-GCM) for queues that ask for it.
+// encryption (AES-256-GCM) for queues that ask for it: the key id each queue
+// is sealed under is recorded with the queue by the first push under a newer
+// key (keys.go), so that a bridge without that key refuses the queue's pops
+// before claiming anything (Sealed).
 //
 // It must not import bridge, readside or durability, nor net/http or
 // Prometheus; it reaches PostgreSQL through pgwire and peers through

@@ -105,7 +105,11 @@ func (s *sealer) open(tenant tenancy.TenantID, queue, partition string, flags ui
 	if len(sealed) < 1+n+aead.Overhead() {
 		return nil, fmt.Errorf("encrypted payload of %d bytes is too short", len(sealed))
 	}
-	return aead.Open(nil, sealed[1:1+n], sealed[1+n:], associated(sealed[0], tenant, queue, partition))
+	plain, err := aead.Open(nil, sealed[1:1+n], sealed[1+n:], associated(sealed[0], tenant, queue, partition))
+	if err != nil {
+		return nil, fmt.Errorf("sealed under key id %d: %w", sealed[0], err)
+	}
+	return plain, nil
 }
 
 // openUnkeyed opens a payload sealed before key ids: nonce || ciphertext ||

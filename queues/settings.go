@@ -179,13 +179,21 @@ func (s *Settings) onChanged(m *nats.Msg) {
 		s.received.Add(1)
 		return
 	}
-	s.cache.put(key{tenant, c.Queue}, pgwire.QueueOptions{EncryptionEnabled: c.Options.EncryptionEnabled,
-		DedupWindowSeconds: c.Options.DedupWindowSeconds, RetentionSeconds: c.Options.RetentionSeconds})
+	o := pgwire.QueueOptions{EncryptionEnabled: c.Options.EncryptionEnabled,
+		DedupWindowSeconds: c.Options.DedupWindowSeconds, RetentionSeconds: c.Options.RetentionSeconds}
+	// The broadcast does not carry the queue's key id: the one known here
+	// stays (it only ever goes up).
+	if old, ok := s.cache.peek(key{tenant, c.Queue}); ok {
+		o.Keyed, o.KeyID = old.Keyed, old.KeyID
+	}
+	s.cache.put(key{tenant, c.Queue}, o)
 	s.received.Add(1)
 }
 
 // EncryptionFor says how to store payloads of a queue: nil (encrypt),
-// ErrPlain, or why items of this queue must fail.
+// ErrPlain, or why items of this queue must fail. Before it first answers
+// nil for a queue whose recorded key id is older than the one this bridge
+// seals with, it records the newer one (recordKey).
 func (s *Settings) EncryptionFor(ctx context.Context, tenant tenancy.TenantID, queue string) error {
 	o, err := s.Options(ctx, tenant, queue)
 	switch {
@@ -196,6 +204,9 @@ func (s *Settings) EncryptionFor(ctx context.Context, tenant tenancy.TenantID, q
 	case o.EncryptionEnabled && s.sealer == nil:
 		return fmt.Errorf("queue %q has encryption enabled but no QUEEN_ENCRYPTION_KEY is configured", queue)
 	case o.EncryptionEnabled:
+		if !o.Keyed || o.KeyID < s.sealer.current {
+			s.recordKey(ctx, tenant, queue)
+		}
 		return nil
 	}
 	return ErrPlain
