@@ -29,7 +29,7 @@ func (a *Admin) statusRoutes() []Route {
 }
 
 func (a *Admin) getMaintenance(ctx context.Context, _ tenancy.TenantID, _ Request) (int, []byte) {
-	return a.cfg.Keeper.ServeMaintenance(ctx, nil, nil)
+	return a.cfg.Keeper.ServeMaintenance(ctx, nil)
 }
 
 // setMaintenance needs {"enabled": bool}, as Queen does (over NATS, {}
@@ -39,21 +39,21 @@ func (a *Admin) setMaintenance(ctx context.Context, _ tenancy.TenantID, req Requ
 }
 
 func (a *Admin) getPopMaintenance(ctx context.Context, _ tenancy.TenantID, _ Request) (int, []byte) {
-	return a.cfg.Keeper.ServePopMaintenance(ctx, nil, nil)
+	return a.cfg.Keeper.ServePopMaintenance(ctx, nil)
 }
 
 func (a *Admin) setPopMaintenance(ctx context.Context, _ tenancy.TenantID, req Request) (int, []byte) {
 	return setSwitch(ctx, req, a.cfg.Keeper.ServePopMaintenance)
 }
 
-// setSwitch hands a switch body to serve: the value it sets, or the
-// decoding's refusal.
-func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bool, error) (int, []byte)) (int, []byte) {
+// setSwitch hands the value a switch body sets to serve; a body that does
+// not decode is answered 400 here, and serve never sees it.
+func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bool) (int, []byte)) (int, []byte) {
 	on, err := jsonapi.DecodeSwitch(req.Body)
 	if err != nil {
-		return serve(ctx, nil, err)
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
-	return serve(ctx, &on, nil)
+	return serve(ctx, &on)
 }
 
 func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {

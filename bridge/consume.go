@@ -47,14 +47,20 @@ func writeAnswer(w http.ResponseWriter, status int, out []byte) {
 func (b *Bridge) httpAck(batch bool) tenantHandler {
 	return b.withBody(func(ctx context.Context, tenant tenancy.TenantID, r *http.Request, body []byte) (int, []byte) {
 		acks, err := jsonapi.DecodeAck(body, batch)
-		return b.consumer.ServeAck(ctx, tenant, acks, err)
+		if err != nil {
+			return badRequest(err)
+		}
+		return b.consumer.ServeAck(ctx, tenant, acks)
 	})
 }
 
 func (b *Bridge) httpExtend() tenantHandler {
 	return b.withBody(func(ctx context.Context, tenant tenancy.TenantID, r *http.Request, body []byte) (int, []byte) {
 		req, err := jsonapi.DecodeLease(r.PathValue("leaseId"), body)
-		return b.consumer.ServeExtend(ctx, tenant, req, err)
+		if err != nil {
+			return badRequest(err)
+		}
+		return b.consumer.ServeExtend(ctx, tenant, req)
 	})
 }
 
@@ -74,21 +80,30 @@ func (b *Bridge) natsPop(req micro.Request) {
 func (b *Bridge) natsAck(req micro.Request) {
 	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		acks, err := jsonapi.DecodeAnyAck(req.Data())
-		return b.consumer.ServeAck(ctx, tenant, acks, err)
+		if err != nil {
+			return badRequest(err)
+		}
+		return b.consumer.ServeAck(ctx, tenant, acks)
 	})
 }
 
 func (b *Bridge) natsLease(req micro.Request) {
 	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		lr, err := jsonapi.DecodeLease("", req.Data())
-		return b.consumer.ServeExtend(ctx, tenant, lr, err)
+		if err != nil {
+			return badRequest(err)
+		}
+		return b.consumer.ServeExtend(ctx, tenant, lr)
 	})
 }
 
 func (b *Bridge) natsDLQ(req micro.Request) {
 	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		dr, err := jsonapi.DecodeDeadLetters(req.Data())
-		return b.consumer.ServeDeadLetters(ctx, tenant, dr, err)
+		if err != nil {
+			return badRequest(err)
+		}
+		return b.consumer.ServeDeadLetters(ctx, tenant, dr)
 	})
 }
 

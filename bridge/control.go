@@ -21,7 +21,10 @@ func (b *Bridge) configure(ctx context.Context, tenant tenancy.TenantID, _ *http
 		return http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
 	}
 	req, err := jsonapi.DecodeConfigure(body)
-	return b.queues.ServeConfigure(ctx, tenant, req, err)
+	if err != nil {
+		return badRequest(err)
+	}
+	return b.queues.ServeConfigure(ctx, tenant, req)
 }
 
 func (b *Bridge) natsConfigure(req micro.Request) {
@@ -40,8 +43,13 @@ func (b *Bridge) natsMaintenance(req micro.Request) {
 	}
 	b.enqueue(req, func() {
 		defer b.gate.Done()
-		enabled, err := jsonapi.DecodeMaintenance(req.Data())
-		status, out := b.keeper.ServeMaintenance(context.Background(), enabled, err)
+		var status int
+		var out []byte
+		if enabled, err := jsonapi.DecodeMaintenance(req.Data()); err != nil {
+			status, out = badRequest(err)
+		} else {
+			status, out = b.keeper.ServeMaintenance(context.Background(), enabled)
+		}
 		respondNATS(b.cfg.NATS, req, status, out)
 	})
 }

@@ -9,8 +9,10 @@
 // consume's, fetches readside's, queue settings queues', maintenance and
 // the spool durability's, several bridges ownership's; the wire JSON is
 // jsonapi's. The front door decodes with jsonapi, hands the request to a
-// room and carries the room's answer back; it holds none of the rooms'
-// state and writes neither SQL nor JSON.
+// room and carries the room's answer back; a request that does not decode
+// it answers itself (400 and what was wrong, refusals.go), so rooms are
+// handed decoded requests only. It holds none of the rooms' state and
+// writes neither SQL nor JSON.
 //
 // Goroutines: a NATS request is handed from the delivery goroutine to a
 // bounded worker pool (or, for a small push whose queue settings are

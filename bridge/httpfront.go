@@ -35,7 +35,7 @@ func (b *Bridge) httpHandler() http.Handler {
 		})))
 	}
 	// Queen's transactions: pushes and acks in one call (transaction.go).
-	mux.Handle("POST /api/v1/transaction", b.guard(auth.ActionPush, b.withBody(b.httpTransaction)))
+	mux.Handle("POST /api/v1/transaction", b.guard(auth.ActionPush, b.withBody(b.transaction)))
 	console := web.New(web.Config{Tokens: b.tokens.Enabled()}) // docs/console.md
 	for _, p := range []string{"GET /{$}", "GET /console", "GET /console/"} {
 		mux.Handle(p, console)
@@ -120,14 +120,15 @@ func (b *Bridge) httpPush(w http.ResponseWriter, r *http.Request, tenant tenancy
 	writeJSON(w, status, out)
 }
 
-// push is an HTTP push's answer: the call, and the wait for its verdicts.
+// push is an HTTP push's answer: the body decoded, the call, and the wait
+// for its verdicts.
 func (b *Bridge) push(ctx context.Context, tenant tenancy.TenantID, body []byte) (int, []byte) {
 	type answer struct {
 		status int
 		body   []byte
 	}
 	ch := make(chan answer, 1)
-	b.pusher.Push(ctx, "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
+	b.pushBody(ctx, "http", tenant, body, func(s int, out []byte) { ch <- answer{s, out} })
 	a := <-ch
 	return a.status, a.body
 }

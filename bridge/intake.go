@@ -45,7 +45,7 @@ func (b *Bridge) PushItem(transport string, tenant tenancy.TenantID, it jsonapi.
 				b.gate.Done()
 				return
 			}
-			b.pusher.PushDecoded(context.Background(), transport, tenant, items, nil, push.Answer{Item: answer})
+			b.pusher.Push(context.Background(), transport, tenant, items, push.Answer{Item: answer})
 		})
 		if !ok {
 			done(http.StatusServiceUnavailable, jsonapi.Result{Error: push.ErrStopping})
@@ -53,7 +53,7 @@ func (b *Bridge) PushItem(transport string, tenant tenancy.TenantID, it jsonapi.
 		return
 	}
 	run := func() {
-		b.pusher.PushDecoded(context.Background(), transport, tenant, items, nil, push.Answer{Item: answer})
+		b.pusher.Push(context.Background(), transport, tenant, items, push.Answer{Item: answer})
 	}
 	var ok bool
 	if b.queues.AllFresh(tenant, 1, func(int) string { return it.Queue }) {

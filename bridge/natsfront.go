@@ -91,7 +91,7 @@ func (b *Bridge) natsPush(req micro.Request) {
 				b.gate.Done()
 				return
 			}
-			b.pusher.Push(context.Background(), "nats", tenant, req.Data(), answer)
+			b.pushBody(context.Background(), "nats", tenant, req.Data(), answer)
 		})
 		return
 	}
@@ -104,17 +104,17 @@ func (b *Bridge) natsPush(req micro.Request) {
 // bridge is stopping and refused it.
 func (b *Bridge) natsPushTaken(req micro.Request, tenant tenancy.TenantID, answer func(int, []byte)) bool {
 	if len(req.Data()) > inlinePushBytes {
-		return b.enqueue(req, func() { b.pusher.Push(context.Background(), "nats", tenant, req.Data(), answer) })
+		return b.enqueue(req, func() { b.pushBody(context.Background(), "nats", tenant, req.Data(), answer) })
 	}
 	items, err := jsonapi.DecodePush(req.Data())
-	if err == nil && b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
-		return b.inline(req, func() {
-			b.pusher.PushDecoded(context.Background(), "nats", tenant, items, nil, push.Answer{Body: answer})
-		})
+	if err != nil { // answered here: nothing to wait for
+		return b.inline(req, func() { answer(b.badPush("nats", err)) })
 	}
-	return b.enqueue(req, func() {
-		b.pusher.PushDecoded(context.Background(), "nats", tenant, items, err, push.Answer{Body: answer})
-	})
+	run := func() { b.pusher.Push(context.Background(), "nats", tenant, items, push.Answer{Body: answer}) }
+	if b.queues.AllFresh(tenant, len(items), func(i int) string { return items[i].Queue }) {
+		return b.inline(req, run)
+	}
+	return b.enqueue(req, run)
 }
 
 // natsOwners answers the owners' table (jsonapi.OwnersTable); in the

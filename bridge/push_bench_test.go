@@ -83,14 +83,14 @@ func BenchmarkPushPath(b *testing.B) {
 			}
 			done := make(chan int, 1)
 			answer := func(status int, _ []byte) { done <- status }
-			br.pusher.Push(ctx, "bench", [16]byte{}, bodies[0], answer) // queue settings cached outside the loop
+			br.pushBody(ctx, "bench", [16]byte{}, bodies[0], answer) // queue settings cached outside the loop
 			<-done
 			b.ReportAllocs()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				br.pusher.Push(ctx, "bench", [16]byte{}, bodies[i%len(bodies)], answer)
+				br.pushBody(ctx, "bench", [16]byte{}, bodies[i%len(bodies)], answer)
 				if status := <-done; status != 201 {
 					b.Fatalf("status %d", status)
 				}

@@ -12,9 +12,13 @@ import (
 // Queen's transaction wire (docs/transactions.md): the consume
 // room runs and answers it; this file carries it over HTTP and NATS.
 
-func (b *Bridge) httpTransaction(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
+// transaction decodes and runs a transaction body, over either transport.
+func (b *Bridge) transaction(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
 	ops, err := jsonapi.DecodeTransaction(body, b.cfg.MaxTxnOperations)
-	return b.consumer.ServeTransaction(ctx, tenant, ops, err)
+	if err != nil {
+		return b.badTransaction(err)
+	}
+	return b.consumer.ServeTransaction(ctx, tenant, ops)
 }
 
 // natsTransaction serves <prefix>.v1.transaction (and, in the
@@ -24,8 +28,7 @@ func (b *Bridge) natsTransaction(req micro.Request) {
 	if tenant, ok := b.natsBounded(req, b.cfg.Prefix+".v1.transaction"); ok {
 		b.enqueue(req, func() {
 			defer b.gate.Done()
-			ops, err := jsonapi.DecodeTransaction(req.Data(), b.cfg.MaxTxnOperations)
-			status, out := b.consumer.ServeTransaction(context.Background(), tenant, ops, err)
+			status, out := b.transaction(context.Background(), tenant, nil, req.Data())
 			respondNATS(b.cfg.NATS, req, status, out)
 		})
 	}

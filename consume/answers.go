@@ -135,12 +135,9 @@ func (c *Consumer) renderPop(tenant tenancy.TenantID, req jsonapi.PopRequest, go
 }
 
 // ServeAck applies decoded acknowledgements (jsonapi.DecodeAck or
-// DecodeAnyAck; err is the decoding's) and answers one result per
-// acknowledgement, in request order.
-func (c *Consumer) ServeAck(ctx context.Context, tenant tenancy.TenantID, wire []jsonapi.Ack, err error) (int, []byte) {
-	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
-	}
+// DecodeAnyAck; the transport answers a body that does not decode) and
+// answers one result per acknowledgement, in request order.
+func (c *Consumer) ServeAck(ctx context.Context, tenant tenancy.TenantID, wire []jsonapi.Ack) (int, []byte) {
 	acks := make([]Ack, len(wire))
 	for i, a := range wire {
 		acks[i] = Ack{TransactionID: a.TransactionID, PartitionID: a.PartitionID, Group: a.ConsumerGroup, Lease: a.Lease,
@@ -155,12 +152,8 @@ func (c *Consumer) ServeAck(ctx context.Context, tenant tenancy.TenantID, wire [
 	return jsonapi.StatusOK, jsonapi.AppendAckResults(make([]byte, 0, 32+len(acks)*200), results)
 }
 
-// ServeExtend extends a lease (jsonapi.DecodeLease; err is the
-// decoding's).
-func (c *Consumer) ServeExtend(ctx context.Context, tenant tenancy.TenantID, req jsonapi.LeaseRequest, err error) (int, []byte) {
-	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
-	}
+// ServeExtend extends a lease (jsonapi.DecodeLease decoded it).
+func (c *Consumer) ServeExtend(ctx context.Context, tenant tenancy.TenantID, req jsonapi.LeaseRequest) (int, []byte) {
 	at, ok, err := c.Extend(ctx, tenant, req.Lease, req.Seconds)
 	if err != nil {
 		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
@@ -168,12 +161,10 @@ func (c *Consumer) ServeExtend(ctx context.Context, tenant tenancy.TenantID, req
 	return jsonapi.StatusOK, jsonapi.AppendLeaseAnswer(nil, req.LeaseID, at, ok)
 }
 
-// ServeDeadLetters lists a queue's dead letters (err is the decoding's).
-func (c *Consumer) ServeDeadLetters(ctx context.Context, tenant tenancy.TenantID, req jsonapi.DeadLettersRequest, err error) (int, []byte) {
-	if err == nil {
-		err = req.Validate()
-	}
-	if err != nil {
+// ServeDeadLetters validates a decoded dead-letter query and lists the
+// queue's dead letters.
+func (c *Consumer) ServeDeadLetters(ctx context.Context, tenant tenancy.TenantID, req jsonapi.DeadLettersRequest) (int, []byte) {
+	if err := req.Validate(); err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	}
 	page, err := c.DeadLetters(ctx, tenant, req.Queue, req.ConsumerGroup, req.Limit, req.Offset)

@@ -48,16 +48,14 @@ const errRequeueMaintenance = "maintenance mode is on: dead letters are not requ
 // change removed some of them between the read and the write.
 const requeueTries = 3
 
-// ServeRequeue runs a decoded requeue (jsonapi.DecodeRequeue; err is the
-// decoding's) and answers it: 200 with what was requeued, 400 for a bad
-// body, 404 for an unknown queue or (one message) no such dead letter,
-// 503 when it was not attempted (maintenance mode, shutting down, no
-// connection) or its outcome is unknown (a resend is safe: the push is
-// deduplicated and a removed dead letter is not requeued again).
-func (c *Consumer) ServeRequeue(ctx context.Context, tenant tenancy.TenantID, req jsonapi.RequeueRequest, err error) (int, []byte) {
+// ServeRequeue runs a decoded requeue (jsonapi.DecodeRequeue; a body that
+// does not decode is answered 400 before it) and answers it: 200 with
+// what was requeued, 404 for an unknown queue or (one message) no such
+// dead letter, 503 when it was not attempted (maintenance mode, shutting
+// down, no connection) or its outcome is unknown (a resend is safe: the
+// push is deduplicated and a removed dead letter is not requeued again).
+func (c *Consumer) ServeRequeue(ctx context.Context, tenant tenancy.TenantID, req jsonapi.RequeueRequest) (int, []byte) {
 	switch {
-	case err != nil:
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
 	case c.cfg.Stopping():
 		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
 	case c.cfg.Maintenance():

@@ -39,14 +39,10 @@ const (
 const errTxnMaintenance = "maintenance mode is on: transactions are not run while nothing may reach PostgreSQL; send it again once it ends"
 
 // ServeTransaction runs a decoded transaction (jsonapi.DecodeTransaction;
-// err is the decoding's) and answers it: 200 with success true or false,
-// 400 for a bad body, 503 when it was not attempted (maintenance mode,
-// shutting down, no connection).
-func (c *Consumer) ServeTransaction(ctx context.Context, tenant tenancy.TenantID, ops []jsonapi.TxnOp, err error) (int, []byte) {
-	if err != nil {
-		c.cfg.Observer.Transaction(TxnRefused)
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
-	}
+// the transport answers, and counts as TxnRefused, a body that does not
+// decode) and answers it: 200 with success true or false, 503 when it was
+// not attempted (maintenance mode, shutting down, no connection).
+func (c *Consumer) ServeTransaction(ctx context.Context, tenant tenancy.TenantID, ops []jsonapi.TxnOp) (int, []byte) {
 	switch {
 	case c.cfg.Stopping():
 		c.cfg.Observer.Transaction(TxnRefused)

@@ -9,10 +9,11 @@ import (
 
 // ServeMaintenance runs a maintenance request as the transports serve it:
 // a read (enabled nil) or a set, which is stored, applied and broadcast
-// (SetMaintenance); err is the decoding's (jsonapi.DecodeMaintenance, or
-// jsonapi.DecodeSwitch over HTTP).
-func (k *Keeper) ServeMaintenance(ctx context.Context, enabled *bool, err error) (int, []byte) {
-	return serveSwitch(ctx, enabled, err, k.SetMaintenance, func() []byte {
+// (SetMaintenance). The transport decoded it (jsonapi.DecodeMaintenance,
+// or jsonapi.DecodeSwitch over HTTP) and answers a body that does not
+// decode.
+func (k *Keeper) ServeMaintenance(ctx context.Context, enabled *bool) (int, []byte) {
+	return serveSwitch(ctx, enabled, k.SetMaintenance, func() []byte {
 		st := k.Stats()
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		dbUp := k.cfg.DB.Ping(pctx) == nil
@@ -24,19 +25,15 @@ func (k *Keeper) ServeMaintenance(ctx context.Context, enabled *bool, err error)
 
 // ServePopMaintenance reads (enabled nil) or sets pop maintenance, as
 // ServeMaintenance does maintenance mode.
-func (k *Keeper) ServePopMaintenance(ctx context.Context, enabled *bool, err error) (int, []byte) {
-	return serveSwitch(ctx, enabled, err, k.SetPopMaintenance, func() []byte {
+func (k *Keeper) ServePopMaintenance(ctx context.Context, enabled *bool) (int, []byte) {
+	return serveSwitch(ctx, enabled, k.SetPopMaintenance, func() []byte {
 		return jsonapi.AppendPopMaintenance(nil, k.PopMaintenance())
 	})
 }
 
-// serveSwitch runs a request for one switch: err (the decoding's) is a
-// 400; a set (enabled not nil) goes through set, a 503 when it fails; then
-// answer, which reads the switch.
-func serveSwitch(ctx context.Context, enabled *bool, err error, set func(context.Context, bool) error, answer func() []byte) (int, []byte) {
-	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
-	}
+// serveSwitch runs a request for one switch: a set (enabled not nil) goes
+// through set, a 503 when it fails; then answer, which reads the switch.
+func serveSwitch(ctx context.Context, enabled *bool, set func(context.Context, bool) error, answer func() []byte) (int, []byte) {
 	if enabled != nil {
 		if err := set(ctx, *enabled); err != nil {
 			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())

@@ -65,26 +65,19 @@ type group struct {
 	items            []int32 // request index of each frame
 }
 
-// Push handles one push body for tenant and calls answer exactly once, maybe
-// from another goroutine, when every item has its verdict. It never blocks
-// waiting for verdicts.
-func (p *Pusher) Push(ctx context.Context, transport string, tenant tenancy.TenantID, body []byte, answer func(int, []byte)) {
-	items, err := jsonapi.DecodePush(body)
-	p.PushDecoded(ctx, transport, tenant, items, err, Answer{Body: answer})
-}
-
 // ErrStopping answers what arrives while the bridge shuts down.
 const ErrStopping = "the bridge is shutting down"
 
-// PushDecoded is Push after decoding: err is the decoding's.
-func (p *Pusher) PushDecoded(ctx context.Context, transport string, tenant tenancy.TenantID, items []jsonapi.Item, err error, out Answer) {
+// Push runs one push request for tenant: items as jsonapi.DecodePush
+// returned them (the transport answers a body that does not decode, and
+// counts it). It answers out exactly once, maybe from another goroutine,
+// when every item has its verdict, and never blocks waiting for verdicts.
+// Every request is counted (Observer.Request), those it refuses itself
+// (stopping, too many partitions) too.
+func (p *Pusher) Push(ctx context.Context, transport string, tenant tenancy.TenantID, items []jsonapi.Item, out Answer) {
 	p.cfg.Observer.Request(transport)
 	if p.cfg.Stopping() {
 		out.refuse(jsonapi.StatusServiceUnavailable, ErrStopping)
-		return
-	}
-	if err != nil {
-		out.refuse(jsonapi.StatusBadRequest, err.Error())
 		return
 	}
 	if len(items) == 0 { // never from a one-item intake

@@ -1,5 +1,5 @@
-// Package push is the push call: from a decoded push request to its
-// answer. Per item it mints a UUIDv7, resolves the transactionId (the
+// Package push is the push call: from a decoded push request (the front
+// door decodes, and answers a body that does not) to its answer. Per item it mints a UUIDv7, resolves the transactionId (the
 // client's, or the id) and applies layer-1 deduplication: inside one
 // request the first (queue, partition, transactionId) leads and later ones
 // follow, producing no frame and copying the leader's final verdict.

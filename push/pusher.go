@@ -1,16 +1,56 @@
 package push
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/ownership"
-	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )
+
+// What the push call needs of the rooms it uses, each as narrow as the
+// call's use of it, so that the call can be run beside fakes.
+
+// Submitter commits a group's frames and answers their verdicts;
+// *fusion.Fusion satisfies it.
+type Submitter interface {
+	Submit(ctx context.Context, s fusion.Submission) error
+}
+
+// Owners names each partition's owning bridge ("" for this one) and
+// forwards groups to it; *ownership.Router satisfies it.
+type Owners interface {
+	Owner(tenant tenancy.TenantID, queue, partition string) string
+	ForwardAsync(owner string, tenant tenancy.TenantID, groups []ownership.Group, done func([]ownership.Answer, error))
+}
+
+// Sealer says how a queue's payloads are stored and seals them;
+// *queues.Settings satisfies it.
+type Sealer interface {
+	// EncryptionFor answers nil (seal), queues.ErrPlain (store as sent),
+	// or why the queue's items must fail.
+	EncryptionFor(ctx context.Context, tenant tenancy.TenantID, queue string) error
+	Seal(tenant tenancy.TenantID, queue, partition string, plain []byte) ([]byte, uint8)
+}
+
+// Spooler knows maintenance mode and spools what PostgreSQL could not
+// take; *durability.Keeper satisfies it.
+type Spooler interface {
+	Maintenance() bool
+	CanSpool() bool
+	Spool(ctx context.Context, tenant tenancy.TenantID, failed []durability.Failed) error
+}
+
+// Announcer hears which partitions a push wrote; *readside.Reads
+// satisfies it.
+type Announcer interface {
+	Announce(keys []readside.Key)
+}
 
 // Observer hears of push requests for the metrics; *metrics.Metrics
 // satisfies it.
@@ -23,18 +63,18 @@ type Observer interface {
 // Config wires the push call to the rooms it uses.
 type Config struct {
 	// Fusion commits the groups this bridge writes. Required.
-	Fusion *fusion.Fusion
+	Fusion Submitter
 	// Router names each partition's owner and forwards groups to it.
 	// Required.
-	Router *ownership.Router
+	Router Owners
 	// Queues says how each queue's payloads are stored and seals them.
 	// Required.
-	Queues *queues.Settings
+	Queues Sealer
 	// Keeper knows maintenance mode and spools what PostgreSQL could not
 	// take. Required.
-	Keeper *durability.Keeper
+	Keeper Spooler
 	// Reads hears which partitions a push wrote (discovery). Required.
-	Reads *readside.Reads
+	Reads Announcer
 	// Observer counts requests, items by status and latency. Default: none.
 	Observer Observer
 	// MaxPartitionsPerRequest caps the distinct (queue, partition) pairs of

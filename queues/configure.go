@@ -10,12 +10,9 @@ import (
 )
 
 // ServeConfigure runs a configure request as the transports serve it
-// (jsonapi.DecodeConfigure; err is the decoding's): the queue's settings
-// stored, cached and broadcast, answered with what they are now.
-func (s *Settings) ServeConfigure(ctx context.Context, tenant tenancy.TenantID, req jsonapi.ConfigureRequest, err error) (int, []byte) {
-	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
-	}
+// (jsonapi.DecodeConfigure decoded it): the queue's settings stored,
+// cached and broadcast, answered with what they are now.
+func (s *Settings) ServeConfigure(ctx context.Context, tenant tenancy.TenantID, req jsonapi.ConfigureRequest) (int, []byte) {
 	ch, err := s.Configure(ctx, tenant, req.Queue, pgwire.QueueUpdate{EncryptionEnabled: req.EncryptionEnabled,
 		DedupWindowSeconds: req.DedupWindowSeconds, RetentionSeconds: req.RetentionSeconds, Other: req.Other})
 	switch {
