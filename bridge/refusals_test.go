@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +15,7 @@ import (
 // counter has not been touched yet (it is not exposed then).
 func counted(t *testing.T, n *node, name string) float64 {
 	t.Helper()
-	_, out := n.get("/metrics/prometheus")
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` ([0-9.e+-]+)$`).FindSubmatch(out)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, _ := exposed(t, n, name)
 	return v
 }
 
