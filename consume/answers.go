@@ -25,6 +25,18 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 	if req.Wait {
 		wait = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
+	start, expires := time.Now(), time.Duration(req.ExpiresMs)*time.Millisecond
+	if expires > 0 { // never parked past what its requester waits
+		wait = min(wait, jsonapi.RequesterWait(expires))
+	}
+	ctx, ticket, err := c.pending.begin(ctx, tenant, req.RequestID)
+	if err != nil {
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	}
+	defer ticket.finish()
+	if ctx.Err() != nil { // its cancel came first, or its requester is gone
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("the pop was cancelled before it ran: nothing claimed")
+	}
 	got, err := c.Pop(ctx, tenant, PopRequest{Queue: req.Queue, Partition: req.Partition, Group: req.ConsumerGroup,
 		Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck, SubscriptionMode: req.SubscriptionMode,
 		SubscriptionFrom: req.From, Wait: wait, MaxBytes: maxBytes})
@@ -38,6 +50,14 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 	lease := ""
 	if !req.AutoAck {
 		lease = string(jsonapi.AppendUUID(nil, got.Lease))
+	}
+	if maxBytes > 0 {
+		if got, err = c.fitAnswer(ctx, tenant, req, got, lease, maxBytes); err != nil {
+			return jsonapi.StatusTooLarge, jsonapi.ErrorBody(err.Error())
+		}
+	}
+	if status, out, gone := c.requesterGone(ctx, tenant, req, got, ticket, expires > 0 && time.Since(start) >= expires); gone {
+		return status, out
 	}
 	first := got.Parts[0]
 	size := 256 // the head and the close
