@@ -12,12 +12,6 @@ import (
 // Queen's consumer API (SPEC section 11) over HTTP and NATS: the consume
 // room runs and renders each call; this file carries requests and answers.
 
-// natsPopBound is the bound of a pop's answer over NATS: the connection's
-// largest message, less room for the headers.
-func (b *Bridge) natsPopBound() int64 {
-	return max(b.cfg.NATS.MaxPayload()-16<<10, 64<<10)
-}
-
 func (b *Bridge) httpPop(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParsePopQuery(r.URL.Query().Get)
 	if err != nil {
@@ -67,7 +61,7 @@ func (b *Bridge) httpExtend() tenantHandler {
 func (b *Bridge) natsPop(req micro.Request) {
 	bound := b.natsPopBound()
 	natsParkable(b, req, jsonapi.DecodePop, func(ctx context.Context, tenant tenancy.TenantID, pr jsonapi.PopRequest) (int, []byte) {
-		return b.consumer.ServePop(ctx, tenant, pr, bound)
+		return b.fitNATS("pop")(b.consumer.ServePop(ctx, tenant, pr, bound))
 	})
 }
 
@@ -88,7 +82,7 @@ func (b *Bridge) natsLease(req micro.Request) {
 func (b *Bridge) natsDLQ(req micro.Request) {
 	b.natsWorker(req, func(ctx context.Context, tenant tenancy.TenantID) (int, []byte) {
 		dr, err := jsonapi.DecodeDeadLetters(req.Data())
-		return b.consumer.ServeDeadLetters(ctx, tenant, dr, err)
+		return b.fitNATS("dlq")(b.consumer.ServeDeadLetters(ctx, tenant, dr, err))
 	})
 }
 
