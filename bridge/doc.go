@@ -10,7 +10,9 @@
 // the spool durability's, several bridges ownership's; the wire JSON is
 // jsonapi's. The front door decodes with jsonapi, hands the request to a
 // room and carries the room's answer back; it holds none of the rooms'
-// state and writes neither SQL nor JSON.
+// state and writes neither SQL nor JSON. A NATS answer is one NATS
+// message: one that would pass max_payload is refused with a 413 that says
+// so (natsfit.go), never published into nothing.
 //
 // Goroutines: a NATS request is handed from the delivery goroutine to a
 // bounded worker pool (or, for a small push whose queue settings are

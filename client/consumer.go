@@ -48,7 +48,8 @@ type ConsumeOptions struct {
 	// Partition, when set, consumes that partition only.
 	Partition string
 	// Wait is how long a pop parks on the bridge when there is nothing to
-	// deliver. Default 30s.
+	// deliver; over NATS never past the context's deadline, which the pop
+	// carries (expiresMs). Default 30s.
 	Wait time.Duration
 	// AutoAck moves the cursor at pop: no lease, no acknowledgement, a
 	// batch the handler fails is not delivered again. Default false.
@@ -103,7 +104,11 @@ type AckResult struct {
 // backoff (a bridge restart costs a pause, not the consumer); a batch whose
 // acknowledgement never arrives is delivered again once its lease expires.
 // It returns when ctx ends (nil), or on a refusal that will not pass on
-// retry (a bad queue name, a token without the right).
+// retry (a bad queue name, a token without the right, a message larger
+// than a NATS answer carries: 413, pop it over HTTP). A pop out over NATS
+// when ctx ends is cancelled on the bridge (<prefix>.v1.pop.cancel, up to
+// 2 s for its confirmation): nothing stays parked or claimed for a
+// consumer that left.
 func (c *Client) Consume(ctx context.Context, queue, group string, h Handler, opts ...ConsumeOptions) error {
 	var o ConsumeOptions
 	if len(opts) > 0 {

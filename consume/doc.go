@@ -26,11 +26,16 @@
 // hand.
 //
 // Goroutines: none of its own. Each call runs on its caller's goroutine
-// (a parked pop waits there); the counters are atomics.
+// (a parked pop waits there); the counters are atomics. The pops a cancel
+// may reach (cancel.go) are a map under a lock: pops and cancels arrive on
+// many goroutines at once.
 //
 // Failure model: a pop delivers under a lease that expires unless it is
 // acknowledged or extended; an expired lease's messages are delivered
-// again to the next claim. An ack applies in PostgreSQL or fails whole
+// again to the next claim. A delivery that never reaches a consumer (an
+// answer larger than its transport carries, a requester that left or
+// cancelled) is handed back in the same request (release.go), as an
+// acknowledgement retry, or with auto-ack by moving the cursor back. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
 // commit. A transaction, and a requeue, commits whole or not at all: after
 // COMMIT it is announced before it is answered; a lost connection during
