@@ -16,7 +16,11 @@ import (
 
 // ServePop validates and runs a pop; 204 when nothing was delivered. The
 // answer is bounded to maxBytes (0: unbounded), which NATS sets to what
-// one message carries.
+// one message carries: a message larger than that alone is refused (413,
+// naming it) and its claim handed back (fit.go). A pop whose requester
+// left (its context ended, its expiresMs passed, a cancel of its
+// requestId came) hands back what it claimed instead of answering
+// (cancel.go).
 func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
 	if err := req.Validate(); err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())

@@ -16,9 +16,15 @@ import (
 // different subjects).
 const popLinger = 30 * time.Second
 
-// maxPendingPops bounds the remembered pops and cancels; past it the
-// oldest of those that answered are forgotten first.
-const maxPendingPops = 1 << 16
+// maxPendingPops and maxPendingBytes bound the remembered pops and cancels
+// (count, and the transactionIds kept for a late cancel); past either the
+// oldest of those that answered are forgotten first. A lost answer's
+// cancel comes right after it: at thousands of pops a second these still
+// keep the last few seconds.
+const (
+	maxPendingPops  = 1 << 14
+	maxPendingBytes = 8 << 20
+)
 
 type pendingKey struct {
 	tenant tenancy.TenantID
@@ -31,6 +37,7 @@ type pendingPop struct {
 	cancel    context.CancelFunc // nil for a cancel that came first
 	cancelled bool
 	claims    []claim   // delivered and not handed back: what a late cancel releases
+	cost      int       // what claims hold, in pendingPops.bytes
 	until     time.Time // zero while the pop runs; then when it is forgotten
 }
 
@@ -41,6 +48,7 @@ type pendingPops struct {
 	mu    sync.Mutex
 	byKey map[pendingKey]*pendingPop
 	order []pendingKey // entries with an expiry, oldest first (a key may repeat; sweep checks)
+	bytes int          // the entries' costs
 }
 
 // popTicket is a registered pop's handle; nil for a pop without a request
@@ -86,8 +94,21 @@ func (t *popTicket) delivered(claims []claim) bool {
 	if e == nil || e.cancelled {
 		return false
 	}
-	e.claims = claims
+	e.claims, e.cost = claims, claimsCost(claims)
+	t.pops.bytes += e.cost
 	return true
+}
+
+// claimsCost is what remembering claims holds, about.
+func claimsCost(claims []claim) int {
+	n := 0
+	for i := range claims {
+		n += 128 + len(claims[i].partition) + len(claims[i].queue) + len(claims[i].group)
+		for _, id := range claims[i].txids {
+			n += 16 + len(id)
+		}
+	}
+	return n
 }
 
 // finish ends the pop's context and keeps the entry for popLinger.
@@ -99,8 +120,10 @@ func (t *popTicket) finish() {
 	defer t.pops.mu.Unlock()
 	if e := t.pops.byKey[t.key]; e != nil {
 		e.cancel()
-		e.until = time.Now().Add(popLinger)
+		now := time.Now()
+		e.until = now.Add(popLinger)
 		t.pops.order = append(t.pops.order, t.key)
+		t.pops.sweep(now)
 	}
 }
 
@@ -128,18 +151,21 @@ func (p *pendingPops) cancel(tenant tenancy.TenantID, id string) (known bool, re
 		}
 	}
 	release, e.claims = e.claims, nil
+	p.bytes -= e.cost
+	e.cost = 0
 	return known, release
 }
 
 // sweep forgets entries whose time is up, and the oldest that answered
-// while there are too many. Called with p.mu held.
+// while they are too many or hold too much. Called with p.mu held.
 func (p *pendingPops) sweep(now time.Time) {
 	for len(p.order) > 0 {
 		k := p.order[0]
 		e := p.byKey[k]
 		switch {
 		case e == nil || e.until.IsZero(): // forgotten already, or running again
-		case now.After(e.until) || len(p.byKey) > maxPendingPops:
+		case now.After(e.until) || len(p.byKey) > maxPendingPops || p.bytes > maxPendingBytes:
+			p.bytes -= e.cost
 			delete(p.byKey, k)
 		default:
 			return

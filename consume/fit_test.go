@@ -115,7 +115,23 @@ func TestPendingPops(t *testing.T) {
 	}
 	p.mu.Unlock()
 	p.cancel(tenant, "sweeps")
-	if len(p.byKey) != 1 {
-		t.Fatalf("%d entries after their linger", len(p.byKey))
+	if len(p.byKey) != 1 || p.bytes != 0 {
+		t.Fatalf("%d entries holding %d bytes after their linger", len(p.byKey), p.bytes)
+	}
+
+	// What answered pops keep for a late cancel is bounded: the oldest go.
+	big := claim{pid: 1, txids: []string{strings.Repeat("t", maxPendingBytes/3)}}
+	for _, id := range []string{"big-1", "big-2", "big-3", "big-4"} {
+		_, tk, err := p.begin(ctx, tenant, id)
+		if err != nil || !tk.delivered([]claim{big}) {
+			t.Fatalf("%s: %v", id, err)
+		}
+		tk.finish()
+	}
+	if _, kept := p.byKey[pendingKey{tenant, "big-1"}]; kept || p.bytes > maxPendingBytes {
+		t.Fatalf("the oldest answered pop is kept (%v) and %d bytes are held", kept, p.bytes)
+	}
+	if _, claims := p.cancel(tenant, "big-4"); len(claims) != 1 {
+		t.Fatalf("the newest answered pop's claims: %d", len(claims))
 	}
 }
