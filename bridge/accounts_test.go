@@ -436,4 +436,19 @@ func TestAccountsModeConsumers(t *testing.T) {
 	if out := request(a, "queen.v1.dlq", `{"queue":"jobs"}`); !strings.Contains(string(out), `"total":0`) {
 		t.Fatalf("A's dead letters: %s", out)
 	}
+	// A pop's cancel is its tenant's: B's cancel of A's request id reaches
+	// nothing (no bridge answers), A's hands the claim back.
+	request(a, "queen.v1.push", items(item("jobs", "p", "a2")))
+	if out := request(a, "queen.v1.pop", `{"queue":"jobs","requestId":"pop-a"}`); !strings.Contains(string(out), `"a2"`) {
+		t.Fatalf("A's pop: %s", out)
+	}
+	if msg, err := b.Request("queen.v1.pop.cancel", []byte(`{"requestId":"pop-a"}`), 500*time.Millisecond); err == nil {
+		t.Fatalf("B's cancel of A's pop was answered: %s", msg.Data)
+	}
+	if out := request(a, "queen.v1.pop.cancel", `{"requestId":"pop-a"}`); string(out) != `{"cancelled":true}` {
+		t.Fatalf("A's cancel: %s", out)
+	}
+	if out := request(a, "queen.v1.pop", `{"queue":"jobs"}`); !strings.Contains(string(out), `"a2"`) {
+		t.Fatalf("A's pop after the cancel: %s", out)
+	}
 }

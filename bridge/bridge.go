@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,9 @@ type Bridge struct {
 	metricsSrv *httpserve.Server // the metrics-only listener (Config.MetricsAddr)
 	parkSlots  chan struct{}     // requests parked at once: reads and pops, NATS and HTTP
 	budget     *budget.Bytes     // request bytes in memory
+	// natsTooLarge counts NATS answers refused for passing max_payload
+	// (natsfit.go); an atomic: every answering goroutine adds to it.
+	natsTooLarge atomic.Uint64
 
 	id         string // this bridge, in broadcasts
 	ownSubject string // this bridge's own push subject (ownership.PushSubject)
@@ -142,7 +146,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
 	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Consumer: b.consumer, Queues: b.queues, Router: b.router,
-		InflightBodyBytes: b.budget.InUse})
+		InflightBodyBytes: b.budget.InUse, NATSTooLarge: b.natsTooLarge.Load})
 	return b, nil
 }
 

@@ -12,12 +12,6 @@ import (
 // Queen's consumer API (docs/consumers.md, docs/api.md) over HTTP and NATS: the consume
 // room runs and renders each call; this file carries requests and answers.
 
-// natsPopBound is the bound of a pop's answer over NATS: the connection's
-// largest message, less room for the headers.
-func (b *Bridge) natsPopBound() int64 {
-	return max(b.cfg.NATS.MaxPayload()-16<<10, 64<<10)
-}
-
 func (b *Bridge) httpPop(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParsePopQuery(r.URL.Query().Get)
 	if err != nil {
@@ -73,7 +67,7 @@ func (b *Bridge) httpExtend() tenantHandler {
 func (b *Bridge) natsPop(req micro.Request) {
 	bound := b.natsPopBound()
 	natsParkable(b, req, jsonapi.DecodePop, func(ctx context.Context, tenant tenancy.TenantID, pr jsonapi.PopRequest) (int, []byte) {
-		return b.consumer.ServePop(ctx, tenant, pr, bound)
+		return b.fitNATS("pop")(b.consumer.ServePop(ctx, tenant, pr, bound))
 	})
 }
 
@@ -103,7 +97,7 @@ func (b *Bridge) natsDLQ(req micro.Request) {
 		if err != nil {
 			return badRequest(err)
 		}
-		return b.consumer.ServeDeadLetters(ctx, tenant, dr)
+		return b.fitNATS("dlq")(b.consumer.ServeDeadLetters(ctx, tenant, dr))
 	})
 }
 

@@ -12,7 +12,9 @@
 // room and carries the room's answer back; a request that does not decode
 // it answers itself (400 and what was wrong, refusals.go), so rooms are
 // handed decoded requests only. It holds none of the rooms' state and
-// writes neither SQL nor JSON.
+// writes neither SQL nor JSON. A NATS answer is one NATS message: one that
+// would pass max_payload is refused with a 413 that says so (natsfit.go),
+// never published into nothing.
 //
 // Goroutines: a NATS request is handed from the delivery goroutine to a
 // bounded worker pool (or, for a small push whose queue settings are

@@ -48,13 +48,18 @@ func (b *Bridge) startNATS() error {
 		{"maintenance", pfx + "maintenance", b.natsMaintenance},
 		{"fetch", pfx + "fetch", b.natsFetch},
 		{"pop", pfx + "pop", b.natsPop},
+		{"pop-cancel", pfx + "pop.cancel", b.natsPopCancel},
 		{"ack", pfx + "ack", b.natsAck},
 		{"lease", pfx + "lease", b.natsLease},
 		{"dlq", pfx + "dlq", b.natsDLQ},
 		{"transaction", pfx + "transaction", b.natsTransaction},
 		{"transaction-tenant", pfx + "transaction.*", b.natsTransaction},
 	} {
-		if err := svc.AddEndpoint(ep.name, ep.h, micro.WithEndpointSubject(ep.subject)); err != nil {
+		opts := []micro.EndpointOpt{micro.WithEndpointSubject(ep.subject)}
+		if ep.name == "pop-cancel" { // every bridge hears it: the pop went to one of them
+			opts = append(opts, micro.WithEndpointQueueGroupDisabled())
+		}
+		if err := svc.AddEndpoint(ep.name, ep.h, opts...); err != nil {
 			return err
 		}
 	}

@@ -35,7 +35,8 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant ten
 // natsFetch: a parked read may wait for minutes, so it takes no worker.
 func (b *Bridge) natsFetch(req micro.Request) {
 	natsParkable(b, req, jsonapi.DecodeFetch, func(ctx context.Context, tenant tenancy.TenantID, r jsonapi.FetchRequest) (int, []byte) {
-		return b.reads.ServeFetch(ctx, tenant, r, b.queues)
+		b.natsFetchBound(&r)
+		return b.fitNATS("fetch")(b.reads.ServeFetch(ctx, tenant, r, b.queues))
 	})
 }
 

@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +48,8 @@ type ConsumeOptions struct {
 	// Partition, when set, consumes that partition only.
 	Partition string
 	// Wait is how long a pop parks on the bridge when there is nothing to
-	// deliver. Default 30s.
+	// deliver; over NATS never past the context's deadline, which the pop
+	// carries (expiresMs). Default 30s.
 	Wait time.Duration
 	// AutoAck moves the cursor at pop: no lease, no acknowledgement, a
 	// batch the handler fails is not delivered again. Default false.
@@ -101,7 +104,11 @@ type AckResult struct {
 // backoff (a bridge restart costs a pause, not the consumer); a batch whose
 // acknowledgement never arrives is delivered again once its lease expires.
 // It returns when ctx ends (nil), or on a refusal that will not pass on
-// retry (a bad queue name, a token without the right).
+// retry (a bad queue name, a token without the right, a message larger
+// than a NATS answer carries: 413, pop it over HTTP). A pop out over NATS
+// when ctx ends is cancelled on the bridge (<prefix>.v1.pop.cancel, up to
+// 2 s for its confirmation): nothing stays parked or claimed for a
+// consumer that left.
 func (c *Client) Consume(ctx context.Context, queue, group string, h Handler, opts ...ConsumeOptions) error {
 	var o ConsumeOptions
 	if len(opts) > 0 {
@@ -224,6 +231,34 @@ type popWire struct {
 	SubscriptionMode string `json:"subscriptionMode,omitempty"`
 	SubscriptionFrom string `json:"subscriptionFrom,omitempty"`
 	Partitions       int    `json:"partitions"`
+	// RequestID names the pop for its cancel; ExpiresMs is how long this
+	// client waits for the answer, so that the bridge never parks the pop
+	// past it (NATS only).
+	RequestID string `json:"requestId,omitempty"`
+	ExpiresMs int64  `json:"expiresMs,omitempty"`
+}
+
+// cancelWait bounds how long a pop's cancel waits for the bridge that has
+// the pop to confirm it.
+const cancelWait = 2 * time.Second
+
+// cancelPop tells the bridges that this client stopped waiting for the
+// pop named id (its context ended): the bridge that has it stops it and
+// hands back anything it claimed for it, also when the answer was already
+// on its way. It waits for that bridge's confirmation, at most cancelWait,
+// so that what the pop held is free when Consume returns.
+func (c *Client) cancelPop(ctx context.Context, id string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(cancelWait, c.cfg.AttemptTimeout))
+	defer cancel()
+	data, _ := json.Marshal(map[string]string{"requestId": id})
+	_, _ = c.cfg.NATS.RequestWithContext(cctx, c.cfg.Prefix+".v1.pop.cancel", data)
+}
+
+// newRequestID is a random id for one pop.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // pop makes one pop; no messages when it found none before its wait ended.
@@ -236,8 +271,15 @@ func (c *Client) pop(ctx context.Context, queue, group string, o ConsumeOptions)
 	var answer []byte
 	var err error
 	if c.cfg.NATS != nil {
+		w.RequestID = newRequestID()
+		if dl, ok := actx.Deadline(); ok {
+			w.ExpiresMs = max(time.Until(dl).Milliseconds(), 1)
+		}
 		data, _ := json.Marshal(w)
 		status, answer, err = c.natsCall(actx, c.cfg.Prefix+".v1.pop", data)
+		if err != nil && actx.Err() != nil {
+			c.cancelPop(ctx, w.RequestID)
+		}
 	} else {
 		q := url.Values{}
 		q.Set("batch", strconv.Itoa(w.Batch))

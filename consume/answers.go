@@ -16,7 +16,11 @@ import (
 
 // ServePop validates and runs a pop; 204 when nothing was delivered. The
 // answer is bounded to maxBytes (0: unbounded), which NATS sets to what
-// one message carries.
+// one message carries: a message larger than that alone is refused (413,
+// naming it) and its claim handed back (fit.go). A pop whose requester
+// left (its context ended, its expiresMs passed, a cancel of its
+// requestId came) hands back what it claimed instead of answering
+// (cancel.go).
 //
 // A pop that cannot deliver consumes nothing. A queue sealed under a key
 // this bridge does not hold is refused (503) before anything is claimed.
@@ -40,9 +44,22 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 	if req.Wait {
 		wait = time.Duration(req.TimeoutMs) * time.Millisecond
 	}
+	start, expires := time.Now(), time.Duration(req.ExpiresMs)*time.Millisecond
+	if expires > 0 { // never parked past what its requester waits
+		wait = min(wait, jsonapi.RequesterWait(expires))
+	}
+	ctx, ticket, err := c.pending.begin(ctx, tenant, req.RequestID)
+	if err != nil {
+		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	}
+	defer ticket.finish()
+	if ctx.Err() != nil { // its cancel came first, or its requester is gone
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("the pop was cancelled before it ran: nothing claimed")
+	}
 	ackLater := req.AutoAck && sealed
+	claimAcked := req.AutoAck && !ackLater // the claim itself moves the cursor
 	got, err := c.Pop(ctx, tenant, PopRequest{Queue: req.Queue, Partition: req.Partition, Group: req.ConsumerGroup,
-		Batch: req.Batch, Partitions: req.Partitions, AutoAck: req.AutoAck && !ackLater, SubscriptionMode: req.SubscriptionMode,
+		Batch: req.Batch, Partitions: req.Partitions, AutoAck: claimAcked, SubscriptionMode: req.SubscriptionMode,
 		SubscriptionFrom: req.From, Wait: wait, MaxBytes: maxBytes})
 	if err != nil && len(got.Parts) == 0 {
 		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
@@ -50,17 +67,20 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 	if got.Count() == 0 {
 		return jsonapi.StatusNoContent, nil
 	}
-	out, err := c.renderPop(tenant, req, got)
-	if err != nil && got.Lease == ([16]byte{}) {
-		// An auto-ack claim of a queue whose settings say plaintext (sealed
-		// payloads from before queues recorded their key id).
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; the claim acknowledged the batch (the queue's settings say plaintext)", err))
-	}
-	if err != nil {
-		if rerr := c.release(ctx, tenant, req.ConsumerGroup, got); rerr != nil {
-			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; releasing the claim failed too (%v): the messages are delivered again when their lease ends", err, rerr))
+	if maxBytes > 0 {
+		if got, err = c.fitAnswer(ctx, tenant, req, claimAcked, got, maxBytes); err != nil {
+			return jsonapi.StatusTooLarge, jsonapi.ErrorBody(err.Error())
 		}
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; nothing was consumed, the claim is released", err))
+	}
+	if status, out, gone := c.requesterGone(ctx, tenant, req, claimAcked, got, ticket, expires > 0 && time.Since(start) >= expires); gone {
+		return status, out
+	}
+	out, err := c.renderPop(tenant, req, got)
+	if err != nil {
+		if rerr := c.release(ctx, claimsOf(tenant, req.Queue, req.ConsumerGroup, claimAcked, got)); rerr != nil {
+			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; handing the claim back failed too (%v)", err, rerr))
+		}
+		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; nothing was consumed, the claim is handed back", err))
 	}
 	if ackLater {
 		return c.answerAcked(ctx, tenant, req, got, out)

@@ -21,6 +21,7 @@ type Store interface {
 	AckWhole(ctx context.Context, acks []pgwire.WholeAck) ([]pgwire.WholeAckResult, error)
 	PopTail(ctx context.Context, claims []pgwire.TailClaim) ([]pgwire.PopResult, error)
 	ExtendLease(ctx context.Context, tenant tenancy.TenantID, lease [16]byte, seconds int) (time.Time, bool, error)
+	UnclaimAutoAck(ctx context.Context, pid int64, group string, cursor, to int64) (bool, error)
 	DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, group string, limit, offset int) ([]pgwire.DeadLetter, int64, error)
 	SeekGroup(ctx context.Context, req pgwire.SeekRequest) ([]pgwire.GroupPartition, error)
 	DeleteGroup(ctx context.Context, tenant tenancy.TenantID, group, queue string, subscriptions bool) ([]pgwire.GroupPartition, error)
@@ -107,6 +108,7 @@ type Consumer struct {
 	cfg        Config
 	acks       ackFuser
 	tailClaims claimFuser
+	pending    pendingPops // pops a cancel may reach (cancel.go)
 
 	pops          atomic.Uint64 // rounds of claims made by pops
 	claims        atomic.Uint64 // partition claims tried
@@ -114,6 +116,9 @@ type Consumer struct {
 	delivered     atomic.Uint64 // messages delivered by pops
 	wholeAcks     atomic.Uint64 // whole-batch acknowledgements applied by one cursor move
 	orderings     atomic.Uint64 // deepestFirst's orderings, for its recheck of known-empty partitions
+	tooLarge      atomic.Uint64 // pops refused: a message larger than the transport's answer
+	released      atomic.Uint64 // partition deliveries handed back unanswered (too large, requester gone)
+	cancels       atomic.Uint64 // cancels that reached their pop
 }
 
 // New validates cfg and applies its defaults.
@@ -152,7 +157,7 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.RequeueMax < 1 {
 		return nil, fmt.Errorf("consume: RequeueMax must be positive, got %d", cfg.RequeueMax)
 	}
-	c := &Consumer{cfg: cfg}
+	c := &Consumer{cfg: cfg, pending: pendingPops{byKey: map[pendingKey]*pendingPop{}}}
 	c.acks = ackFuser{run: cfg.DB.AckWhole, slots: maxAckStatements}
 	c.tailClaims = claimFuser{run: cfg.DB.PopTail, slots: maxClaimStatements}
 	return c, nil
@@ -165,13 +170,21 @@ type Stats struct {
 	LeaseExpiries uint64 // claims that took over an expired lease
 	Delivered     uint64 // messages delivered by pops
 	WholeAcks     uint64 // whole-batch acknowledgements applied by one cursor move
-	Tail          readside.TailStats
+	// TooLarge counts pops refused because a message they claimed is
+	// larger than the transport's answer carries (NATS's max payload).
+	TooLarge uint64
+	// Released counts partition deliveries handed back without reaching a
+	// consumer: too large to answer, or the requester gone or cancelled.
+	Released uint64
+	// Cancels counts pop cancels that reached their pop.
+	Cancels uint64
+	Tail    readside.TailStats
 }
 
 // Stats returns a snapshot.
 func (c *Consumer) Stats() Stats {
 	return Stats{Pops: c.pops.Load(), Claims: c.claims.Load(), LeaseExpiries: c.leaseExpiries.Load(), Delivered: c.delivered.Load(), WholeAcks: c.wholeAcks.Load(),
-		Tail: c.cfg.Tail.Stats()}
+		TooLarge: c.tooLarge.Load(), Released: c.released.Load(), Cancels: c.cancels.Load(), Tail: c.cfg.Tail.Stats()}
 }
 
 type noObserver struct{}

@@ -26,15 +26,20 @@
 // hand.
 //
 // Goroutines: none of its own. Each call runs on its caller's goroutine
-// (a parked pop waits there); the counters are atomics.
+// (a parked pop waits there); the counters are atomics. The pops a cancel
+// may reach (cancel.go) are a map under a lock: pops and cancels arrive on
+// many goroutines at once.
 //
 // Failure model: a pop delivers under a lease that expires unless it is
 // acknowledged or extended; an expired lease's messages are delivered
 // again to the next claim. A pop that cannot deliver consumes nothing: a
-// queue sealed under a key this bridge lacks is refused before any claim,
-// a payload that does not open releases the claim in the same request
-// (release.go), and an auto-ack pop of a queue that may be sealed claims
-// under a lease and acknowledges only once its answer is rendered. An ack applies in PostgreSQL or fails whole
+// queue sealed under a key this bridge lacks is refused before any claim;
+// a payload that does not open, an answer larger than its transport
+// carries, or a requester that left or cancelled hands the claim back in
+// the same request (release.go), as an acknowledgement retry, or with
+// auto-ack by moving the cursor back; an auto-ack pop of a queue that may
+// be sealed claims under a lease and acknowledges only once its answer is
+// rendered. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
 // commit. A transaction, and a requeue, commits whole or not at all: after
 // COMMIT it is announced before it is answered; a lost connection during

@@ -108,6 +108,10 @@ func (s *fakeStore) ExtendLease(_ context.Context, _ tenancy.TenantID, lease [16
 	return s.extend(lease, seconds)
 }
 
+func (s *fakeStore) UnclaimAutoAck(context.Context, int64, string, int64, int64) (bool, error) {
+	return false, errors.New("fakeStore: no auto-ack claims to undo")
+}
+
 func (s *fakeStore) DeadLetters(context.Context, tenancy.TenantID, string, string, int, int) ([]pgwire.DeadLetter, int64, error) {
 	return s.dead()
 }

@@ -22,6 +22,13 @@ type PopRequest struct {
 	SubscriptionMode string `json:"subscriptionMode"`
 	SubscriptionFrom string `json:"subscriptionFrom"`
 	Partitions       int    `json:"partitions"`
+	// RequestID names this pop for a later cancel (<prefix>.v1.pop.cancel,
+	// NATS only); unique per pop. "": the pop cannot be cancelled.
+	RequestID string `json:"requestId"`
+	// ExpiresMs is how long the requester waits for the answer, from when
+	// it sent the pop (NATS only): a parked pop answers before that, less
+	// the answer's trip (RequesterWait). 0: the requester did not say.
+	ExpiresMs int64 `json:"expiresMs"`
 
 	// From is SubscriptionFrom as a time (Validate); zero without one, and
 	// for "now", which Validate makes SubscriptionMode "new".
@@ -97,6 +104,14 @@ func (r *PopRequest) Validate() error {
 	case r.TimeoutMs < 0 || int64(r.TimeoutMs) > maxWait.Milliseconds():
 		return Badf("timeout must be 0..%d ms, got %d", maxWait.Milliseconds(), r.TimeoutMs)
 	}
+	if r.RequestID != "" {
+		if err := CheckName("requestId", r.RequestID, true); err != nil {
+			return err
+		}
+	}
+	if r.ExpiresMs < 0 {
+		return Badf("expiresMs must be at least 0, got %d", r.ExpiresMs)
+	}
 	if r.SubscriptionMode != "" {
 		r.SubscriptionMode = SubscriptionMode(r.SubscriptionMode)
 	}
@@ -114,6 +129,17 @@ func (r *PopRequest) Validate() error {
 		r.From = t
 	}
 	return nil
+}
+
+// answerTrip bounds the margin RequesterWait keeps for the answer's way
+// back to the requester.
+const answerTrip = 250 * time.Millisecond
+
+// RequesterWait is the longest a pop may park so that its answer reaches a
+// requester that waits expires for it: expires less a fifth of it, at most
+// answerTrip. 0 when the requester's wait leaves no time to park.
+func RequesterWait(expires time.Duration) time.Duration {
+	return max(expires-min(expires/5, answerTrip), 0)
 }
 
 // SubscriptionMode is what a pop's subscriptionMode means (docs/consumers.md, "subscriptionMode"):

@@ -51,9 +51,10 @@ func TestDecodePop(t *testing.T) {
 	}{
 		{body: `{}`},
 		{body: `{"queue":"orders.eu","partition":"customer-42","batch":5,"wait":true,"timeout":100,"consumerGroup":"g",` +
-			`"autoAck":true,"subscriptionMode":"new","subscriptionFrom":"2026-01-02T03:04:05Z","partitions":3,"unknown":[1]}`,
+			`"autoAck":true,"subscriptionMode":"new","subscriptionFrom":"2026-01-02T03:04:05Z","partitions":3,"unknown":[1],` +
+			`"requestId":"r-1","expiresMs":2500}`,
 			want: PopRequest{Queue: "orders.eu", Partition: "customer-42", Batch: 5, Wait: true, TimeoutMs: 100, ConsumerGroup: "g",
-				AutoAck: true, SubscriptionMode: "new", SubscriptionFrom: "2026-01-02T03:04:05Z", Partitions: 3}},
+				AutoAck: true, SubscriptionMode: "new", SubscriptionFrom: "2026-01-02T03:04:05Z", Partitions: 3, RequestID: "r-1", ExpiresMs: 2500}},
 		{body: `{"queue":"q","From":"2026-01-02T03:04:05Z"}`, want: PopRequest{Queue: "q"}}, // From is Validate's, never the body's
 		{body: `{"queue":null,"batch":null}`},
 		{body: `{"batch":"5"}`, err: `pop body: json: cannot unmarshal string into Go struct field PopRequest.batch of type int`},
@@ -111,6 +112,11 @@ func TestPopRequestValidate(t *testing.T) {
 		{name: "timeout max", in: PopRequest{Queue: "q", TimeoutMs: 300000}, want: with(func(r *PopRequest) { r.TimeoutMs = 300000 })},
 		{name: "timeout over", in: PopRequest{Queue: "q", TimeoutMs: 300001}, err: "timeout must be 0..300000 ms, got 300001"},
 		{name: "timeout negative", in: PopRequest{Queue: "q", TimeoutMs: -1}, err: "timeout must be 0..300000 ms, got -1"},
+		{name: "request id", in: PopRequest{Queue: "q", RequestID: "r-1", ExpiresMs: 1},
+			want: with(func(r *PopRequest) { r.RequestID, r.ExpiresMs = "r-1", 1 })},
+		{name: "request id too long", in: PopRequest{Queue: "q", RequestID: long}, err: "requestId must be 1..255 bytes, got 256"},
+		{name: "request id control", in: PopRequest{Queue: "q", RequestID: "r\n"}, err: "requestId must not contain control characters"},
+		{name: "expires negative", in: PopRequest{Queue: "q", ExpiresMs: -1}, err: "expiresMs must be at least 0, got -1"},
 		{name: "bounds in order", in: PopRequest{Queue: "q", Batch: -1, Partitions: -1, TimeoutMs: -1}, err: "batch must be 1..10000, got -1"},
 
 		{name: "mode all", in: PopRequest{Queue: "q", SubscriptionMode: "all"}, want: with(all)},
@@ -163,5 +169,21 @@ func TestPopQueryValidated(t *testing.T) {
 	}
 	if r.Batch != 1 || r.Partitions != 1 || r.TimeoutMs != DefaultPopWaitMs {
 		t.Fatalf("zeros are not the defaults: %+v", r)
+	}
+}
+
+// A pop parks at most what its requester waits, less a fifth of it for the
+// answer's way back, at most 250 ms.
+func TestRequesterWait(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ expires, want time.Duration }{
+		{0, 0},
+		{time.Millisecond, 800 * time.Microsecond},
+		{time.Second, 800 * time.Millisecond},
+		{31 * time.Second, 31*time.Second - 250*time.Millisecond},
+	} {
+		if got := RequesterWait(c.expires); got != c.want {
+			t.Errorf("RequesterWait(%v) = %v, want %v", c.expires, got, c.want)
+		}
 	}
 }

@@ -62,6 +62,18 @@ func DecodePop(body []byte) (PopRequest, error) {
 	return r, decodeBody(body, "pop", &r)
 }
 
+// DecodePopCancel decodes the body of <prefix>.v1.pop.cancel,
+// {"requestId"}, and checks the id.
+func DecodePopCancel(body []byte) (string, error) {
+	var r struct {
+		RequestID string `json:"requestId"`
+	}
+	if err := decodeBody(body, "pop cancel", &r); err != nil {
+		return "", err
+	}
+	return r.RequestID, CheckName("requestId", r.RequestID, r.RequestID != "")
+}
+
 // ErrorMessage is msg of an error body {"error": msg}, or "" when body is
 // not one.
 func ErrorMessage(body []byte) string {

@@ -13,3 +13,7 @@ const (
 	StatusInternalServerError = 500
 	StatusServiceUnavailable  = 503
 )
+
+// StatusTooLarge: a request body over its bound, or an answer larger than
+// its transport carries (a NATS answer over max_payload).
+const StatusTooLarge = 413

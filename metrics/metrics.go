@@ -128,6 +128,10 @@ type Rooms struct {
 	Consumer          *consume.Consumer
 	Queues            *queues.Settings
 	Router            *ownership.Router
+
+	// NATSTooLarge reads the NATS answers refused for passing max_payload;
+	// nil: none.
+	NATSTooLarge func() uint64
 }
 
 // RegisterRooms exposes the rooms' counters (spool, maintenance, reads,
@@ -177,6 +181,18 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_consumer_lease_expiries_total", "Partition claims that took over an expired lease (its messages after the cursor delivered again).",
 			func() uint64 { return consumer().LeaseExpiries }),
 		counter("queen_consumer_claims_total", "Partition claims tried by pops.", func() uint64 { return consumer().Claims }),
+		counter("queen_consumer_pops_too_large_total", "Pops refused because a message they claimed is larger than a NATS answer carries (max_payload); the claim was handed back.",
+			func() uint64 { return consumer().TooLarge }),
+		counter("queen_consumer_released_total", "Partition deliveries handed back without reaching a consumer: too large to answer, or the requester gone or cancelled.",
+			func() uint64 { return consumer().Released }),
+		counter("queen_consumer_pop_cancels_total", "Pop cancels (<prefix>.v1.pop.cancel) that reached their pop.", func() uint64 { return consumer().Cancels }),
+		counter("queen_nats_answers_too_large_total", "NATS answers refused because they would pass max_payload (a read or dead-letter page), answered 413 instead.",
+			func() uint64 {
+				if b.NATSTooLarge == nil {
+					return 0
+				}
+				return b.NATSTooLarge()
+			}),
 		counter("queen_consumer_whole_acks_total", "Whole-batch acknowledgements applied as one cursor move (no segment read).",
 			func() uint64 { return consumer().WholeAcks }),
 		counter("queen_tail_hits_total", "Pops served from the hot tail in memory: a claim and no segment read.", func() uint64 { return consumer().Tail.Hits }),

@@ -194,6 +194,21 @@ func (db *DB) shrinkPop(ctx context.Context, req PopRequest, res *PopResult, kee
 	return nil
 }
 
+// UnclaimAutoAck undoes an auto-acknowledged claim of a partition whose
+// answer was never sent: the group's cursor goes back from to to cursor,
+// where the claim found it (consumer_shrink_v1 cut to nothing). Only while
+// nothing moved the cursor since; reports whether it applied.
+func (db *DB) UnclaimAutoAck(ctx context.Context, pid int64, group string, cursor, to int64) (bool, error) {
+	var applied bool
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, `SELECT queen.consumer_shrink_v1($1, $2, NULL, $3, $4, 0)`, pid, group, to, cursor).Scan(&applied)
+	})
+	if err != nil {
+		return false, fmt.Errorf("pgwire: undoing an auto-acknowledged claim of partition %d: %w", pid, err)
+	}
+	return applied, nil
+}
+
 // AckItem is one acknowledgement: a message by its transactionId, a status
 // (completed, success, failed, dlq, retry; "" is completed) and an error.
 type AckItem struct {
