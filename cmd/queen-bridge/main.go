@@ -141,7 +141,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	if dsn == "" {
 		pg, err := embedded.StartPostgres(ctx, embedded.Config{DataDir: filepath.Join(cfg.dataDir, "pg")})
 		if errors.Is(err, embedded.ErrDataDirInUse) {
-			return fmt.Errorf("%w (QUEEN_DATA_DIR sets another data directory)", err)
+			return fmt.Errorf("%w (QUEEN_DATA_DIR)", err)
 		}
 		if err != nil {
 			return err
