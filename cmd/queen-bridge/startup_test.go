@@ -56,14 +56,7 @@ func TestStartOnBusyNATSPort(t *testing.T) {
 // directory and that another process holds it; the first one goes on.
 func TestSecondBridgeOnTheSameDataDir(t *testing.T) {
 	bin := binary(t)
-	dir, err := os.MkdirTemp("", "queen-bin-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil { // the postgres account must reach it
-		t.Fatal(err)
-	}
+	dir := reachableDir(t)
 	first := startBinary(t, bin, "QUEEN_DATA_DIR="+dir)
 	defer first.interrupt(t)
 	out := failStart(t, bin, "QUEEN_DATA_DIR="+dir, "QUEEN_HTTP_ADDR=127.0.0.1:0", "QUEEN_NATS_LISTEN=127.0.0.1:-1")
@@ -73,4 +66,19 @@ func TestSecondBridgeOnTheSameDataDir(t *testing.T) {
 		}
 	}
 	pushBoth(t, first)
+}
+
+// reachableDir is a temporary directory the postgres account can reach
+// when the tests run as root (t.TempDir's parents may not be searchable).
+func reachableDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "queen-readme-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
