@@ -98,7 +98,6 @@ func TestQueueConsumers(t *testing.T) {
 func TestQueueConsumersLagCountsPartitionsNeverPopped(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
 		var ids []string
 		for j := 1; j <= 10; j++ {
@@ -113,11 +112,7 @@ func TestQueueConsumersLagCountsPartitionsNeverPopped(t *testing.T) {
 	}
 	ack(t, db, r.PartitionID, "g", &l, completed("m1-1", "m1-2", "m1-3", "m1-4", "m1-5")...)
 
-	_, cursors, found, err := db.QueueConsumers(ctx, [16]byte{}, "thirty")
-	if err != nil || !found {
-		t.Fatalf("consumers: %v %v", found, err)
-	}
-	lags := groupLags(cursors)
+	_, lags := groupLags(t, db, "thirty")
 	if lags["g"] != "p1 5 p2 10 p3 10 = 25" {
 		t.Fatalf("g's lag: %s, want p1 5 p2 10 p3 10 = 25", lags["g"])
 	}
@@ -130,7 +125,6 @@ func TestQueueConsumersLagCountsPartitionsNeverPopped(t *testing.T) {
 func TestQueueConsumersLagOfANewSubscription(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	ctx := context.Background()
 	push(t, db, write("fresh", "p1", "a1", "a2"))
 	push(t, db, write("fresh", "p2", "b1", "b2", "b3"))
 	r := pop(t, db, pgwire.PopRequest{Queue: "fresh", Partition: "p1", Group: "late", Lease: lease(), Batch: 10, SubscriptionMode: "new"})
@@ -145,11 +139,7 @@ func TestQueueConsumersLagOfANewSubscription(t *testing.T) {
 	push(t, db, write("fresh", "p2", "b4", "b5"))
 	push(t, db, write("fresh", "p3", "c1"))
 
-	_, cursors, found, err := db.QueueConsumers(ctx, [16]byte{}, "fresh")
-	if err != nil || !found {
-		t.Fatalf("consumers: %v %v", found, err)
-	}
-	lags := groupLags(cursors)
+	cursors, lags := groupLags(t, db, "fresh")
 	if lags["late"] != "p1 1 p2 2 p3 1 = 4" {
 		t.Fatalf("late's lag: %s, want p1 1 p2 2 p3 1 = 4", lags["late"])
 	}
@@ -163,8 +153,14 @@ func TestQueueConsumersLagOfANewSubscription(t *testing.T) {
 	}
 }
 
-// groupLags renders each group's lag per partition and its sum.
-func groupLags(cursors []pgwire.ConsumerCursor) map[string]string {
+// groupLags reads the queue's cursors and renders each group's lag per
+// partition and its sum.
+func groupLags(t *testing.T, db *pgwire.DB, queue string) ([]pgwire.ConsumerCursor, map[string]string) {
+	t.Helper()
+	_, cursors, found, err := db.QueueConsumers(context.Background(), [16]byte{}, queue)
+	if err != nil || !found {
+		t.Fatalf("consumers of %s: %v %v", queue, found, err)
+	}
 	parts, sums := map[string][]string{}, map[string]int64{}
 	for _, c := range cursors {
 		parts[c.Group] = append(parts[c.Group], fmt.Sprintf("%s %d", c.Partition, c.Lag))
@@ -174,7 +170,7 @@ func groupLags(cursors []pgwire.ConsumerCursor) map[string]string {
 	for g, ps := range parts {
 		out[g] = fmt.Sprintf("%s = %d", strings.Join(ps, " "), sums[g])
 	}
-	return out
+	return cursors, out
 }
 
 // The console's statements read the queue's partition rows by its index,
