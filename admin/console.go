@@ -18,9 +18,9 @@ func (a *Admin) consoleRoutes() []Route {
 }
 
 // queueConsumers answers a queue's partitions, by name, and its groups, by
-// name, each with the partitions it has a cursor on (a partition a group
-// has not popped has none: where it starts depends on the group's
-// subscription, so no lag is made up for it).
+// name, each with every partition of the queue: a partition the group has
+// not popped yet counts its lag from where the group's subscription starts
+// it (pgwire.QueueConsumers), so a group's lag is the whole queue's.
 func (a *Admin) queueConsumers(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	name, ok := queueName(req)
 	if !ok {
@@ -42,7 +42,7 @@ func (a *Admin) queueConsumers(ctx context.Context, tenant tenancy.TenantID, req
 			out.Groups = append(out.Groups, jsonapi.ConsumerGroup{Name: c.Group})
 		}
 		g := &out.Groups[len(out.Groups)-1]
-		g.Partitions = append(g.Partitions, jsonapi.GroupCursor{Partition: c.Partition, PartitionID: c.PartitionID, Cursor: c.Cursor, Lag: c.Lag,
+		g.Partitions = append(g.Partitions, jsonapi.GroupCursor{Partition: c.Partition, PartitionID: c.PartitionID, Cursor: c.Cursor, Lag: c.Lag, Popped: c.Popped,
 			Lease: c.Lease, Leased: c.LeaseLive, Expires: c.Expires, BatchSize: c.Delivered})
 	}
 	return jsonapi.StatusOK, jsonapi.EncodeQueueConsumers(out)

@@ -196,7 +196,9 @@ func (b *Bridge) Start(ctx context.Context) error {
 	}
 	if b.cfg.MetricsAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics/prometheus", b.metrics.Handler())
+		for _, p := range metricsPaths {
+			mux.Handle(p, b.metrics.Handler())
+		}
 		if b.metricsSrv, err = httpserve.Listen(b.cfg.MetricsAddr, mux, b.cfg.Logger); err != nil {
 			return fmt.Errorf("bridge: %w", err)
 		}

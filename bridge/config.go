@@ -71,8 +71,8 @@ type Config struct {
 	// AdminTokens are tokens that may also switch maintenance mode
 	// (QUEEN_HTTP_ADMIN_TOKENS), each acting for its tenant. Default empty.
 	AdminTokens map[string]tenancy.TenantID
-	// MetricsAddr, when set, serves /metrics/prometheus on a listener of its
-	// own without tokens, for a scraper on a private address
+	// MetricsAddr, when set, serves /metrics (and /metrics/prometheus) on
+	// a listener of its own without tokens, for a scraper on a private address
 	// (QUEEN_METRICS_ADDR). The main listener serves it too, under the token
 	// rules. Default "".
 	MetricsAddr string

@@ -157,6 +157,7 @@ type queueConsumers struct {
 			PartitionID    string  `json:"partitionId"`
 			Cursor         int64   `json:"cursor"`
 			Lag            int64   `json:"lag"`
+			Popped         bool    `json:"popped"`
 			LeaseID        *string `json:"leaseId"`
 			LeaseExpiresAt *string `json:"leaseExpiresAt"`
 			BatchSize      int64   `json:"batchSize"`
@@ -165,8 +166,9 @@ type queueConsumers struct {
 }
 
 // A queue's partitions by name with their marks and counts, its groups by
-// name with their cursors, lags and live leases; another tenant's queue
-// of that name is not found.
+// name with their cursors, lags and live leases on every partition (one a
+// group never popped counts from the beginning for these groups); another
+// tenant's queue of that name is not found.
 func TestQueueConsumers(t *testing.T) {
 	n := consoleNode(t, nodeOpts{})
 	n.pushAs("tok-a", [4]string{"cq", "b", "b1", `1`}, [4]string{"cq", "b", "b2", `2`}, [4]string{"cq", "a", "a1", `3`},
@@ -200,15 +202,18 @@ func TestQueueConsumers(t *testing.T) {
 		t.Fatalf("groups %v", names)
 	}
 	qm, g1, g2 := got.Groups[0].Partitions, got.Groups[1].Partitions, got.Groups[2].Partitions
-	if len(qm) != 1 || qm[0].Partition != "b" || qm[0].Cursor != 1 || qm[0].Lag != 1 || qm[0].LeaseID != nil {
+	if len(qm) != 2 || qm[0].Partition != "a" || qm[0].Popped || qm[0].Lag != 3 ||
+		qm[1].Partition != "b" || !qm[1].Popped || qm[1].Cursor != 1 || qm[1].Lag != 1 || qm[1].LeaseID != nil {
 		t.Fatalf("queue mode: %+v", qm)
 	}
-	if len(g1) != 1 || g1[0].Partition != "b" || g1[0].PartitionID != b.ID || g1[0].Cursor != 2 || g1[0].Lag != 0 ||
-		g1[0].LeaseID != nil || g1[0].LeaseExpiresAt != nil || g1[0].BatchSize != 0 {
+	if len(g1) != 2 || g1[0].Partition != "a" || g1[0].Popped || g1[0].Cursor != 0 || g1[0].Lag != 3 || g1[0].LeaseID != nil ||
+		g1[1].Partition != "b" || g1[1].PartitionID != b.ID || !g1[1].Popped || g1[1].Cursor != 2 || g1[1].Lag != 0 ||
+		g1[1].LeaseID != nil || g1[1].LeaseExpiresAt != nil || g1[1].BatchSize != 0 {
 		t.Fatalf("g1: %+v", g1)
 	}
-	if len(g2) != 1 || g2[0].Partition != "a" || g2[0].Cursor != 0 || g2[0].Lag != 3 || g2[0].LeaseID == nil ||
-		*g2[0].LeaseID != held.LeaseID || g2[0].LeaseExpiresAt == nil || g2[0].BatchSize != 2 {
+	if len(g2) != 2 || g2[0].Partition != "a" || !g2[0].Popped || g2[0].Cursor != 0 || g2[0].Lag != 3 || g2[0].LeaseID == nil ||
+		*g2[0].LeaseID != held.LeaseID || g2[0].LeaseExpiresAt == nil || g2[0].BatchSize != 2 ||
+		g2[1].Partition != "b" || g2[1].Popped || g2[1].Lag != 2 || g2[1].LeaseID != nil {
 		t.Fatalf("g2: %+v (lease %s)", g2, held.LeaseID)
 	}
 

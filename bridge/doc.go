@@ -1,7 +1,7 @@
 // Package bridge is queenbridge's front door: the NATS micro service
 // (<prefix>.v1.push and the other subjects of docs/api.md) and the HTTP
-// routes (/api/v1/..., /health, /metrics/prometheus). It keeps the
-// transports, auth (which tenant a request acts for, and whether it may),
+// routes (/api/v1/..., /health, /metrics and /metrics/prometheus). It keeps
+// the transports, auth (which tenant a request acts for, and whether it may),
 // admission (the in-flight byte budget, the worker pool, parked-request
 // slots, refusing what arrives while stopping) and the wiring of the rooms.
 //

@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,6 +38,7 @@ func TestHTTPRoutesNeedAToken(t *testing.T) {
 			{"GET", "/api/v1/system/maintenance", nil},
 			{"GET", "/api/v1/messages?queue=q&partition=p", nil},
 			{"GET", "/metrics/prometheus", nil},
+			{"GET", "/metrics", nil},
 		} {
 			var status int
 			var out []byte
@@ -76,9 +78,13 @@ func TestHTTPRoutesNeedAToken(t *testing.T) {
 			t.Fatalf("admin token, enabled=%s: %d %s", on, status, out)
 		}
 	}
-	// Metrics are readable with any valid token.
-	if status, out := n.get("/metrics/prometheus", "Authorization", "Bearer tok-b"); status != http.StatusOK || !strings.Contains(string(out), "queen_push_requests_total") {
-		t.Fatalf("metrics with a token: %d", status)
+	// Metrics are readable with any valid token, at /metrics as at
+	// /metrics/prometheus, in Prometheus's text format.
+	for _, path := range []string{"/metrics/prometheus", "/metrics"} {
+		status, out := n.get(path, "Authorization", "Bearer tok-b")
+		if status != http.StatusOK || !strings.Contains(string(out), "# TYPE queen_available_published_total counter") {
+			t.Fatalf("%s with a token: %d %.200s", path, status, out)
+		}
 	}
 }
 
@@ -144,16 +150,19 @@ func TestPostsMustBeJSON(t *testing.T) {
 // The metrics-only listener serves metrics without a token.
 func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	n := newNode(t, nodeOpts{tokens: map[string]tenancy.TenantID{"tok-a": {}}, metrics: "127.0.0.1:0"})
-	resp, err := http.Get("http://" + n.br.MetricsAddr() + "/metrics/prometheus")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("metrics listener: %d", resp.StatusCode)
-	}
-	if status, _ := n.get("/metrics/prometheus"); status != http.StatusUnauthorized {
-		t.Fatalf("main listener without a token: %d", status)
+	for _, path := range []string{"/metrics/prometheus", "/metrics"} {
+		resp, err := http.Get("http://" + n.br.MetricsAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), "# TYPE queen_available_published_total counter") {
+			t.Fatalf("metrics listener, %s: %d %.200s", path, resp.StatusCode, out)
+		}
+		if status, _ := n.get(path); status != http.StatusUnauthorized {
+			t.Fatalf("main listener without a token, %s: %d", path, status)
+		}
 	}
 }
 

@@ -43,12 +43,20 @@ func (b *Bridge) httpHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, jsonapi.ErrorBody("no route "+r.Method+" "+r.URL.Path))
 	})
-	scrape := b.metrics.Handler()
-	mux.Handle("GET /metrics/prometheus", b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
-		scrape.ServeHTTP(w, r)
-	}))
+	prom := b.metrics.Handler()
+	scrape := b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
+		prom.ServeHTTP(w, r)
+	})
+	for _, p := range metricsPaths {
+		mux.Handle(p, scrape)
+	}
 	return httpserve.LoopbackHosts(mux, b.loopbackOnly(), notLoopback)
 }
+
+// metricsPaths serve the Prometheus text: /metrics, where a scraper looks
+// by default, and /metrics/prometheus, Queen's path, which existing
+// scrape configurations name.
+var metricsPaths = []string{"GET /metrics", "GET /metrics/prometheus"}
 
 // loopbackOnly: without tokens, a listener on a loopback address answers
 // only requests to it that no page of another site sent (DNS rebinding:

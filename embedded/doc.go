@@ -19,4 +19,11 @@
 // by that user; when one is not (a checkout under /root, say), the cluster is
 // placed under /var/lib/queenbridge instead and the returned Postgres says so in
 // DataDir.
+//
+// A start that fails says why at once, with a sentinel of errors.go to
+// branch on: a NATS listener that could not be opened (ErrNATSListen, with
+// nats-server's message naming the address), a data directory whose lock
+// another live postmaster holds (ErrDataDirInUse), no server binaries
+// (ErrNoPostgres), a postmaster that exited for another reason
+// (ErrPostgresExited, pointing at its server.log).
 package embedded

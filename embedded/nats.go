@@ -93,9 +93,14 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
+	watch := newListenWatch()
+	srv.SetLoggerV2(watch, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(cfg.ReadyTimeout) {
+	if fatal, ok := watch.ready(srv, cfg.ReadyTimeout); !ok {
 		srv.Shutdown()
+		if fatal != "" {
+			return nil, fmt.Errorf("%w: %s", ErrNATSListen, fatal)
+		}
 		return nil, fmt.Errorf("embedded nats: not ready on %s within %s", cfg.Listen, cfg.ReadyTimeout)
 	}
 	return &NATS{srv: srv}, nil

@@ -1,6 +1,9 @@
 package embedded_test
 
 import (
+	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +42,24 @@ func TestNATSRoundTrip(t *testing.T) {
 func TestNATSBadListen(t *testing.T) {
 	if _, err := embedded.StartNATS(embedded.NATSConfig{Listen: "nope"}); err == nil {
 		t.Fatal("want an error for a listen address without a port")
+	}
+}
+
+// A client address some other process listens on is refused with the
+// address and the reason, as soon as nats-server fails to listen; the
+// readiness wait alone would only say "not ready" once ReadyTimeout passed.
+func TestNATSBusyPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	_, err = embedded.StartNATS(embedded.NATSConfig{Listen: addr, ReadyTimeout: 20 * time.Second})
+	if !errors.Is(err, embedded.ErrNATSListen) {
+		t.Fatalf("start on a busy port: %v, want ErrNATSListen", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, addr) || !strings.Contains(msg, "address already in use") {
+		t.Fatalf("the error does not name %s and the port in use: %v", addr, err)
 	}
 }

@@ -299,6 +299,10 @@ func (p *Postgres) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-p.exited:
+			if pid, held := heldByAnother(p.cfg.DataDir, p.cmd.Process.Pid); held {
+				return fmt.Errorf("%w: %s is held by another process (PID %d, in %s): another bridge or PostgreSQL runs on it; stop that one, or give this one another data directory",
+					ErrDataDirInUse, p.cfg.DataDir, pid, filepath.Join(p.cfg.DataDir, "postmaster.pid"))
+			}
 			return fmt.Errorf("%w (%v); see %s", ErrPostgresExited, p.waitErr, filepath.Join(p.cfg.DataDir, "server.log"))
 		case <-ctx.Done():
 			return fmt.Errorf("embedded postgres: not ready: %w (last: %v)", ctx.Err(), err)

@@ -199,3 +199,31 @@ func TestUnreachableDataDirFallsBack(t *testing.T) {
 		t.Fatalf("data dir %s, want a fallback under /var/lib/queenbridge", pg.DataDir())
 	}
 }
+
+// A second cluster started on a data directory a running postmaster holds
+// is refused with the directory and the reason, not "postgres exited".
+func TestPostgresDataDirInUse(t *testing.T) {
+	dir := filepath.Join(embedded.ReachableTempDir(t), "pg")
+	pg := startPG(t, dir)
+	defer func() { _ = pg.Stop(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	second, err := embedded.StartPostgres(ctx, embedded.Config{DataDir: dir, NoSync: true, Database: "queen_test"})
+	if err == nil {
+		_ = second.Stop(context.Background())
+		t.Fatal("a second postmaster started on a data directory in use")
+	}
+	if !errors.Is(err, embedded.ErrDataDirInUse) {
+		t.Fatalf("second start: %v, want ErrDataDirInUse", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, pg.DataDir()) || !strings.Contains(msg, "held by another process") ||
+		!strings.Contains(msg, strconv.Itoa(pg.PID())) {
+		t.Fatalf("the error does not name %s, its holder %d and why: %v", pg.DataDir(), pg.PID(), err)
+	}
+	// The first cluster is untouched.
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatalf("the first cluster after the refused start: %v", err)
+	}
+	_ = conn.Close(ctx)
+}

@@ -88,7 +88,8 @@ func finite(f float64) float64 {
 
 // QueueConsumers is GET /api/v1/resources/queues/{queue}/consumers'
 // answer: the queue's partitions by name, and its consumer groups by name,
-// each with the partitions it has a cursor on, by name.
+// each with every partition of the queue, by name (Popped false: one it has
+// no cursor on yet).
 type QueueConsumers struct {
 	Queue      string
 	Partitions []ConsumerPartition
@@ -112,12 +113,15 @@ type ConsumerGroup struct {
 }
 
 // GroupCursor is a group's cursor on one partition, the messages stored
-// after it, and its live lease (Leased false: none).
+// after it, and its live lease (Leased false: none). Without Popped, the
+// group has not popped the partition yet, and Cursor is where its first pop
+// would start.
 type GroupCursor struct {
 	Partition   string
 	PartitionID int64
 	Cursor      int64
 	Lag         int64
+	Popped      bool
 	Lease       [16]byte
 	Leased      bool
 	Expires     time.Time
@@ -137,6 +141,7 @@ type groupCursorJSON struct {
 	PartitionID    string      `json:"partitionId"`
 	Cursor         int64       `json:"cursor"`
 	Lag            int64       `json:"lag"`
+	Popped         bool        `json:"popped"`
 	LeaseID        groupString `json:"leaseId"`
 	LeaseExpiresAt StatTime    `json:"leaseExpiresAt"`
 	BatchSize      int64       `json:"batchSize"`
@@ -163,7 +168,7 @@ func EncodeQueueConsumers(q QueueConsumers) []byte {
 		cs := make([]groupCursorJSON, len(g.Partitions))
 		for j, c := range g.Partitions {
 			cs[j] = groupCursorJSON{Partition: c.Partition, PartitionID: strconv.FormatInt(c.PartitionID, 10), Cursor: c.Cursor, Lag: c.Lag,
-				BatchSize: c.BatchSize}
+				Popped: c.Popped, BatchSize: c.BatchSize}
 			if c.Leased {
 				cs[j].LeaseID, cs[j].LeaseExpiresAt = groupString(AppendUUID(nil, c.Lease)), StatTime(c.Expires)
 			}

@@ -15,13 +15,23 @@ import (
 // A queue's partitions and its consumer groups' cursors on them, for the
 // web console's queue page (docs/console.md). One statement reads the
 // queue's row, its partition rows (by the queue's index), the consumer rows
-// of each (by their primary key) and one primary-key probe per partition
-// for its first stored segment, which says what retention removed: no
-// segment is scanned, and no other queue's partition is read
+// of each (by their primary key), the queue's subscriptions (by theirs) and
+// one primary-key probe per partition for its first stored segment, which
+// says what retention removed: no other queue's partition is read
 // (TestQueueConsumersReadOnlyTheQueue reads the plan). Counts are as the
 // admin counts' (admin_queues.go): with gone the highest offset no longer
 // stored, a partition stores last_offset - gone messages and a cursor lags
 // by last_offset - greatest(cursor, gone).
+//
+// A group's lag is over every partition of the queue, not only those it has
+// popped: a partition it has no cursor on yet counts from where its first
+// pop would seed the cursor (consumer_pop_v1): queue mode, and a group whose
+// stored subscription is "all" (or that has none stored), from the
+// beginning; a "new" or "from" subscription after the last segment created
+// at or before its start. That seed is a walk back from the partition's end
+// over the segments younger than the start, as the pop's; a partition whose
+// first stored segment is already younger (born after the subscription)
+// needs no walk.
 
 // ConsumerPartition is one partition of a queue.
 type ConsumerPartition struct {
@@ -39,6 +49,9 @@ type ConsumerCursor struct {
 	Partition   string
 	Cursor      int64
 	Lag         int64 // messages stored after the cursor
+	// Popped is false for a partition the group has no cursor on yet:
+	// Cursor is then where its first pop would start.
+	Popped bool
 	// Lease and Expires are the live lease, when LeaseLive; Delivered what
 	// it delivered (0 without a live lease).
 	Lease     [16]byte
@@ -47,21 +60,45 @@ type ConsumerCursor struct {
 	Delivered int64
 }
 
-// queueConsumersSQL: a row per (partition, cursor), a partition with no
-// cursor once with a null group, and the queue once with null partition
-// when it has none; no row when the tenant has no such queue. Not ordered
-// here: ORDER BY p.name would have the planner weigh a sort against an
-// index walk for nothing, so the caller sorts.
-const queueConsumersSQL = `/* queen:queue-consumers */ SELECT p.id, p.name, p.last_offset, p.last_write_at, p.last_offset - g.gone,
-       c.consumer_group, c.cursor_offset, greatest(p.last_offset - greatest(c.cursor_offset, g.gone), 0),
+// queueConsumersSQL: a row per (partition, group of the queue), a
+// partition once with a null group when the queue has no group, and the
+// queue once with null partition when it has none; no row when the tenant
+// has no such queue. The queue's groups are those with a cursor on one of
+// its partitions or a stored subscription to it. Not ordered here: ORDER BY
+// p.name would have the planner weigh a sort against an index walk for
+// nothing, so the caller sorts.
+const queueConsumersSQL = `/* queen:queue-consumers */ WITH q AS MATERIALIZED (
+    SELECT q.id FROM queen.queues q WHERE q.tenant = $1 AND q.name = $2
+), p AS MATERIALIZED (
+    SELECT p.id, p.name, p.last_offset, p.last_write_at, fs.created_at AS first_at,
+           coalesce(fs.base_offset - 1, p.last_offset) AS gone
+    FROM queen.log_partitions p
+    LEFT JOIN LATERAL (SELECT s.base_offset, s.created_at FROM queen.log_segments s
+                       WHERE s.partition_id = p.id ORDER BY s.end_offset LIMIT 1) fs ON true
+    WHERE p.queue_id = (SELECT q.id FROM q)
+), c AS MATERIALIZED (
+    SELECT c.partition_id, c.consumer_group, c.cursor_offset, c.lease_id, c.lease_expires_at, c.delivered_count
+    FROM queen.consumer_cursors c WHERE c.partition_id = ANY (ARRAY(SELECT p.id FROM p))
+), s AS MATERIALIZED (
+    SELECT s.consumer_group, s.start_after FROM queen.consumer_subscriptions s WHERE s.queue_id = (SELECT q.id FROM q)
+), g AS MATERIALIZED (
+    SELECT s.consumer_group, s.start_after FROM s
+    UNION
+    SELECT c.consumer_group, NULL::timestamptz FROM c WHERE c.consumer_group NOT IN (SELECT s.consumer_group FROM s)
+)
+SELECT p.id, p.name, p.last_offset, p.last_write_at, p.last_offset - p.gone,
+       g.consumer_group, c.partition_id IS NOT NULL, k.cursor, greatest(p.last_offset - greatest(k.cursor, p.gone), 0),
        c.lease_id, c.lease_expires_at, c.lease_id IS NOT NULL AND c.lease_expires_at > clock_timestamp(), c.delivered_count
-FROM queen.queues q
-LEFT JOIN queen.log_partitions p ON p.queue_id = q.id
-LEFT JOIN LATERAL (SELECT s.base_offset FROM queen.log_segments s
-                   WHERE s.partition_id = p.id ORDER BY s.end_offset LIMIT 1) fs ON true
-LEFT JOIN LATERAL (SELECT coalesce(fs.base_offset - 1, p.last_offset) AS gone) g ON true
-LEFT JOIN queen.consumer_cursors c ON c.partition_id = p.id
-WHERE q.tenant = $1 AND q.name = $2`
+FROM q
+LEFT JOIN p ON true
+LEFT JOIN g ON p.id IS NOT NULL
+LEFT JOIN c ON c.partition_id = p.id AND c.consumer_group = g.consumer_group
+LEFT JOIN LATERAL (SELECT CASE
+    WHEN c.partition_id IS NOT NULL THEN c.cursor_offset
+    WHEN g.consumer_group = '` + QueueMode + `' OR g.start_after IS NULL OR p.first_at IS NULL OR p.first_at > g.start_after THEN 0
+    ELSE coalesce((SELECT y.end_offset FROM queen.log_segments y
+                   WHERE y.partition_id = p.id AND y.created_at <= g.start_after ORDER BY y.end_offset DESC LIMIT 1), 0)
+    END AS cursor) k ON g.consumer_group IS NOT NULL`
 
 // QueueConsumers reads one of a tenant's queues: its partitions by name,
 // and every cursor on them by group, then partition name. found is false
@@ -80,8 +117,8 @@ func (db *DB) QueueConsumers(ctx context.Context, tenant tenancy.TenantID, queue
 			var pname, group pgtype.Text
 			var wrote, expires pgtype.Timestamptz
 			var lease pgtype.UUID
-			var live pgtype.Bool
-			if err := rows.Scan(&pid, &pname, &last, &wrote, &msgs, &group, &cursor, &lag, &lease, &expires, &live, &delivered); err != nil {
+			var popped, live pgtype.Bool
+			if err := rows.Scan(&pid, &pname, &last, &wrote, &msgs, &group, &popped, &cursor, &lag, &lease, &expires, &live, &delivered); err != nil {
 				return err
 			}
 			if !pid.Valid { // the queue has no partition
@@ -97,7 +134,7 @@ func (db *DB) QueueConsumers(ctx context.Context, tenant tenancy.TenantID, queue
 			if !group.Valid {
 				continue
 			}
-			c := ConsumerCursor{Group: group.String, PartitionID: pid.Int64, Partition: pname.String, Cursor: cursor.Int64, Lag: lag.Int64}
+			c := ConsumerCursor{Group: group.String, PartitionID: pid.Int64, Partition: pname.String, Cursor: cursor.Int64, Lag: lag.Int64, Popped: popped.Bool}
 			if live.Bool {
 				c.Lease, c.LeaseLive, c.Expires, c.Delivered = lease.Bytes, true, expires.Time, delivered.Int64
 			}

@@ -12,8 +12,10 @@ import (
 )
 
 // A queue's partitions by name with what they store, and every group's
-// cursor on them with its lag, the live lease only, and what retention
-// removed taken out; the other tenant's queue of that name is apart.
+// cursor on each of them with its lag, the live lease only, and what
+// retention removed taken out (also from a partition the group never
+// popped, which counts from the beginning for these "all" groups); the
+// other tenant's queue of that name is apart.
 func TestQueueConsumers(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -57,17 +59,20 @@ func TestQueueConsumers(t *testing.T) {
 	}
 	var got []string
 	for _, c := range cursors {
-		got = append(got, fmt.Sprintf("%s/%s cursor %d lag %d live %v delivered %d", c.Group, c.Partition, c.Cursor, c.Lag, c.LeaseLive, c.Delivered))
+		got = append(got, fmt.Sprintf("%s/%s cursor %d lag %d popped %v live %v delivered %d", c.Group, c.Partition, c.Cursor, c.Lag, c.Popped, c.LeaseLive, c.Delivered))
 	}
 	want := []string{
-		"a-done/p2 cursor 2 lag 0 live false delivered 0",
-		"g/p1 cursor 0 lag 2 live true delivered 2",
-		"h/p2 cursor 0 lag 2 live false delivered 0",
+		"a-done/p1 cursor 0 lag 2 popped false live false delivered 0",
+		"a-done/p2 cursor 2 lag 0 popped true live false delivered 0",
+		"g/p1 cursor 0 lag 2 popped true live true delivered 2",
+		"g/p2 cursor 0 lag 2 popped false live false delivered 0",
+		"h/p1 cursor 0 lag 2 popped false live false delivered 0",
+		"h/p2 cursor 0 lag 2 popped true live false delivered 0",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("cursors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if g := cursors[1]; g.Lease != held || g.Expires.IsZero() || cursors[2].Lease != ([16]byte{}) || !cursors[2].Expires.IsZero() {
+	if g := cursors[2]; g.Lease != held || g.Expires.IsZero() || cursors[5].Lease != ([16]byte{}) || !cursors[5].Expires.IsZero() {
 		t.Fatalf("leases: %+v", cursors)
 	}
 
@@ -87,10 +92,91 @@ func TestQueueConsumers(t *testing.T) {
 	}
 }
 
-// The console's statements read the queue's partition rows by its index
-// and their consumer and dead-letter rows by key, and a segment only by a
-// primary-key probe: never every partition, and no scan of segments or
-// transaction ids.
+// A group's lag counts every partition of the queue: a group that read 5
+// of 30 messages, all from one partition, lags by 25, the partitions it
+// never popped counted from the beginning.
+func TestQueueConsumersLagCountsPartitionsNeverPopped(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	for i := 1; i <= 3; i++ {
+		var ids []string
+		for j := 1; j <= 10; j++ {
+			ids = append(ids, fmt.Sprintf("m%d-%d", i, j))
+		}
+		push(t, db, write("thirty", fmt.Sprintf("p%d", i), ids...))
+	}
+	l := lease()
+	r := pop(t, db, pgwire.PopRequest{Queue: "thirty", Partition: "p1", Group: "g", Lease: l, Batch: 5})
+	if len(r.Messages) != 5 {
+		t.Fatalf("popped %d, want 5", len(r.Messages))
+	}
+	ack(t, db, r.PartitionID, "g", &l, completed("m1-1", "m1-2", "m1-3", "m1-4", "m1-5")...)
+
+	_, lags := groupLags(t, db, "thirty")
+	if lags["g"] != "p1 5 p2 10 p3 10 = 25" {
+		t.Fatalf("g's lag: %s, want p1 5 p2 10 p3 10 = 25", lags["g"])
+	}
+}
+
+// A group that subscribed with "new" lags only by what came after its
+// first pop: on the partitions it has popped, on those it never popped and
+// on a partition made after it subscribed. Queue mode counts every
+// partition from the beginning.
+func TestQueueConsumersLagOfANewSubscription(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	push(t, db, write("fresh", "p1", "a1", "a2"))
+	push(t, db, write("fresh", "p2", "b1", "b2", "b3"))
+	r := pop(t, db, pgwire.PopRequest{Queue: "fresh", Partition: "p1", Group: "late", Lease: lease(), Batch: 10, SubscriptionMode: "new"})
+	if len(r.Messages) != 0 {
+		t.Fatalf("a new subscription's first pop delivered %d", len(r.Messages))
+	}
+	qm := lease()
+	r = pop(t, db, pgwire.PopRequest{Queue: "fresh", Partition: "p1", Group: pgwire.QueueMode, Lease: qm, Batch: 1})
+	ack(t, db, r.PartitionID, pgwire.QueueMode, &qm, completed("a1")...)
+	// After the subscription: one more on p1, two on p2, one on a new p3.
+	push(t, db, write("fresh", "p1", "a3"))
+	push(t, db, write("fresh", "p2", "b4", "b5"))
+	push(t, db, write("fresh", "p3", "c1"))
+
+	cursors, lags := groupLags(t, db, "fresh")
+	if lags["late"] != "p1 1 p2 2 p3 1 = 4" {
+		t.Fatalf("late's lag: %s, want p1 1 p2 2 p3 1 = 4", lags["late"])
+	}
+	if lags[pgwire.QueueMode] != "p1 2 p2 5 p3 1 = 8" {
+		t.Fatalf("queue mode's lag: %s, want p1 2 p2 5 p3 1 = 8", lags[pgwire.QueueMode])
+	}
+	for _, c := range cursors {
+		if c.Popped != (c.Partition == "p1") {
+			t.Fatalf("%s/%s popped %v", c.Group, c.Partition, c.Popped)
+		}
+	}
+}
+
+// groupLags reads the queue's cursors and renders each group's lag per
+// partition and its sum.
+func groupLags(t *testing.T, db *pgwire.DB, queue string) ([]pgwire.ConsumerCursor, map[string]string) {
+	t.Helper()
+	_, cursors, found, err := db.QueueConsumers(context.Background(), [16]byte{}, queue)
+	if err != nil || !found {
+		t.Fatalf("consumers of %s: %v %v", queue, found, err)
+	}
+	parts, sums := map[string][]string{}, map[string]int64{}
+	for _, c := range cursors {
+		parts[c.Group] = append(parts[c.Group], fmt.Sprintf("%s %d", c.Partition, c.Lag))
+		sums[c.Group] += c.Lag
+	}
+	out := map[string]string{}
+	for g, ps := range parts {
+		out[g] = fmt.Sprintf("%s = %d", strings.Join(ps, " "), sums[g])
+	}
+	return cursors, out
+}
+
+// The console's statements read the queue's partition rows by its index,
+// their consumer, subscription and dead-letter rows by key, and segments
+// only through their partition's key: never every partition, and no scan
+// of segments or transaction ids.
 func TestQueueConsumersReadOnlyTheQueue(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -116,7 +202,7 @@ func TestQueueConsumersReadOnlyTheQueue(t *testing.T) {
 		conn.Release()
 		text := strings.Join(plan, "\n")
 		for i, line := range plan {
-			for _, table := range []string{"log_partitions", "consumer_cursors", "dead_letters", "queues"} {
+			for _, table := range []string{"log_partitions", "consumer_cursors", "consumer_subscriptions", "dead_letters", "queues"} {
 				if !strings.Contains(line, " on "+table+" ") && !strings.HasSuffix(line, " on "+table) {
 					continue
 				}

@@ -153,7 +153,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_ENCRYPTION_KEY_FILE", "", "file holding QUEEN_ENCRYPTION_KEY's value (entries separated by commas or lines), instead of the variable", str(&c.encryptionKeyFile)},
 		{"QUEEN_HTTP_TOKENS", "", "tenant bearer tokens for HTTP: token=tenant-uuid,... (none here and in QUEEN_HTTP_ADMIN_TOKENS: no authentication)", str(&c.httpTokens)},
 		{"QUEEN_HTTP_ADMIN_TOKENS", "", "admin bearer tokens for HTTP (may also switch maintenance): token=tenant-uuid,...", str(&c.httpAdminTokens)},
-		{"QUEEN_METRICS_ADDR", "", "also serve /metrics/prometheus here, without tokens (empty: only on the HTTP address)", str(&c.metricsAddr)},
+		{"QUEEN_METRICS_ADDR", "", "also serve /metrics (and /metrics/prometheus) here, without tokens (empty: only on the HTTP address)", str(&c.metricsAddr)},
 		{"QUEEN_LOG_LEVEL", "info", "debug, info, warn, error", str(&c.logLevel)},
 		{"QUEEN_GC_PERCENT", "400", "Go garbage collector target (as GOGC, which wins when set): heap growth in percent of the live heap before a collection", num(&c.gcPercent)},
 		{"QUEEN_ADAPTIVE_PROCS", "1", "size GOMAXPROCS to the load: fewer Ps while the bridge uses little CPU, back up to the machine's at once when it needs them (0: keep the runtime's; GOMAXPROCS set: kept)", func(v string) error {

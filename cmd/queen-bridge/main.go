@@ -117,9 +117,32 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// NATS first: its address is the one most often taken (another
+	// bridge, a nats-server), and its failure is known at once, without
+	// waiting for the embedded cluster's start (initdb on a first run).
+	natsURL, natsWhere := cfg.natsURL, "external "+auth.URL(cfg.natsURL)
+	natsOpts := append([]nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}, natsAuth...)
+	if natsURL == "" {
+		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen, ConfigFile: cfg.natsConfig})
+		if errors.Is(err, embedded.ErrNATSListen) {
+			return fmt.Errorf("%w (QUEEN_NATS_LISTEN sets another address, QUEEN_NATS_URL an external server)", err)
+		}
+		if err != nil {
+			return err
+		}
+		defer ns.Stop()
+		natsURL, natsWhere = ns.ClientURL(), "embedded "+ns.ClientURL()
+		// The bridge's own connection to its embedded server is in-process
+		// (a pipe, not loopback TCP): no socket system calls on either side
+		// for every request and answer. Clients still use the TCP listener.
+		natsOpts = append(natsOpts, nats.InProcessServer(ns.Server()))
+	}
 	dsn, pgWhere := cfg.pgDSN, "external"
 	if dsn == "" {
 		pg, err := embedded.StartPostgres(ctx, embedded.Config{DataDir: filepath.Join(cfg.dataDir, "pg")})
+		if errors.Is(err, embedded.ErrDataDirInUse) {
+			return fmt.Errorf("%w (QUEEN_DATA_DIR)", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -133,20 +156,6 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 			log.Warn().Str("target", "bridge").Str("wanted", want).Str("using", pg.DataDir()).
 				Msg("the postgres account cannot reach the data directory (a parent is not searchable); the embedded cluster lives elsewhere")
 		}
-	}
-	natsURL, natsWhere := cfg.natsURL, "external "+auth.URL(cfg.natsURL)
-	natsOpts := append([]nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}, natsAuth...)
-	if natsURL == "" {
-		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen, ConfigFile: cfg.natsConfig})
-		if err != nil {
-			return err
-		}
-		defer ns.Stop()
-		natsURL, natsWhere = ns.ClientURL(), "embedded "+ns.ClientURL()
-		// The bridge's own connection to its embedded server is in-process
-		// (a pipe, not loopback TCP): no socket system calls on either side
-		// for every request and answer. Clients still use the TCP listener.
-		natsOpts = append(natsOpts, nats.InProcessServer(ns.Server()))
 	}
 	nc, err := nats.Connect(natsURL, natsOpts...)
 	if err != nil {

@@ -103,12 +103,27 @@ func TestConsole(t *testing.T) {
 		if got := eval[string](t, reader, row("p1", "lease")); got != "—" {
 			t.Fatalf("p1's lease (released by the whole acknowledgement) shows %q", got)
 		}
-		// p3 was never read by billing: its whole content is lag, if the
-		// group lists it at all.
-		if got := eval[string](t, reader, `(document.querySelector('#groups [data-group="billing"] tr[data-partition="p3"] [data-field="lag"]') || {textContent: "1"}).textContent`); got != "1" {
+		// p3 was never read by billing: its whole content is lag, and it
+		// counts in the group's lag (1 + 1 + 1).
+		if got := eval[string](t, reader, row("p3", "lag")); got != "1" {
 			t.Fatalf("p3's lag shows %q, want 1", got)
 		}
+		if got := eval[string](t, reader, `document.querySelector('#groups [data-group="billing"] tr[data-partition="p3"]').dataset.popped`); got != "false" {
+			t.Fatalf("p3 shows popped %q for billing, which never popped it", got)
+		}
+		if got := eval[string](t, reader, `document.querySelector('#groups [data-group="billing"] h3 [data-field="lag"]').textContent`); got != "lag 3" {
+			t.Fatalf("billing's lag shows %q, want lag 3 (every partition counted)", got)
+		}
 		reader.screenshot(t, "queue")
+	})
+
+	t.Run("queue page: a queue that does not exist says so", func(t *testing.T) {
+		reader.open(t, "/console/queues/no-such-queue")
+		reader.until(t, "the page says there is no such queue",
+			`(document.getElementById("queue-missing") || {textContent: ""}).textContent.startsWith("No queue no-such-queue")`)
+		// Tenant B's queue is no queue for tenant A's token.
+		reader.open(t, "/console/queues/secret-b")
+		reader.until(t, "another tenant's queue is no queue", `document.getElementById("queue-missing") !== null`)
 	})
 
 	t.Run("messages: browse by offset, find by transactionId", func(t *testing.T) {

@@ -397,11 +397,31 @@
       el("h2", { text: "Consumer groups" }),
       groups);
     once(async () => {
-      const s = await api("/api/v1/status/queues/" + encodeURIComponent(queue));
+      let s;
+      try {
+        s = await api("/api/v1/status/queues/" + encodeURIComponent(queue));
+      } catch (e) {
+        if (e.status === 404) return; // the consumers route below says so
+        throw e;
+      }
       document.getElementById("queue-options").textContent = "Options: " + optionsText((s.queue || {}).config);
     });
     await live(async () => {
-      const c = await api("/api/v1/resources/queues/" + encodeURIComponent(queue) + "/consumers");
+      let c;
+      try {
+        c = await api("/api/v1/resources/queues/" + encodeURIComponent(queue) + "/consumers");
+      } catch (e) {
+        if (e.status !== 404) throw e;
+        // No such queue for this token: say so in the page and stop
+        // refreshing it.
+        stop();
+        fill(main,
+          el("h1", {}, el("a", { href: "/console/queues", text: "Queues" }), " / ", el("span", { id: "queue-name", text: queue })),
+          el("p", { class: "error", id: "queue-missing",
+            text: "No queue " + queue + ": nothing was pushed to it, or it was deleted (or it belongs to another tenant than this token's)." }));
+        setStatus("no queue " + queue);
+        return;
+      }
       fill(parts, ...(c.partitions || []).map((p) => el("tr", { "data-partition": p.name, "data-partition-id": p.id },
         el("td", { text: p.name }),
         el("td", { class: "n", text: p.id }),
@@ -418,8 +438,11 @@
           el("table", {}, el("thead", {}, el("tr", {},
             el("th", { text: "partition" }), el("th", { class: "n", text: "cursor" }), el("th", { class: "n", text: "lag" }),
             el("th", { text: "lease" }), el("th", { text: "until" }), el("th", { class: "n", text: "batch" }))),
-          el("tbody", {}, (g.partitions || []).map((p) => el("tr", { "data-partition": p.partition, "data-partition-id": p.partitionId },
-            el("td", { text: p.partition }),
+          el("tbody", {}, (g.partitions || []).map((p) => el("tr", { "data-partition": p.partition, "data-partition-id": p.partitionId,
+            "data-popped": p.popped ? "true" : "false" },
+            // A partition the group never popped: its lag counts from
+            // where the group's subscription starts it (the cursor shown).
+            el("td", {}, p.partition, p.popped ? null : el("span", { class: "note", text: " · not popped yet" })),
             el("td", { class: "n", "data-field": "cursor", text: num(p.cursor) }),
             el("td", { class: "n", "data-field": "lag", text: num(p.lag) }),
             el("td", { class: "mono", "data-field": "lease", text: p.leaseId || "—" }),
