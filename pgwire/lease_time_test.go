@@ -3,7 +3,6 @@ package pgwire_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func TestLeaseTimeInMilliseconds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(short.Close)
-	fromDSN := testkit.OpenDB(t, withSetting(t, dsn, "queen.lease_ms", "150"), 2)
+	fromDSN := testkit.OpenDB(t, testenv.WithSetting(dsn, "queen.lease_ms", "150"), 2)
 	plain := testkit.OpenDB(t, dsn, 2)
 	setOptions(t, plain, "q", map[string]any{"leaseTime": 300})
 
@@ -80,22 +79,6 @@ func TestLeaseTimeInMilliseconds(t *testing.T) {
 	if r := pop(t, plain, pgwire.PopRequest{Queue: "q", Partition: "plain", Group: "g", Lease: lease()}); r.LeaseExpires.Before(at.Add(299 * time.Second)) {
 		t.Fatalf("without the setting the lease expires %s after it was taken, want the queue's 300 s", r.LeaseExpires.Sub(at))
 	}
-}
-
-// withSetting adds a session setting to dsn, in either of its forms.
-func withSetting(t *testing.T, dsn, name, value string) string {
-	t.Helper()
-	if !strings.Contains(dsn, "://") {
-		return dsn + " " + name + "=" + value
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set(name, value)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // dbNow is the database's clock, which lease expiries are set by.
