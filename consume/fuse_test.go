@@ -18,6 +18,8 @@ import (
 // whose first acknowledgement's partition has a gate until the gate is
 // closed: a statement in flight for as long as the test wants.
 type gatedWhole struct {
+	// mu guards gates: the test adds them while the fuser's statements,
+	// two at once, look theirs up.
 	mu      sync.Mutex
 	gates   map[int64]chan struct{}
 	started chan int64 // the first partition id of each statement, as it starts
