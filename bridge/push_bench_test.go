@@ -19,7 +19,7 @@ import (
 // instantSink commits every segment at once, in memory: what is left is the
 // bridge's own work and fusion's.
 type instantSink struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // guards last: bundles in flight at once each commit
 	last map[string]int64
 }
 

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/client"
+	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // Consume over NATS and over HTTP: each named group gets every message
-// once, in order per partition; a batch the handler fails comes again; a
-// lease is renewed while the handler runs, so the partition stays held
-// past the queue's leaseTime.
+// once, in order per partition; a batch the handler fails comes again.
 func TestConsumeOverNATSAndHTTP(t *testing.T) {
 	b := newBridge(t, bridgeBinary(t))
 	ctx := context.Background()
@@ -69,19 +70,48 @@ func TestConsumeOverNATSAndHTTP(t *testing.T) {
 			t.Fatalf("%s: %d of %d consumed: %v", name, len(seen), len(its), err)
 		}
 	}
+}
 
-	// Lease renewal.
-	if status, out := post(t, "http://"+b.http+"/api/v1/configure", `{"queue":"slow","options":{"leaseTime":1}}`); status != http.StatusOK {
-		t.Fatalf("configure: %d %s", status, out)
-	}
-	if _, err := overHTTP.Push(ctx, client.Item{Queue: "slow", Partition: "p", Payload: json.RawMessage(`1`)}); err != nil {
+// A lease is renewed while the handler runs, so the partition stays held
+// past the lease's first expiry. The bridge's leases last 500 ms (the
+// test-only session setting queen.lease_ms, whatever the queue's
+// leaseTime), renewed every 50 ms; the handler polls the database until
+// the lease has outlived its first expiry and is still live, then a pop
+// of the partition must find it held.
+func TestConsumeRenewsTheLease(t *testing.T) {
+	b := newBridgeOn(t, bridgeBinary(t), testenv.WithSetting(testenv.NewDatabase(t), "queen.lease_ms", "500"))
+	ctx := context.Background()
+	c, err := client.New(client.Config{NATS: natsConn(t), Prefix: b.prefix})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := c.Push(ctx, client.Item{Queue: "slow", Partition: "p", Payload: json.RawMessage(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, b.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	// expiry is the lease's expiry and the database's clock.
+	expiry := func(lease string) (expires, now time.Time) {
+		if err := pool.QueryRow(ctx, `SELECT lease_expires_at, clock_timestamp() FROM queen.consumer_cursors WHERE lease_id = $1`, lease).
+			Scan(&expires, &now); err != nil {
+			t.Errorf("the lease %s: %v", lease, err)
+		}
+		return expires, now
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	err = overNATS.Consume(cctx, "slow", "", func(context.Context, []client.Message) error {
+	handled := false
+	err = c.Consume(cctx, "slow", "", func(_ context.Context, msgs []client.Message) error {
 		defer cancel()
-		time.Sleep(1500 * time.Millisecond) // past the queue's leaseTime
+		handled = true
+		first, _ := expiry(msgs[0].LeaseID)
+		testkit.WaitFor(t, "the lease to outlive its first expiry, renewed", time.Minute, func() bool {
+			expires, now := expiry(msgs[0].LeaseID)
+			return now.After(first) && expires.After(now)
+		})
 		resp, err := http.Get("http://" + b.http + "/api/v1/pop/queue/slow/partition/p")
 		if err != nil {
 			return err
@@ -91,9 +121,9 @@ func TestConsumeOverNATSAndHTTP(t *testing.T) {
 			t.Errorf("a pop while the handler runs: %d (the lease was not renewed)", resp.StatusCode)
 		}
 		return nil
-	}, client.ConsumeOptions{RenewEvery: 100 * time.Millisecond, Wait: time.Second})
-	if err != nil {
-		t.Fatal(err)
+	}, client.ConsumeOptions{RenewEvery: 50 * time.Millisecond, Wait: time.Second})
+	if err != nil || !handled {
+		t.Fatalf("consume: handled %v, %v", handled, err)
 	}
 }
 

@@ -26,8 +26,15 @@ type bridgeProc struct {
 
 func newBridge(t testing.TB, bin string) *bridgeProc {
 	t.Helper()
+	return newBridgeOn(t, bin, testenv.NewDatabase(t))
+}
+
+// newBridgeOn is newBridge on the database dsn names (with the settings it
+// carries: testenv.WithSetting).
+func newBridgeOn(t testing.TB, bin, dsn string) *bridgeProc {
+	t.Helper()
 	b := &bridgeProc{http: testkit.FreeAddr(t), prefix: "c" + strings.NewReplacer("/", "", "Test", "", "Benchmark", "").Replace(t.Name()),
-		dsn: testenv.NewDatabase(t)}
+		dsn: dsn}
 	b.env = []string{"QUEEN_NATS_URL=" + testenv.NATSURL(t), "QUEEN_NATS_PREFIX=" + b.prefix, "QUEEN_PG_DSN=" + b.dsn,
 		"QUEEN_HTTP_ADDR=" + b.http, "QUEEN_DATA_DIR=" + t.TempDir()}
 	b.start(t, bin)

@@ -43,7 +43,7 @@ func TestPipelineExactlyOnceUnderFaults(t *testing.T) {
 		if i < len(roles) {
 			role = roles[i]
 		}
-		r.spawn(t, "TestPipelineHelperProcess", "QUEEN_PIPELINE_ROLE="+role)
+		r.spawn(t, "TestPipelineHelperProcess", "QUEEN_PIPELINE_ROLE="+role, "QUEEN_PIPELINE_DSN="+r.a.dsn)
 	}
 	defer r.stopAll()
 
@@ -147,7 +147,7 @@ func TestPipelineHelperProcess(t *testing.T) {
 			<-ctx.Done()
 			return
 		case role == "slow" && batches == 2:
-			time.Sleep(4 * time.Second) // past the queue's 3 s lease: another process may hold the batch now
+			waitLeaseGone(t, ctx, msgs[0].LeaseID) // another process may hold the batch now
 			_, err := c.Commit(ctx, tx)
 			if err != nil {
 				say("S", "failed "+err.Error())
@@ -169,4 +169,23 @@ func TestPipelineHelperProcess(t *testing.T) {
 			say("F", err.Error())
 		}
 	}
+}
+
+// waitLeaseGone polls the database (QUEEN_PIPELINE_DSN) until lease holds
+// no partition any more: expired (the queue's 3 s), or taken over by
+// another process's claim.
+func waitLeaseGone(t *testing.T, ctx context.Context, lease string) {
+	pool, err := pgxpool.New(ctx, os.Getenv("QUEEN_PIPELINE_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	testkit.WaitFor(t, "the slow consumer's lease to expire", time.Minute, func() bool {
+		var live int64
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM queen.consumer_cursors
+			WHERE lease_id = $1 AND lease_expires_at > clock_timestamp()`, lease).Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		return live == 0
+	})
 }

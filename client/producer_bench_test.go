@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,10 +25,10 @@ func BenchmarkProducer(b *testing.B) {
 		b.Fatal(err)
 	}
 	payload := json.RawMessage(`{"data":"` + strings.Repeat("x", 189) + `"}`)
-	failed := 0
+	var failed atomic.Int64 // OnResult runs on the queue's goroutine, and on Add's when its context ends
 	p := c.NewProducer(client.ProducerConfig{MaxItems: 100, Linger: 2 * time.Millisecond, OnResult: func(_ client.Item, r client.Result, err error) {
 		if err != nil || !r.Stored() {
-			failed++
+			failed.Add(1)
 		}
 	}})
 	parts := make([]string, 100)
@@ -47,7 +48,7 @@ func BenchmarkProducer(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "items/s")
-	if failed > 0 {
-		b.Fatalf("%d items not stored", failed)
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d items not stored", n)
 	}
 }

@@ -41,7 +41,7 @@ func TestServePopWithNothingIsNoContent(t *testing.T) {
 	if status != jsonapi.StatusNoContent || body != nil {
 		t.Errorf("%d %s", status, body)
 	}
-	r.maint = true
+	r.maint.Store(true)
 	r.store.popByKey["p"] = delivers(1, "p", 1, 10)
 	status, body = r.c.ServePop(context.Background(), tenant, jsonapi.PopRequest{Queue: "q", Partition: "p"}, 0)
 	if status != jsonapi.StatusNoContent || body != nil {

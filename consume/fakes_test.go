@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 // fakeStore answers pops by partition (PartitionID when the request has
 // one, else the name) and acks by partition id.
 type fakeStore struct {
+	// mu guards every field: a Consumer calls the store from the request's
+	// goroutine, the claim rounds' and the ack fuser's statements at once,
+	// and the test reads what was recorded meanwhile.
 	mu       sync.Mutex
 	pops     []pgwire.PopRequest
 	tailPops [][]int64 // each hot tail claim statement's partition ids
@@ -186,6 +190,8 @@ func message(off int64, txid string, size int) pgwire.Message {
 
 // fakeMarks lists candidates and records what it hears.
 type fakeMarks struct {
+	// mu guards every field: concurrent pops ask for candidates, reserve
+	// and report outcomes from their own goroutines.
 	mu        sync.Mutex
 	cands     []readside.Candidate
 	candErr   error
@@ -260,6 +266,8 @@ func (fakePayloads) Sealed(context.Context, tenancy.TenantID, string) (bool, err
 
 // fakeObserver records what it hears.
 type fakeObserver struct {
+	// mu guards both lists: pops and acks report from their own
+	// goroutines (the ack fuser's among them).
 	mu     sync.Mutex
 	popped []int
 	acked  []acked
@@ -286,12 +294,14 @@ func (o *fakeObserver) Acked(status string, ok, dead bool) {
 
 // rig is a Consumer on fakes.
 type rig struct {
-	c        *Consumer
-	store    *fakeStore
-	marks    *fakeMarks
-	obs      *fakeObserver
-	maint    bool
-	popMaint bool
+	c     *Consumer
+	store *fakeStore
+	marks *fakeMarks
+	obs   *fakeObserver
+	// maint and popMaint are the switches Maintenance and PopMaintenance
+	// read: atomic, since the test flips them while a Consumer it has used
+	// may still be reading them on another goroutine (a parked pop).
+	maint, popMaint atomic.Bool
 }
 
 // newRig builds a Consumer through New. Its Reads is required but only
@@ -312,7 +322,7 @@ func newRigWithTail(t *testing.T, tail *readside.Tail) *rig {
 	}
 	r := &rig{store: newFakeStore(), marks: &fakeMarks{}, obs: &fakeObserver{}}
 	r.c, err = New(Config{DB: r.store, Reads: reads, Marks: r.marks, Payloads: fakePayloads{}, Observer: r.obs,
-		Maintenance: func() bool { return r.maint }, PopMaintenance: func() bool { return r.popMaint }, Tail: tail})
+		Maintenance: r.maint.Load, PopMaintenance: r.popMaint.Load, Tail: tail})
 	if err != nil {
 		t.Fatal(err)
 	}

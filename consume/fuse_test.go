@@ -18,6 +18,8 @@ import (
 // whose first acknowledgement's partition has a gate until the gate is
 // closed: a statement in flight for as long as the test wants.
 type gatedWhole struct {
+	// mu guards gates: the test adds them while the fuser's statements,
+	// two at once, look theirs up.
 	mu      sync.Mutex
 	gates   map[int64]chan struct{}
 	started chan int64 // the first partition id of each statement, as it starts
@@ -85,12 +87,6 @@ func (r *rig) queued() int {
 	return len(r.c.acks.queue)
 }
 
-// waitFor polls cond until it holds, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitFor(t, what, time.Minute, cond)
-}
-
 // checkWholeAnswers checks that every ack of a request was answered as
 // applied by a whole-batch statement of its own partition.
 func checkWholeAnswers(t *testing.T, acks []Ack, out []AckOutcome) {
@@ -140,11 +136,11 @@ func TestAckFuserSendsWhatArrivedMeanwhileInOneStatement(t *testing.T) {
 	waiting := []request{
 		send(wholeBatch(1, leaseOf(2), Completed, 3)),
 	}
-	waitFor(t, "the first request to queue", func() bool { return r.queued() == 1 })
+	testkit.WaitFor(t, "the first request to queue", time.Minute, func() bool { return r.queued() == 1 })
 	waiting = append(waiting, send(append(wholeBatch(2, leaseOf(2), DeadLetter, 1), wholeBatch(3, leaseOf(2), Retry, 2)...)))
-	waitFor(t, "the second request to queue", func() bool { return r.queued() == 2 })
+	testkit.WaitFor(t, "the second request to queue", time.Minute, func() bool { return r.queued() == 2 })
 	waiting = append(waiting, send(wholeBatch(4, leaseOf(3), Failed, 1)))
-	waitFor(t, "the third request to queue", func() bool { return r.queued() == 3 })
+	testkit.WaitFor(t, "the third request to queue", time.Minute, func() bool { return r.queued() == 3 })
 	select {
 	case pid := <-g.started:
 		t.Fatalf("a statement (partition %d) started while every slot was taken", pid)
@@ -377,9 +373,9 @@ func TestFuserLeavesOutACallerThatGaveUp(t *testing.T) {
 	<-started // it holds the only statement slot
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := do(ctx, 1, 2)
-	waitFor(t, "the first request to queue", func() bool { return queued() == 1 })
+	testkit.WaitFor(t, "the first request to queue", time.Minute, func() bool { return queued() == 1 })
 	kept := do(context.Background(), 3)
-	waitFor(t, "the second request to queue", func() bool { return queued() == 2 })
+	testkit.WaitFor(t, "the second request to queue", time.Minute, func() bool { return queued() == 2 })
 	cancel()
 	close(gate)
 	if a := <-held; a.err != nil || !slices.Equal(a.out, []int{0}) {

@@ -356,10 +356,12 @@ func TestPopInMaintenanceDeliversNothing(t *testing.T) {
 	t.Parallel()
 	for _, pop := range []bool{false, true} {
 		r := newRig(t)
-		r.maint, r.popMaint = !pop, pop
+		r.maint.Store(!pop)
+		r.popMaint.Store(pop)
 		popInMaintenance(t, r)
 		// Off again, the same rig's pop delivers.
-		r.maint, r.popMaint = false, false
+		r.maint.Store(false)
+		r.popMaint.Store(false)
 		r.store.popByKey["a"] = delivers(1, "a", 2, 10)
 		if got, err := r.c.Pop(context.Background(), tenant, PopRequest{Queue: "q", Partition: "a", Group: "g", Batch: 10, Partitions: 1}); err != nil || got.Count() != 2 {
 			t.Fatalf("out of maintenance: %+v, %v", got, err)

@@ -499,9 +499,9 @@ func TestTailClaimsOfConcurrentPopsShareAStatement(t *testing.T) {
 	for k, p := range parts {
 		start(p)
 		if k < maxClaimStatements {
-			waitFor(t, p+"'s claim statement to start", func() bool { return len(a.store.claimStatements()) == k+1 })
+			testkit.WaitFor(t, p+"'s claim statement to start", time.Minute, func() bool { return len(a.store.claimStatements()) == k+1 })
 		} else {
-			waitFor(t, p+"'s claim to queue", func() bool { return queued() == k+1-maxClaimStatements })
+			testkit.WaitFor(t, p+"'s claim to queue", time.Minute, func() bool { return queued() == k+1-maxClaimStatements })
 		}
 	}
 	close(hold)

@@ -12,7 +12,7 @@ import (
 
 // fastSink answers every segment queued at once; it measures fusion alone.
 type fastSink struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // guards last: bundles in flight at once each commit
 	last map[string]int64
 }
 

@@ -3,6 +3,9 @@ package fusion
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // checkBundleBytes fails the test if any Sink call carried more than bound
@@ -33,7 +36,7 @@ func TestBundlesNeverExceedBundleMaxBytes(t *testing.T) {
 		c.Shards, c.BundleMaxBytes, c.InFlightMin, c.InFlightMax, c.InFlightInitial = 2, bound, 1, 1, 1
 	})
 	first := submitAsync(t, f, "q", "gate", frames("g"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	testkit.WaitFor(t, "first bundle in the sink", 10*time.Second, func() bool { return sink.callCount() == 1 })
 
 	type sent struct {
 		part string
@@ -61,7 +64,7 @@ func TestBundlesNeverExceedBundleMaxBytes(t *testing.T) {
 		}
 		add("big", 20) // 20 frames of 3 KiB fit in one bundle, 21 do not
 	}
-	waitFor(t, "shards to take every submission", func() bool {
+	testkit.WaitFor(t, "shards to take every submission", 10*time.Second, func() bool {
 		for _, s := range f.shards {
 			if len(s.in) > 0 {
 				return false
@@ -162,7 +165,7 @@ func TestFrameLargerThanTheBoundGoesAlone(t *testing.T) {
 		c.Shards, c.BundleMaxBytes, c.InFlightMin, c.InFlightMax, c.InFlightInitial = 1, bound, 1, 1, 1
 	})
 	first := submitAsync(t, f, "q", "gate", frames("g"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	testkit.WaitFor(t, "first bundle in the sink", 10*time.Second, func() bool { return sink.callCount() == 1 })
 	fr := append(append(bigFrames(1<<10, "a"), bigFrames(100<<10, "huge")...), bigFrames(1<<10, "c")...)
 	ch := submitAsync(t, f, "q", "p1", fr)
 	other := submitAsync(t, f, "q", "p2", bigFrames(1<<10, "x", "y"))

@@ -115,7 +115,7 @@ func TestBundlesNeverExceedBundleMax(t *testing.T) {
 func behindGatedBundle(t *testing.T, f *Fusion, sink *memSink, n int) (first <-chan []Verdict, rest []<-chan []Verdict) {
 	t.Helper()
 	first = submitAsync(t, f, "q", "p0", frames("x"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	testkit.WaitFor(t, "first bundle in the sink", 10*time.Second, func() bool { return sink.callCount() == 1 })
 	for i := 1; i < n; i++ {
 		rest = append(rest, submitAsync(t, f, "q", fmt.Sprintf("p%d", i), frames("x")))
 	}
@@ -129,7 +129,7 @@ func TestBundleGrowsWhileSinkIsSlow(t *testing.T) {
 	sink.gate = make(chan struct{})
 	f := startFusion(t, sink, func(c *Config) { c.Shards = 1; c.InFlightMin = 1; c.InFlightMax = 1; c.InFlightInitial = 1 })
 	first, rest := behindGatedBundle(t, f, sink, 50)
-	waitFor(t, "shard to take every submission", func() bool { return len(f.shards[0].in) == 0 })
+	testkit.WaitFor(t, "shard to take every submission", 10*time.Second, func() bool { return len(f.shards[0].in) == 0 })
 	close(sink.gate)
 	wait(t, first)
 	for _, ch := range rest {
@@ -156,7 +156,7 @@ func TestBundlesSpanShards(t *testing.T) {
 	if len(shards) < 4 {
 		t.Fatalf("49 partitions fell into %d shards only", len(shards))
 	}
-	waitFor(t, "every shard to leave its partitions in the outbox", func() bool { return f.outbox.len() == 49 })
+	testkit.WaitFor(t, "every shard to leave its partitions in the outbox", 10*time.Second, func() bool { return f.outbox.len() == 49 })
 	close(sink.gate)
 	wait(t, first)
 	for _, ch := range rest {
@@ -182,7 +182,7 @@ func TestAbortAnswersTheOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, rest := behindGatedBundle(t, f, sink, 20)
-	waitFor(t, "the outbox to fill", func() bool { return f.outbox.len() == 19 })
+	testkit.WaitFor(t, "the outbox to fill", 10*time.Second, func() bool { return f.outbox.len() == 19 })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := f.Stop(ctx); err == nil {
@@ -209,7 +209,7 @@ func TestHeldPartitionDispatchesOnBackstopTick(t *testing.T) {
 	f.limit.inUse = 1 // every permit taken
 	f.limit.mu.Unlock()
 	ch := submitAsync(t, f, "q", "p", frames("a"))
-	waitFor(t, "the shard to hold the partition", func() bool {
+	testkit.WaitFor(t, "the shard to hold the partition", 10*time.Second, func() bool {
 		f.limit.mu.Lock()
 		defer f.limit.mu.Unlock()
 		return len(f.limit.waiters) == 1
@@ -272,7 +272,7 @@ func TestStopWithExpiredContextAnswersEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := submitAsync(t, f, "q", "p0", frames("a"))
-	waitFor(t, "first bundle in the sink", func() bool { return sink.callCount() == 1 })
+	testkit.WaitFor(t, "first bundle in the sink", 10*time.Second, func() bool { return sink.callCount() == 1 })
 	second := submitAsync(t, f, "q", "p1", frames("b"))
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -292,11 +292,6 @@ func TestStopWithExpiredContextAnswersEverything(t *testing.T) {
 	}
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitFor(t, what, 10*time.Second, cond)
-}
-
 // The fusion summary line: commits, segments, segments_per_commit, items,
 // partitions written, and the fields the bridge adds, written while there
 // is traffic.
@@ -312,7 +307,7 @@ func TestSummaryLineWhileThereIsTraffic(t *testing.T) {
 	f.SetSummaryFields(func(e *zerolog.Event) { e.Int("owned_buckets", 7) })
 	submit(t, f, "q", "p1", "a", "b")
 	submit(t, f, "q", "p2", "c")
-	waitFor(t, "a summary line", func() bool {
+	testkit.WaitFor(t, "a summary line", 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return strings.Contains(buf.String(), `"message":"bundle summary"`)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // The limit is 1 + floor(F / W): one bundle, plus as many as can do their
@@ -150,7 +151,7 @@ func TestYieldHoldsThePermitAfterTheCommit(t *testing.T) {
 		t.Fatalf("with a yield %d permits in use at the verdict, want the bundle's own", n)
 	}
 	f.SetYield(0)
-	waitFor(t, "the held permit to come back", func() bool { return f.Stats().PermitsInUse == 0 })
+	testkit.WaitFor(t, "the held permit to come back", 10*time.Second, func() bool { return f.Stats().PermitsInUse == 0 })
 	if busy := f.Stats().Busy; busy < 40*time.Millisecond {
 		t.Fatalf("busy %v after two 20 ms bundles", busy)
 	}

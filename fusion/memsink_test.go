@@ -21,6 +21,8 @@ type memSink struct {
 	fail  func(call int) error         // per call; nil: never
 	gate  chan struct{}                // when set, the first call waits on it
 
+	// mu guards the fields below: fusion runs several bundles at once (one
+	// goroutine each), and the test reads them meanwhile.
 	mu       sync.Mutex
 	calls    int
 	parts    map[string]*memPart

@@ -18,7 +18,7 @@ import (
 // records what every bundle call carried.
 type countingSink struct {
 	*pgwire.DB
-	mu    sync.Mutex
+	mu    sync.Mutex // guards calls: bundles in flight at once each add theirs
 	calls [][]segment.Write
 }
 

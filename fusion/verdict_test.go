@@ -7,9 +7,11 @@ import (
 	"math"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/fusion/recent"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -217,7 +219,7 @@ func TestForeignRangeIsReadOnceThenSkipped(t *testing.T) {
 	if got := sink.lastVerified("q", "p"); got != 0 {
 		t.Fatalf("first flush of an unseen partition sent verified %d, want 0", got)
 	}
-	waitFor(t, "the gap read", func() bool { return f.Stats().Fills == 1 })
+	testkit.WaitFor(t, "the gap read", 10*time.Second, func() bool { return f.Stats().Fills == 1 })
 	calls := sink.callCount()
 	if v := submit(t, f, "q", "p", "x2"); statuses(v) != "duplicate@2" || sink.callCount() != calls {
 		t.Fatalf("a repeat of a foreign frame: %s (sink calls %d -> %d)", statuses(v), calls, sink.callCount())

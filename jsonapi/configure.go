@@ -68,6 +68,9 @@ func DecodeConfigure(body []byte) (ConfigureRequest, error) {
 		case "retentionSeconds":
 			err = json.Unmarshal(v, &r.RetentionSeconds)
 		default:
+			if err = checkEviction(k, v); err != nil {
+				return r, err
+			}
 			if r.Other == nil {
 				r.Other = map[string]json.RawMessage{}
 			}
@@ -84,6 +87,26 @@ func DecodeConfigure(body []byte) (ConfigureRequest, error) {
 		return r, Badf("options.retentionSeconds must be >= 0")
 	}
 	return r, nil
+}
+
+// checkEviction checks the two options of eviction, kept with the other
+// options where retention reads them: retentionEnabled is a boolean (or
+// null) and maxWaitTimeSeconds a whole number of seconds, at least 0 (or
+// null). Retention would read anything else as "off": said here instead.
+func checkEviction(name string, v json.RawMessage) error {
+	switch name {
+	case "retentionEnabled":
+		var b *bool
+		if json.Unmarshal(v, &b) != nil {
+			return Badf("options.retentionEnabled must be true or false, got %s", v)
+		}
+	case "maxWaitTimeSeconds":
+		var n *int32
+		if json.Unmarshal(v, &n) != nil || n != nil && *n < 0 {
+			return Badf("options.maxWaitTimeSeconds must be a whole number of seconds from 0 to 2147483647, got %s", v)
+		}
+	}
+	return nil
 }
 
 // QueueConfigured is a queue's settings after a change: the configure

@@ -48,6 +48,13 @@ func TestDecodeConfigure(t *testing.T) {
 		{body: `{"queue":"q","options":{"encryptionEnabled":"yes"}}`, err: "options.encryptionEnabled: json: cannot unmarshal string into Go value of type bool"},
 		{body: `{"queue":"q","options":{"dedupWindowSeconds":2147483648}}`, err: "options.dedupWindowSeconds: json: cannot unmarshal number 2147483648 into Go value of type int32"},
 		{body: `{"queue":"q","options":{"retentionSeconds":1.5}}`, err: "options.retentionSeconds: json: cannot unmarshal number 1.5 into Go value of type int32"},
+		{body: `{"queue":"q","options":{"retentionEnabled":true,"maxWaitTimeSeconds":10}}`,
+			want: ConfigureRequest{Queue: "q", Other: map[string]json.RawMessage{
+				"retentionEnabled": json.RawMessage(`true`), "maxWaitTimeSeconds": json.RawMessage(`10`)}}},
+		{body: `{"queue":"q","options":{"retentionEnabled":"yes"}}`, err: `options.retentionEnabled must be true or false, got "yes"`},
+		{body: `{"queue":"q","options":{"maxWaitTimeSeconds":-1}}`, err: "options.maxWaitTimeSeconds must be a whole number of seconds from 0 to 2147483647, got -1"},
+		{body: `{"queue":"q","options":{"maxWaitTimeSeconds":1.5}}`, err: "options.maxWaitTimeSeconds must be a whole number of seconds from 0 to 2147483647, got 1.5"},
+		{body: `{"queue":"q","options":{"maxWaitTimeSeconds":"15"}}`, err: `options.maxWaitTimeSeconds must be a whole number of seconds from 0 to 2147483647, got "15"`},
 		// Several bad options: the first by name, every time.
 		{body: `{"queue":"q","options":{"retentionSeconds":"a","encryptionEnabled":"b","dedupWindowSeconds":"c"}}`,
 			err: "options.dedupWindowSeconds: json: cannot unmarshal string into Go value of type int32"},

@@ -76,11 +76,6 @@ func startRouterGathering(t *testing.T, url string, gather time.Duration) *testR
 	return tr
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitFor(t, what, 20*time.Second, cond)
-}
-
 // Two routers find each other (hello, answered at once: the heartbeat is a
 // minute, so nothing else could tell them), forward and answer; a refusing owner (in
 // maintenance), an unknown owner and a stopped one send the groups back to
@@ -92,7 +87,7 @@ func TestRoutersForwardAndFallBack(t *testing.T) {
 	}
 	defer ns.Stop()
 	a, b := startRouter(t, ns.ClientURL()), startRouter(t, ns.ClientURL())
-	waitFor(t, "the two to see each other", func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
+	testkit.WaitFor(t, "the two to see each other", 20*time.Second, func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
 	if a.Stats().OwnedBuckets+b.Stats().OwnedBuckets != 1024 {
 		t.Fatalf("owned %d + %d", a.Stats().OwnedBuckets, b.Stats().OwnedBuckets)
 	}
@@ -123,7 +118,7 @@ func TestRoutersForwardAndFallBack(t *testing.T) {
 	if err := b.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the leave to be heard", func() bool { return len(a.Members()) == 1 }) // expiry would take three minutes
+	testkit.WaitFor(t, "the leave to be heard", 20*time.Second, func() bool { return len(a.Members()) == 1 }) // expiry would take three minutes
 	if a.Stats().OwnedBuckets != 1024 || a.Stats().BucketMoves == 0 {
 		t.Fatalf("after the leave %+v", a.Stats())
 	}
@@ -142,7 +137,7 @@ func TestConcurrentForwardsShareMessages(t *testing.T) {
 	defer ns.Stop()
 	a := startRouterGathering(t, ns.ClientURL(), 20*time.Millisecond)
 	b := startRouter(t, ns.ClientURL())
-	waitFor(t, "the two to see each other", func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
+	testkit.WaitFor(t, "the two to see each other", 20*time.Second, func() bool { return len(a.Members()) == 2 && len(b.Members()) == 2 })
 	const requests = 64
 	type got struct {
 		answers []Answer

@@ -30,6 +30,15 @@ type Config struct {
 	// expiry a cancel request goes to the server on a fresh connection and
 	// the pooled connection is destroyed. Default: 5s.
 	StatementTimeout time.Duration
+	// LeaseTime, for tests only: when set, every lease a pop takes or an
+	// extension renews lasts this long, whatever its queue's leaseTime (a
+	// whole number of seconds on the wire) or the seconds asked, so that a
+	// test outlives a lease in milliseconds instead of sleeping seconds. It
+	// reaches PostgreSQL as the session setting queen.lease_ms
+	// (consumer_duration_v1), which a DSN may set too
+	// ("...?queen.lease_ms=200", for a bridge a test starts as a process).
+	// At least 1ms when set. Default: 0, off.
+	LeaseTime time.Duration
 }
 
 func (c *Config) applyDefaults() error {
@@ -53,6 +62,9 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.AcquireTimeout < 0 || c.StatementTimeout < 0 {
 		return errors.New("pgwire: timeouts must not be negative")
+	}
+	if c.LeaseTime < 0 || c.LeaseTime > 0 && c.LeaseTime < time.Millisecond {
+		return fmt.Errorf("pgwire: LeaseTime must be 0 (off) or at least 1ms, got %s", c.LeaseTime)
 	}
 	if c.DefaultDedupWindowSeconds < 0 {
 		return fmt.Errorf("pgwire: DefaultDedupWindowSeconds must be >= 0, got %d", c.DefaultDedupWindowSeconds)
@@ -110,6 +122,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
 	}
 	pc.ConnConfig.RuntimeParams["queen.default_dedup_window_s"] = strconv.Itoa(cfg.DefaultDedupWindowSeconds)
+	if cfg.LeaseTime > 0 {
+		pc.ConnConfig.RuntimeParams["queen.lease_ms"] = strconv.FormatInt(cfg.LeaseTime.Milliseconds(), 10)
+	}
 	// Every statement of the bridge is keyed (a partition, a queue, a range
 	// of one partition): a sequential scan is never the plan it wants, and
 	// one made while a table was small (a fresh deployment, before

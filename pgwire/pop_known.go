@@ -114,7 +114,7 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
     -- live = 0: tombstones alone, stepped over (the cursor moves, no lease).
     UPDATE queen.consumer_cursors c SET
         lease_id         = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE $4::uuid END,
-        lease_expires_at = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE clock_timestamp() + make_interval(secs => cur.lease_s) END,
+        lease_expires_at = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE clock_timestamp() + queen.consumer_duration_v1(cur.lease_s) END,
         cursor_offset    = CASE WHEN $6 OR d.cnt = g.n THEN d.to_off ELSE c.cursor_offset END,
         delivered_to     = d.to_off,
         delivered_count  = d.cnt - g.n,

@@ -63,7 +63,7 @@ const popTailSQL = `/* queen:pop-tail */ WITH v AS (
 ), u AS (
     UPDATE queen.consumer_cursors c SET
         lease_id         = CASE WHEN l.auto THEN NULL ELSE l.lease END,
-        lease_expires_at = CASE WHEN l.auto THEN NULL ELSE clock_timestamp() + make_interval(secs => l.lease_s) END,
+        lease_expires_at = CASE WHEN l.auto THEN NULL ELSE clock_timestamp() + queen.consumer_duration_v1(l.lease_s) END,
         cursor_offset    = CASE WHEN l.auto THEN l.to_off ELSE c.cursor_offset END,
         delivered_to     = l.to_off,
         delivered_count  = l.n,
@@ -95,7 +95,7 @@ const popTailOneSQL = `/* queen:pop-tail-one */ WITH async AS (
 UPDATE queen.consumer_cursors c SET
     lease_id         = CASE WHEN $4 THEN NULL ELSE $3::uuid END,
     lease_expires_at = CASE WHEN $4 THEN NULL
-                            ELSE clock_timestamp() + make_interval(secs => queen.consumer_option_v1(q.other_options, 'leaseTime', 300)) END,
+                            ELSE clock_timestamp() + queen.consumer_duration_v1(queen.consumer_option_v1(q.other_options, 'leaseTime', 300)) END,
     cursor_offset    = CASE WHEN $4 THEN $7::int8 ELSE c.cursor_offset END,
     delivered_to     = $7,
     delivered_count  = $8,

@@ -98,9 +98,11 @@ func (s *Settings) AllFresh(tenant tenancy.TenantID, n int, name func(i int) str
 }
 
 // ConsumerOptions are the queue options in Queen's spelling that the
-// consumer API acts on at pop, ack and retention (docs/consumers.md). They
-// are stored with the other options, where the database reads them.
-var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "windowBuffer", "retainUnconsumed"}
+// consumer API acts on at pop, ack and retention (docs/consumers.md), and
+// eviction's pair, which retention acts on. They are stored with the other
+// options, where the database reads them.
+var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "windowBuffer", "retainUnconsumed",
+	"retentionEnabled", "maxWaitTimeSeconds"}
 
 // Configure creates or updates a queue (options left out keep their value),
 // caches the result and broadcasts it to peers.

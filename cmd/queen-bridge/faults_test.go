@@ -69,11 +69,6 @@ func (a *acked) pushUntil(addr string, stop <-chan struct{}, prefix string) *syn
 	return &wg
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitFor(t, what, 90*time.Second, cond)
-}
-
 // storedOnce checks that every acknowledged item is stored exactly once and
 // nothing is stored twice; it returns how many transactionIds are stored.
 func storedOnce(t *testing.T, dsn string, acked map[string]string) int {
@@ -138,7 +133,7 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	wg := a.pushUntil(r.http, stop, "a")
-	waitFor(t, "items in the spool", func() bool { return a.n.Load() >= 300 })
+	testkit.WaitFor(t, "items in the spool", 90*time.Second, func() bool { return a.n.Load() >= 300 })
 	_ = r.Cmd.Process.Signal(syscall.SIGKILL) // under load, spool full of records
 	<-r.Done
 	close(stop)
@@ -154,14 +149,14 @@ func TestKilledBridgeLosesNothing(t *testing.T) {
 	}
 	// Nothing was written during maintenance: the first stored message means
 	// the drain is under way. Cut it short there.
-	waitFor(t, "the drain to commit something", func() bool { return storedMessages(t, dsn) > 0 })
+	testkit.WaitFor(t, "the drain to commit something", 90*time.Second, func() bool { return storedMessages(t, dsn) > 0 })
 	_ = r.Cmd.Process.Signal(syscall.SIGKILL)
 	<-r.Done
 	close(stop)
 	wg.Wait()
 
 	r = startBinary(t, bin, env...)
-	waitFor(t, "the spool to drain", func() bool { return spoolEmpty(r.http) })
+	testkit.WaitFor(t, "the spool to drain", 90*time.Second, func() bool { return spoolEmpty(r.http) })
 	r.interrupt(t)
 
 	stored := storedOnce(t, dsn, a.txs)
@@ -179,7 +174,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	r := startBinary(t, bin, env...)
 	stop := make(chan struct{})
 	wg := a.pushUntil(r.http, stop, "s")
-	waitFor(t, "load", func() bool { return a.n.Load() >= 300 })
+	testkit.WaitFor(t, "load", 90*time.Second, func() bool { return a.n.Load() >= 300 })
 	if err := r.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +188,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	}
 
 	r = startBinary(t, bin, env...) // whatever was spooled drains
-	waitFor(t, "the spool to drain", func() bool { return spoolEmpty(r.http) })
+	testkit.WaitFor(t, "the spool to drain", 90*time.Second, func() bool { return spoolEmpty(r.http) })
 	r.interrupt(t)
 	stored := storedOnce(t, dsn, a.txs)
 	t.Logf("%d acknowledged before SIGTERM, %d stored, each once", len(a.txs), stored)

@@ -116,27 +116,27 @@ func TestKilledOwnerUnderLoad(t *testing.T) {
 		}
 		return owned == 1024
 	}
-	waitFor(t, "ownership to settle over three bridges", settled)
+	testkit.WaitFor(t, "ownership to settle over three bridges", 90*time.Second, settled)
 
 	l := &natsLoad{acked: map[string]string{}, stop: make(chan struct{})}
 	l.run(t, []string{cluster[0].ClientURL(), cluster[1].ClientURL(), cluster[2].ClientURL()}, 6)
-	waitFor(t, "load before the kill", func() bool { return l.count() >= 300 })
+	testkit.WaitFor(t, "load before the kill", 90*time.Second, func() bool { return l.count() >= 300 })
 	_ = bridges[1].Cmd.Process.Signal(syscall.SIGKILL)
 	killed := time.Now()
 	<-bridges[1].Done
 	before := l.count()
-	waitFor(t, "the survivors to take the dead bridge's buckets", func() bool {
+	testkit.WaitFor(t, "the survivors to take the dead bridge's buckets", 90*time.Second, func() bool {
 		return metric(bridges[0].http, "queen_ownership_bridges") == 2 && metric(bridges[2].http, "queen_ownership_bridges") == 2 &&
 			metric(bridges[0].http, "queen_ownership_owned_buckets")+metric(bridges[2].http, "queen_ownership_owned_buckets") == 1024
 	})
 	t.Logf("the survivors owned every bucket %v after the kill", time.Since(killed).Round(time.Millisecond))
-	waitFor(t, "load while one bridge is dead", func() bool { return l.count() >= before+300 })
+	testkit.WaitFor(t, "load while one bridge is dead", 90*time.Second, func() bool { return l.count() >= before+300 })
 	restarted := time.Now()
 	bridges[1] = start(1)
-	waitFor(t, "ownership to settle after the restart", settled)
+	testkit.WaitFor(t, "ownership to settle after the restart", 90*time.Second, settled)
 	t.Logf("ownership settled %v after the killed bridge was ready again", time.Since(restarted).Round(time.Millisecond))
 	before = l.count()
-	waitFor(t, "load after the restart", func() bool { return l.count() >= before+300 })
+	testkit.WaitFor(t, "load after the restart", 90*time.Second, func() bool { return l.count() >= before+300 })
 	close(l.stop)
 	l.wg.Wait()
 	if got := metric(bridges[1].http, "queen_forward_received_groups_total"); got <= 0 {
@@ -144,7 +144,7 @@ func TestKilledOwnerUnderLoad(t *testing.T) {
 			metric(bridges[0].http, "queen_forward_groups_total"), metric(bridges[2].http, "queen_forward_groups_total"),
 			metric(bridges[0].http, "queen_forward_fallback_groups_total"), metric(bridges[2].http, "queen_forward_fallback_groups_total"))
 	}
-	waitFor(t, "the spools to drain", func() bool {
+	testkit.WaitFor(t, "the spools to drain", 90*time.Second, func() bool {
 		return spoolEmpty(bridges[0].http) && spoolEmpty(bridges[1].http) && spoolEmpty(bridges[2].http)
 	})
 	for _, b := range bridges {

@@ -21,8 +21,8 @@ import (
 // countBudget counts the bytes taken and not given back; with refuse it
 // refuses every Take. Each Give is told on gave.
 type countBudget struct {
-	inUse  atomic.Int64
-	refuse bool
+	inUse  atomic.Int64 // atomic: connections' goroutines take and give at once
+	refuse bool         // set when made, never changed: read unguarded
 	gave   chan struct{}
 }
 

@@ -121,6 +121,18 @@ func WithDatabase(dsn, db string) string {
 	return strings.TrimSpace(dsn) + " dbname=" + db
 }
 
+// WithSetting returns dsn with a session setting added (a connection made
+// from it sets name to value), in either form of a DSN.
+func WithSetting(dsn, name, value string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set(name, value)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " " + name + "=" + value
+}
+
 func adminExec(ctx context.Context, dsn, sql string) error {
 	conn, err := pgconn.Connect(ctx, dsn)
 	if err != nil {

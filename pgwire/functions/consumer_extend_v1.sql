@@ -16,7 +16,7 @@ AS $$
         FOR UPDATE OF c
     ), ext AS (
         UPDATE queen.consumer_cursors c SET
-            lease_expires_at = greatest(c.lease_expires_at, clock_timestamp() + make_interval(secs => p_seconds)),
+            lease_expires_at = greatest(c.lease_expires_at, clock_timestamp() + queen.consumer_duration_v1(p_seconds)),
             updated_at = clock_timestamp()
         FROM held h
         WHERE c.partition_id = h.partition_id AND c.consumer_group = h.consumer_group

@@ -132,7 +132,7 @@ BEGIN
     -- 3. The claim: one compare-and-set.
     UPDATE queen.consumer_cursors c SET
         lease_id = CASE WHEN p_auto_ack THEN NULL ELSE p_lease END,
-        lease_expires_at = CASE WHEN p_auto_ack THEN NULL ELSE clock_timestamp() + make_interval(secs => v_lease_s) END,
+        lease_expires_at = CASE WHEN p_auto_ack THEN NULL ELSE clock_timestamp() + queen.consumer_duration_v1(v_lease_s) END,
         delivered_to = c.cursor_offset, delivered_count = 0, acked_count = 0,
         delivered_hashes = NULL, updated_at = clock_timestamp()
     FROM (SELECT x.partition_id, x.consumer_group, x.lease_id IS NOT NULL AS expired FROM queen.consumer_cursors x

@@ -16,6 +16,17 @@
 -- cursor that retention passed skips ahead: pops read the segments after it
 -- that are left.
 --
+-- Eviction: a queue with the options retentionEnabled (true) and
+-- maxWaitTimeSeconds (> 0) also loses every segment older than
+-- maxWaitTimeSeconds, whatever the cursors and retainUnconsumed: a message
+-- no group consumed within that time is gone for every group. Cursors are
+-- not touched: a cursor behind an evicted range skips it as it skips what
+-- retention removed (a pop reads the segments after it that are left).
+-- Dead letters are rows of their own and stay; their data reads back null,
+-- as after retention. A queue's keep_s is the shorter of its retention and
+-- its eviction time, whichever are set; its hash blobs stay in log_txns
+-- for greatest(keep_s, dedup window), as for retention alone.
+--
 -- Without a queue that keeps its messages for a while it answers at once:
 -- the partition query would walk every partition (in id order, for its
 -- LIMIT) to find that out, on every tick of every bridge.
@@ -38,25 +49,34 @@ DECLARE
     upto    bigint;
 BEGIN
     o_partitions := 0; o_segments := 0; o_txns := 0;
-    IF NOT EXISTS (SELECT 1 FROM queen.queues WHERE retention_seconds > 0) THEN
+    IF NOT EXISTS (SELECT 1 FROM queen.queues WHERE retention_seconds > 0
+                   OR (other_options -> 'retentionEnabled' = 'true'::jsonb AND other_options ? 'maxWaitTimeSeconds')) THEN
         RETURN;
     END IF;
     FOR r IN
         SELECT p.id,
-               clock_timestamp() - make_interval(secs => q.retention_seconds) AS segments_before,
-               clock_timestamp() - make_interval(secs => greatest(q.retention_seconds, q.dedup_window_seconds)) AS txns_before,
+               CASE WHEN q.retention_seconds > 0 THEN clock_timestamp() - make_interval(secs => q.retention_seconds) END AS segments_before,
+               CASE WHEN e.evict_s > 0 THEN clock_timestamp() - make_interval(secs => e.evict_s) END AS evict_before,
+               clock_timestamp() - make_interval(secs => greatest(k.keep_s, q.dedup_window_seconds)) AS txns_before,
                CASE WHEN q.other_options -> 'retainUnconsumed' = 'true'::jsonb THEN queen.consumer_floor_v1(p.id, q.id)
                     ELSE 9223372036854775807 END AS floor
         FROM queen.log_partitions p
         JOIN queen.queues q ON q.id = p.queue_id
-        WHERE q.retention_seconds > 0
-          AND ((SELECT s.created_at FROM queen.log_segments s WHERE s.partition_id = p.id
+        CROSS JOIN LATERAL (SELECT CASE WHEN q.other_options -> 'retentionEnabled' = 'true'::jsonb
+                                        THEN queen.consumer_option_v1(q.other_options, 'maxWaitTimeSeconds', 0) ELSE 0 END AS evict_s) e
+        CROSS JOIN LATERAL (SELECT CASE WHEN q.retention_seconds > 0 AND e.evict_s > 0 THEN least(q.retention_seconds, e.evict_s)
+                                        ELSE greatest(q.retention_seconds, e.evict_s) END AS keep_s) k
+        WHERE k.keep_s > 0
+          AND ((q.retention_seconds > 0 AND (SELECT s.created_at FROM queen.log_segments s WHERE s.partition_id = p.id
                   AND (q.other_options -> 'retainUnconsumed' IS DISTINCT FROM 'true'::jsonb
                        OR s.end_offset <= queen.consumer_floor_v1(p.id, q.id))
                 ORDER BY s.end_offset LIMIT 1)
-                   < clock_timestamp() - make_interval(secs => q.retention_seconds)
+                   < clock_timestamp() - make_interval(secs => q.retention_seconds))
+               OR (e.evict_s > 0 AND (SELECT s.created_at FROM queen.log_segments s WHERE s.partition_id = p.id
+                ORDER BY s.end_offset LIMIT 1)
+                   < clock_timestamp() - make_interval(secs => e.evict_s))
                OR (SELECT t.created_at FROM queen.log_txns t WHERE t.partition_id = p.id ORDER BY t.end_offset LIMIT 1)
-                   < clock_timestamp() - make_interval(secs => greatest(q.retention_seconds, q.dedup_window_seconds)))
+                   < clock_timestamp() - make_interval(secs => greatest(k.keep_s, q.dedup_window_seconds)))
         ORDER BY p.id
         LIMIT p_max_partitions
         FOR UPDATE OF p
@@ -65,7 +85,8 @@ BEGIN
             DELETE FROM queen.log_segments s
             WHERE s.partition_id = r.id AND s.end_offset IN (
                 SELECT x.end_offset FROM queen.log_segments x
-                WHERE x.partition_id = r.id AND x.created_at < r.segments_before AND x.end_offset <= r.floor
+                WHERE x.partition_id = r.id
+                  AND (x.created_at < r.segments_before AND x.end_offset <= r.floor OR x.created_at < r.evict_before)
                 ORDER BY x.end_offset LIMIT p_batch)
             RETURNING s.partition_id, s.end_offset, s.base_offset, s.created_at, s.hashes
         ), kept AS (
