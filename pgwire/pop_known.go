@@ -59,9 +59,9 @@ import (
 // delivered, else one row without a segment.
 const popKnownSQL = `/* queen:pop */ WITH p AS (
     SELECT p.id, p.name, p.last_offset,
-           queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
-           queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) AS delay_s,
-           queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) AS window_s
+           queen.consumer_option_v2(q.other_options, 'leaseTime') AS lease_s,
+           queen.consumer_option_v2(q.other_options, 'delayedProcessing') AS delay_s,
+           queen.consumer_option_v2(q.other_options, 'windowBuffer') AS window_s
     -- The queue by its key, then its tenant checked: joined plainly, the
     -- generic plan reads the tenant's every queue (queues_tenant_name_key).
     FROM queen.log_partitions p

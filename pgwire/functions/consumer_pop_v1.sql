@@ -88,9 +88,9 @@ BEGIN
         o_status := 'missing';
         RETURN;
     END IF;
-    v_lease_s := queen.consumer_option_v1(v_opts, 'leaseTime', 300);
-    v_delay := queen.consumer_option_v1(v_opts, 'delayedProcessing', 0);
-    v_window := queen.consumer_option_v1(v_opts, 'windowBuffer', 0);
+    v_lease_s := queen.consumer_option_v2(v_opts, 'leaseTime');
+    v_delay := queen.consumer_option_v2(v_opts, 'delayedProcessing');
+    v_window := queen.consumer_option_v2(v_opts, 'windowBuffer');
     IF v_window > 0 THEN
         SELECT x.created_at INTO v_newest FROM queen.log_segments x
         WHERE x.partition_id = o_pid ORDER BY x.end_offset DESC LIMIT 1;
