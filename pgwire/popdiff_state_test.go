@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 )
@@ -107,16 +106,8 @@ func (r *popDiff) cursors(s *popSide) map[pdRow]pdCursor {
 // whether it starts after a time.
 func (r *popDiff) subscriptions(s *popSide) []string {
 	r.t.Helper()
-	rows, err := s.db.Pool().Query(r.ctx, `SELECT q.name || ' ' || x.consumer_group || ' ' || x.mode || ' ' || (x.start_after IS NOT NULL)::text
+	return textRows(r.t, s.db.Pool(), `SELECT q.name || ' ' || x.consumer_group || ' ' || x.mode || ' ' || (x.start_after IS NOT NULL)::text
 		FROM queen.consumer_subscriptions x JOIN queen.queues q ON q.id = x.queue_id ORDER BY 1`)
-	if err != nil {
-		r.fatalf("subscriptions of %s: %v", s.name, err)
-	}
-	out, err := pgxStrings(rows)
-	if err != nil {
-		r.fatalf("subscriptions of %s: %v", s.name, err)
-	}
-	return out
 }
 
 // compare checks that every side's cursor rows and subscriptions are the
@@ -142,22 +133,4 @@ func (r *popDiff) compare() {
 		}
 	}
 	r.rows = ref
-}
-
-func pgxStrings(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close()
-}) ([]string, error) {
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s pgtype.Text
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s.String)
-	}
-	return out, rows.Err()
 }

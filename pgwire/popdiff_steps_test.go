@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -77,7 +78,7 @@ func (r *popDiff) pushSized(foreign bool, queue string, parts []string, sizes []
 // pdPopReq is a pop step: one group's pop of one or more partitions of a
 // queue, under one lease.
 type pdPopReq struct {
-	tenant       [16]byte
+	tenant       tenancy.TenantID
 	queue, group string
 	parts        []string
 	batch        int
@@ -124,8 +125,7 @@ func (r *popDiff) pop(req pdPopReq) {
 	takes := map[string]pdTake{}
 	batch := map[string]int{}
 	for _, p := range req.parts {
-		key := p
-		batch[key] = req.batch
+		batch[p] = req.batch
 		var first *pdTake
 		for _, s := range r.sides {
 			if s.tail == nil {
@@ -135,14 +135,14 @@ func (r *popDiff) pop(req pdPopReq) {
 			if first == nil {
 				first = &tk
 				if ok {
-					takes[key] = tk
+					takes[p] = tk
 				}
 			} else if tk.describe() != first.describe() {
 				r.fatalf("the tails differ: %s against %s", tk.describe(), first.describe())
 			}
 		}
-		if tk, ok := takes[key]; ok && tk.Count < req.batch && tk.To < r.last[req.queue+"/"+p] {
-			batch[key] = tk.Count
+		if tk, ok := takes[p]; ok && tk.Count < req.batch && tk.To < r.last[req.queue+"/"+p] {
+			batch[p] = tk.Count
 			r.cov.add("tail: prefix of the partition")
 		}
 	}
