@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -114,16 +115,21 @@ func (a *Admin) statusQueues(ctx context.Context, tenant tenancy.TenantID, req R
 	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
 }
 
-// option is a queue option as stored, else the value the bridge acts on
-// by default (def), else null.
-func option(opts map[string]json.RawMessage, name, def string) json.RawMessage {
+// option is a queue option as stored, else null.
+func option(opts map[string]json.RawMessage, name string) json.RawMessage {
 	if v, ok := opts[name]; ok {
 		return v
 	}
-	if def != "" {
-		return json.RawMessage(def)
-	}
 	return json.RawMessage("null")
+}
+
+// actedOption is an option the bridge acts on, as stored, else the value
+// it acts on by default (jsonapi.OptionDefaults).
+func actedOption(opts map[string]json.RawMessage, name string) json.RawMessage {
+	if v, ok := opts[name]; ok {
+		return v
+	}
+	return strconv.AppendInt(nil, jsonapi.OptionDefaults[name], 10)
 }
 
 func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
@@ -133,10 +139,10 @@ func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Re
 	}
 	out := jsonapi.StatusQueueDetail{
 		Queue: jsonapi.StatusQueueInfo{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
-			Priority: option(q.Options, "priority", ""), CreatedAt: jsonapi.StatTime(q.CreatedAt),
-			Config: jsonapi.QueueConfig{LeaseTime: option(q.Options, "leaseTime", "300"), RetryLimit: option(q.Options, "retryLimit", "3"),
-				RetryDelay: option(q.Options, "retryDelay", ""), TTL: option(q.Options, "ttl", ""),
-				MaxQueueSize: option(q.Options, "maxQueueSize", ""), DeadLetterQueue: option(q.Options, "deadLetterQueue", "")}},
+			Priority: option(q.Options, "priority"), CreatedAt: jsonapi.StatTime(q.CreatedAt),
+			Config: jsonapi.QueueConfig{LeaseTime: actedOption(q.Options, "leaseTime"), RetryLimit: actedOption(q.Options, "retryLimit"),
+				RetryDelay: option(q.Options, "retryDelay"), TTL: option(q.Options, "ttl"),
+				MaxQueueSize: option(q.Options, "maxQueueSize"), DeadLetterQueue: option(q.Options, "deadLetterQueue")}},
 		Partitions: make([]jsonapi.StatusPartition, 0, len(parts)),
 	}
 	for _, p := range parts {

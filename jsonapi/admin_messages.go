@@ -227,7 +227,7 @@ func AppendMessageList(out []byte, msgs []MessageHead, mode MessageMode) []byte 
 		out = append(out, '}')
 		out = appendTrace(out, m)
 		out = append(out, `,"producerSub":null,"queuePriority":`...)
-		out = option(out, m.Priority, 0)
+		out = option(out, m.Priority, OptionDefaults["priority"])
 		out = append(out, `,"createdAt":`...)
 		out = appendTimeOrNull(out, m.CreatedAt)
 		out = append(out, `,"leaseExpiresAt":`...)
@@ -251,8 +251,7 @@ func AppendMessageList(out []byte, msgs []MessageHead, mode MessageMode) []byte 
 // "busGroupsCount","consumedByGroups","type"},"consumerGroups":[{"name",
 // "consumed","leaseExpiresAt"}]}, and "encoding":"base64" after a payload
 // stored from a body that was not JSON. Options not set on the queue are
-// Queen's defaults: leaseTime 300, retryLimit 3, retryDelay 1000, ttl
-// 3600, priority 0.
+// their defaults (OptionDefaults).
 func AppendMessageDetail(out []byte, m *MessageHead) []byte {
 	out = appendHeadStart(out, m)
 	out = append(out, `,"payload":`...)
@@ -276,15 +275,15 @@ func AppendMessageDetail(out []byte, m *MessageHead) []byte {
 	out = append(out, `,"leaseExpiresAt":`...)
 	out = appendTimeOrNull(out, m.LeaseExpires)
 	out = append(out, `,"queueConfig":{"leaseTime":`...)
-	out = option(out, m.LeaseTime, 300)
+	out = option(out, m.LeaseTime, OptionDefaults["leaseTime"])
 	out = append(out, `,"retryLimit":`...)
-	out = option(out, m.RetryLimit, 3)
+	out = option(out, m.RetryLimit, OptionDefaults["retryLimit"])
 	out = append(out, `,"retryDelay":`...)
-	out = option(out, m.RetryDelay, 1000)
+	out = option(out, m.RetryDelay, OptionDefaults["retryDelay"])
 	out = append(out, `,"ttl":`...)
-	out = option(out, m.TTL, 3600)
+	out = option(out, m.TTL, OptionDefaults["ttl"])
 	out = append(out, `,"priority":`...)
-	out = option(out, m.Priority, 0)
+	out = option(out, m.Priority, OptionDefaults["priority"])
 	out = append(out, `},"mode":{"hasQueueMode":`...)
 	out = strconv.AppendBool(out, m.Mode.HasQueueMode)
 	out = append(out, `,"busGroupsCount":`...)

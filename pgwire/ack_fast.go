@@ -135,7 +135,7 @@ const wholeAckHeadSQL = `/* queen:ack */ WITH v AS (
 ), l AS (
     SELECT v.ord, v.status, v.first, c.partition_id, c.consumer_group, c.delivered_to, c.delivered_count, c.retry_count,
            q.id AS qid, q.name AS qname, p.name AS pname,
-           queen.consumer_option_v1(q.other_options, 'retryLimit', 3) AS lim
+           queen.consumer_option_v2(q.other_options, 'retryLimit') AS lim
     FROM v JOIN queen.consumer_cursors c ON c.partition_id = v.pid AND c.consumer_group = v.grp
     JOIN queen.log_partitions p ON p.id = v.pid
     JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = v.tenant

@@ -95,6 +95,12 @@ func (db *DB) popOnce(ctx context.Context, req PopRequest) (PopResult, popRaw, e
 			return res, raw, err
 		}
 	}
+	return db.popFunction(ctx, req)
+}
+
+// popFunction is one call of consumer_pop_v1: by partition id when req has
+// one, else by queue and partition name.
+func (db *DB) popFunction(ctx context.Context, req PopRequest) (PopResult, popRaw, error) {
 	var res PopResult
 	var raw popRaw
 	var name pgtype.Text
@@ -122,6 +128,11 @@ func (db *DB) popOnce(ctx context.Context, req PopRequest) (PopResult, popRaw, e
 // cut).
 func (db *DB) popDecode(ctx context.Context, req PopRequest, res PopResult, raw popRaw) (PopResult, error) {
 	if res.Status != PopDelivered {
+		// Only a delivery takes over an expired lease: popKnownSQL leaves
+		// an expired lease where it delivers nothing, and consumer_pop_v1,
+		// which claims before it looks, releases it then; neither is an
+		// expiry the pop took over.
+		res.Expired = false
 		return res, nil
 	}
 	bases, created, payloads := raw.bases, raw.created, raw.payloads

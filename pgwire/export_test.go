@@ -113,3 +113,28 @@ var StatementForms = []struct {
 	Name string
 	Set  func(*DB)
 }{{"one-row statements", func(*DB) {}}, {"array statements", (*DB).ArraysOnly}}
+
+// PopFunctionOnce is one call of consumer_pop_v1 (by partition id when req
+// has one, else by name), decoded as Pop decodes it, with the tombstoned
+// offsets it left out or stepped over: one side of the pop's differential
+// test.
+func (db *DB) PopFunctionOnce(ctx context.Context, req PopRequest) (PopResult, []int64, error) {
+	res, raw, err := db.popFunction(ctx, req)
+	if err != nil {
+		return res, nil, err
+	}
+	res, err = db.popDecode(ctx, req, res, raw)
+	return res, raw.gone, err
+}
+
+// PopKnownOnce is one run of popKnownSQL, decoded as Pop decodes it;
+// general: the statement sent the pop to consumer_pop_v1 (and answered
+// nothing else).
+func (db *DB) PopKnownOnce(ctx context.Context, req PopRequest) (res PopResult, gone []int64, general bool, err error) {
+	res, raw, ok, err := db.popKnown(ctx, req)
+	if err != nil || !ok {
+		return res, nil, err == nil, err
+	}
+	res, err = db.popDecode(ctx, req, res, raw)
+	return res, raw.gone, false, err
+}

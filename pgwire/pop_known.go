@@ -16,7 +16,12 @@ import (
 //
 //   - The cursor row is read without a lock. Nothing after the cursor (or a
 //     live lease) writes nothing: no row version, no lock, no transaction
-//     id, so an empty pop costs PostgreSQL a read and no commit flush.
+//     id, so an empty pop costs PostgreSQL a read and no commit flush. The
+//     exception is a row that still records an expired lease, or a
+//     delivery past the cursor whose messages retention removed: an empty
+//     pop clears it, as consumer_pop_v1's does, so that what the row says
+//     was delivered (which a lease-less acknowledgement reads) does not
+//     depend on the path.
 //   - With something to deliver the claim is one compare-and-set UPDATE of
 //     the row: only while the cursor is where the read found it and no live
 //     lease holds it. A concurrent claim or ack that changed the row makes
@@ -38,7 +43,8 @@ import (
 //     and the claim records the delivery without them and without hash
 //     entries (its acknowledgements take the general path, which resolves
 //     each transactionId in the range). A range of tombstones alone is
-//     stepped over: the cursor moves to its end, no lease is kept, and the
+//     stepped over: the cursor moves to its end, no lease is kept, the
+//     retry count starts again (the messages it counted are gone), and the
 //     answer is 'empty' with the offsets named (consumer_pop_v1 does the
 //     same).
 //   - 'general' sends the pop to consumer_pop_v1: no cursor row yet (the
@@ -53,9 +59,9 @@ import (
 // delivered, else one row without a segment.
 const popKnownSQL = `/* queen:pop */ WITH p AS (
     SELECT p.id, p.name, p.last_offset,
-           queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s,
-           queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) AS delay_s,
-           queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) AS window_s
+           queen.consumer_option_v2(q.other_options, 'leaseTime') AS lease_s,
+           queen.consumer_option_v2(q.other_options, 'delayedProcessing') AS delay_s,
+           queen.consumer_option_v2(q.other_options, 'windowBuffer') AS window_s
     -- The queue by its key, then its tenant checked: joined plainly, the
     -- generic plan reads the tenant's every queue (queues_tenant_name_key).
     FROM queen.log_partitions p
@@ -112,18 +118,22 @@ const popKnownSQL = `/* queen:pop */ WITH p AS (
     FROM d JOIN queen.log_tombstones t ON t.partition_id = $1 AND t.message_offset > d.start_at AND t.message_offset <= d.to_off
 ), u AS (
     -- live = 0: tombstones alone, stepped over (the cursor moves, no lease).
+    -- cnt = 0: nothing to deliver, and the row still records an expired
+    -- lease or a delivery past the cursor that retention removed; cleared
+    -- (no lease, nothing delivered), as consumer_pop_v1 leaves such a row.
     UPDATE queen.consumer_cursors c SET
         lease_id         = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE $4::uuid END,
         lease_expires_at = CASE WHEN $6 OR d.cnt = g.n THEN NULL ELSE clock_timestamp() + queen.consumer_duration_v1(cur.lease_s) END,
-        cursor_offset    = CASE WHEN $6 OR d.cnt = g.n THEN d.to_off ELSE c.cursor_offset END,
-        delivered_to     = d.to_off,
+        cursor_offset    = CASE WHEN d.cnt > 0 AND ($6 OR d.cnt = g.n) THEN d.to_off ELSE c.cursor_offset END,
+        delivered_to     = coalesce(d.to_off, c.cursor_offset),
         delivered_count  = d.cnt - g.n,
         acked_count      = CASE WHEN $6 THEN d.cnt - g.n ELSE 0 END,
-        retry_count      = CASE WHEN $6 THEN 0 ELSE c.retry_count END,
+        retry_count      = CASE WHEN d.cnt > 0 AND ($6 OR d.cnt = g.n) THEN 0 ELSE c.retry_count END,
         delivered_hashes = CASE WHEN g.n = 0 THEN d.hashes END,
         updated_at       = clock_timestamp()
     FROM cur, d, g
-    WHERE c.partition_id = $1 AND c.consumer_group = $3 AND d.cnt > 0
+    WHERE c.partition_id = $1 AND c.consumer_group = $3
+      AND (d.cnt > 0 OR (cur.window_s = 0 AND (cur.expired OR c.delivered_to > c.cursor_offset)))
       AND c.cursor_offset = cur.cursor_offset AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
     RETURNING c.lease_expires_at, true AS won
 ), async AS (
@@ -139,7 +149,7 @@ SELECT CASE WHEN p.id IS NULL THEN 'missing'
             WHEN u.won IS NULL THEN 'leased'
             WHEN d.cnt = g.n THEN 'empty'
             ELSE 'ok' END,
-       p.name, p.last_offset, CASE WHEN u.won AND d.cnt = g.n THEN d.to_off ELSE cur.cursor_offset END,
+       p.name, p.last_offset, CASE WHEN u.won AND d.cnt > 0 AND d.cnt = g.n THEN d.to_off ELSE cur.cursor_offset END,
        d.to_off, u.lease_expires_at, coalesce(cur.expired, false), g.offs,
        s.base_offset, s.created_at, s.payload
 FROM (SELECT 1) one LEFT JOIN p ON true LEFT JOIN cur ON true LEFT JOIN d ON true LEFT JOIN g ON true LEFT JOIN u ON true
@@ -191,9 +201,6 @@ func (db *DB) popKnown(ctx context.Context, req PopRequest) (res PopResult, raw 
 	}
 	res.PartitionID, res.Partition, res.Last, res.Cursor, res.To = req.PartitionID, name.String, last.Int64, cursor.Int64, to.Int64
 	res.LeaseExpires = expires.Time
-	if res.Status != PopDelivered {
-		res.Expired = false // only a claim takes over an expired lease
-	}
 	return res, raw, true, nil
 }
 

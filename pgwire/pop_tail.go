@@ -48,14 +48,14 @@ const popTailSQL = `/* queen:pop-tail */ WITH v AS (
     SELECT v.ord, v.pid, v.lease, v.auto, v.to_off, v.n, v.h, x.*
     FROM v CROSS JOIN LATERAL (
         SELECT c.ctid AS tid, p.name, p.last_offset, c.lease_id IS NOT NULL AS expired,
-               queen.consumer_option_v1(q.other_options, 'leaseTime', 300) AS lease_s
+               queen.consumer_option_v2(q.other_options, 'leaseTime') AS lease_s
         FROM queen.consumer_cursors c
         JOIN queen.log_partitions p ON p.id = c.partition_id
         JOIN queen.queues q ON q.id = p.queue_id
         WHERE c.partition_id = v.pid AND c.consumer_group = v.grp AND q.tenant = v.tenant
           AND c.cursor_offset = v.cur AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
-          AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
-          AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
+          AND queen.consumer_option_v2(q.other_options, 'delayedProcessing') = 0
+          AND queen.consumer_option_v2(q.other_options, 'windowBuffer') = 0
           AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = v.pid AND s.end_offset = v.fe)
           AND NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
                           WHERE t.partition_id = v.pid AND t.message_offset > v.cur AND t.message_offset <= v.to_off)
@@ -95,7 +95,7 @@ const popTailOneSQL = `/* queen:pop-tail-one */ WITH async AS (
 UPDATE queen.consumer_cursors c SET
     lease_id         = CASE WHEN $4 THEN NULL ELSE $3::uuid END,
     lease_expires_at = CASE WHEN $4 THEN NULL
-                            ELSE clock_timestamp() + queen.consumer_duration_v1(queen.consumer_option_v1(q.other_options, 'leaseTime', 300)) END,
+                            ELSE clock_timestamp() + queen.consumer_duration_v1(queen.consumer_option_v2(q.other_options, 'leaseTime')) END,
     cursor_offset    = CASE WHEN $4 THEN $7::int8 ELSE c.cursor_offset END,
     delivered_to     = $7,
     delivered_count  = $8,
@@ -110,8 +110,8 @@ CROSS JOIN (SELECT o.lease_id IS NOT NULL AS expired FROM queen.consumer_cursors
 CROSS JOIN async
 WHERE c.partition_id = $5 AND c.consumer_group = $2 AND p.id = $5 AND q.tenant = $1
   AND c.cursor_offset = $6 AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
-  AND queen.consumer_option_v1(q.other_options, 'delayedProcessing', 0) = 0
-  AND queen.consumer_option_v1(q.other_options, 'windowBuffer', 0) = 0
+  AND queen.consumer_option_v2(q.other_options, 'delayedProcessing') = 0
+  AND queen.consumer_option_v2(q.other_options, 'windowBuffer') = 0
   AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = $5 AND s.end_offset = $10)
   AND NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
                   WHERE t.partition_id = $5 AND t.message_offset > $6 AND t.message_offset <= $7)

@@ -250,3 +250,53 @@ func TestRetentionRemovesTombstonesWithTheirSegments(t *testing.T) {
 		t.Fatalf("read after retention: %v %v", txids(msgs), err)
 	}
 }
+
+// A pop that steps over a range of tombstones moves the cursor past the
+// messages whose failures the retry count counted, so it starts the count
+// again, as an acknowledgement that moves the cursor does: the next
+// message's first failure is retried, not sent to the dead letters. The
+// same on both pop statements, with a lease or auto-acknowledging.
+func TestSteppingOverTombstonesStartsTheRetriesAgain(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	paths := map[string]func(pgwire.PopRequest) (pgwire.PopResult, []int64, error){
+		"consumer_pop_v1": func(req pgwire.PopRequest) (pgwire.PopResult, []int64, error) { return db.PopFunctionOnce(ctx, req) },
+		"popKnownSQL": func(req pgwire.PopRequest) (pgwire.PopResult, []int64, error) {
+			res, gone, general, err := db.PopKnownOnce(ctx, req)
+			if general {
+				err = fmt.Errorf("popKnownSQL sent the pop to consumer_pop_v1")
+			}
+			return res, gone, err
+		},
+	}
+	for name, stepOver := range paths {
+		for _, auto := range []bool{false, true} {
+			queue := fmt.Sprintf("tomb.retry.%s.%v", name, auto)
+			setOptions(t, db, queue, map[string]any{"retryLimit": 1})
+			pid := push(t, db, write(queue, "p", "a", "b"))[0].PartitionID
+			l := lease()
+			if r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: "g", Lease: l}); len(r.Messages) != 2 {
+				t.Fatalf("%s: the first pop: %+v", queue, r)
+			}
+			if a := ack(t, db, pid, "g", &l, pgwire.AckItem{TransactionID: "a", Status: "failed"}); !a.Released || a.DLQ[0] {
+				t.Fatalf("%s: a's first failure: %+v", queue, a)
+			}
+			deleteMessage(t, db, pid, "a")
+			deleteMessage(t, db, pid, "b")
+			res, gone, err := stepOver(pgwire.PopRequest{PartitionID: pid, Group: "g", Lease: lease(), Batch: 10, AutoAck: auto})
+			if err != nil || res.Status != pgwire.PopEmpty || len(gone) != 2 || res.Cursor != 2 {
+				t.Fatalf("%s: the pop over the tombstones: %+v, gone %v, %v", queue, res, gone, err)
+			}
+			push(t, db, write(queue, "p", "c"))
+			l = lease()
+			if r := pop(t, db, pgwire.PopRequest{PartitionID: pid, Group: "g", Lease: l}); fmt.Sprint(txids(r.Messages)) != "[c]" {
+				t.Fatalf("%s: the pop after the tombstones: %+v", queue, r)
+			}
+			a := ack(t, db, pid, "g", &l, pgwire.AckItem{TransactionID: "c", Status: "failed"})
+			if a.Errs[0] != "" || a.DLQ[0] || a.Cursor != 2 {
+				t.Fatalf("%s: c's first failure went to the dead letters (the retries of a and b counted): %+v", queue, a)
+			}
+		}
+	}
+}

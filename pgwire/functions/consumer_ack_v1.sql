@@ -56,7 +56,7 @@ BEGIN
     o_err := array_fill(NULL::text, ARRAY[n]);
     o_dlq := array_fill(false, ARRAY[n]);
     o_released := false;
-    SELECT q.id, q.name, p.name, queen.consumer_option_v1(q.other_options, 'retryLimit', 3)
+    SELECT q.id, q.name, p.name, queen.consumer_option_v2(q.other_options, 'retryLimit')
     INTO v_qid, o_queue, o_name, v_limit
     FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
     WHERE p.id = p_pid AND q.tenant = p_tenant;

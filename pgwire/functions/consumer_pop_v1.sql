@@ -19,7 +19,9 @@
 --      its hash entries (none are recorded then: that lease's
 --      acknowledgements take the general path); a range that holds nothing
 --      but tombstones is stepped over: the cursor moves past it, no lease
---      is kept, and the answer is 'empty' with o_gone set.
+--      is kept, the retry count starts again (the messages it counted are
+--      gone; an acknowledgement that moves the cursor resets it too), and
+--      the answer is 'empty' with o_gone set.
 -- o_status: 'ok' (segments in o_bases.. with frames after o_cursor up to
 -- o_to, less o_gone), 'empty', 'leased', 'window' (newest message inside
 -- windowBuffer), 'missing' (no such partition).
@@ -86,9 +88,9 @@ BEGIN
         o_status := 'missing';
         RETURN;
     END IF;
-    v_lease_s := queen.consumer_option_v1(v_opts, 'leaseTime', 300);
-    v_delay := queen.consumer_option_v1(v_opts, 'delayedProcessing', 0);
-    v_window := queen.consumer_option_v1(v_opts, 'windowBuffer', 0);
+    v_lease_s := queen.consumer_option_v2(v_opts, 'leaseTime');
+    v_delay := queen.consumer_option_v2(v_opts, 'delayedProcessing');
+    v_window := queen.consumer_option_v2(v_opts, 'windowBuffer');
     IF v_window > 0 THEN
         SELECT x.created_at INTO v_newest FROM queen.log_segments x
         WHERE x.partition_id = o_pid ORDER BY x.end_offset DESC LIMIT 1;
@@ -184,7 +186,7 @@ BEGIN
             v_hashes := NULL;
             IF v_n = 0 THEN
                 UPDATE queen.consumer_cursors c SET cursor_offset = o_to, delivered_to = o_to, delivered_count = 0, acked_count = 0,
-                    delivered_hashes = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
+                    retry_count = 0, delivered_hashes = NULL, lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
                 WHERE c.partition_id = o_pid AND c.consumer_group = p_group;
                 o_cursor := o_to;
                 o_status := 'empty';

@@ -63,7 +63,7 @@ BEGIN
         FROM queen.log_partitions p
         JOIN queen.queues q ON q.id = p.queue_id
         CROSS JOIN LATERAL (SELECT CASE WHEN q.other_options -> 'retentionEnabled' = 'true'::jsonb
-                                        THEN queen.consumer_option_v1(q.other_options, 'maxWaitTimeSeconds', 0) ELSE 0 END AS evict_s) e
+                                        THEN queen.consumer_option_v2(q.other_options, 'maxWaitTimeSeconds') ELSE 0 END AS evict_s) e
         CROSS JOIN LATERAL (SELECT CASE WHEN q.retention_seconds > 0 AND e.evict_s > 0 THEN least(q.retention_seconds, e.evict_s)
                                         ELSE greatest(q.retention_seconds, e.evict_s) END AS keep_s) k
         WHERE k.keep_s > 0
