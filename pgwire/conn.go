@@ -21,16 +21,47 @@ import (
 // request sent (the context watcher does that when the context ends); its
 // connection is then closed, so the pool destroys it instead of handing out
 // a connection whose last statement may still be unwinding.
+//
+// It is also where a call is run again when PostgreSQL asked for that
+// (retry.go): fn failed with 40P01 or 40001, or its connection was lost
+// before the statement was sent, and nothing fn sent had committed (the
+// tracer saw no statement succeed outside a transaction block, and no
+// transaction is left open: a failed statement in an implicit transaction
+// rolled it back; a call in an explicit one rolled the whole of it back, and
+// the whole of it runs again). fn must therefore be safe to run again: it
+// sets its results anew on each run, it does not add to them.
 func (db *DB) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) error {
+	var err error
+	for try := 1; ; try++ {
+		var c *callCtx
+		c, err = db.try(ctx, fn)
+		if err == nil || try == retryAttempts || c == nil || c.effect || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		db.retries.add(statementName(c.last))
+		t := time.NewTimer(retryBackoff << (try - 1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// try is one run of fn for withConn. It answers the call's context (nil
+// when no connection could be had) and fn's error.
+func (db *DB) try(ctx context.Context, fn func(context.Context, *pgxpool.Conn) error) (*callCtx, error) {
 	conn, err := db.acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	qctx, cancel := context.WithTimeout(ctx, db.cfg.StatementTimeout)
-	err = fn(qctx, conn)
+	c := &callCtx{Context: qctx}
+	err = fn(c, conn)
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if timedOut || (err != nil && ctx.Err() != nil) {
@@ -42,9 +73,14 @@ func (db *DB) withConn(ctx context.Context, fn func(context.Context, *pgxpool.Co
 		closeCtx, cancelClose := context.WithTimeout(context.Background(), time.Second)
 		_ = conn.Conn().Close(closeCtx)
 		cancelClose()
+		c.effect = true // cancelled mid-way: its outcome is not known
+	} else if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		// fn left a transaction open (or the connection is gone): what it
+		// did is not known to be undone.
+		c.effect = true
 	}
 	conn.Release()
-	return err
+	return c, err
 }
 
 // queryRow runs one statement that answers one row under withConn, and

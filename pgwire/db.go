@@ -39,6 +39,16 @@ type Config struct {
 	// ("...?queen.lease_ms=200", for a bridge a test starts as a process).
 	// At least 1ms when set. Default: 0, off.
 	LeaseTime time.Duration
+	// MigrationLockTimeout bounds each wait of a migration statement for a
+	// lock (its lock_timeout): on expiry the statement gives up, so that the
+	// live statements queued behind it go on, and is tried again after a
+	// pause (migrate_wait.go). Keep it below PostgreSQL's deadlock_timeout.
+	// Default: 500ms.
+	MigrationLockTimeout time.Duration
+	// OnMigrationWait, when set, hears of every migration step that gave up
+	// waiting for a lock and will try again: which lock, and who holds it.
+	// Called on Migrate's goroutine. Default: nil (not reported).
+	OnMigrationWait func(MigrationWait)
 }
 
 func (c *Config) applyDefaults() error {
@@ -59,6 +69,12 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.StatementTimeout == 0 {
 		c.StatementTimeout = 5 * time.Second
+	}
+	if c.MigrationLockTimeout == 0 {
+		c.MigrationLockTimeout = 500 * time.Millisecond
+	}
+	if c.MigrationLockTimeout < time.Millisecond {
+		return fmt.Errorf("pgwire: MigrationLockTimeout must be at least 1ms, got %s", c.MigrationLockTimeout)
 	}
 	if c.AcquireTimeout < 0 || c.StatementTimeout < 0 {
 		return errors.New("pgwire: timeouts must not be negative")
@@ -88,6 +104,10 @@ type DB struct {
 	pool        *pgxpool.Pool
 	timeouts    atomic.Uint64
 	quarantined atomic.Uint64
+	retries     retryCounts
+	// migrationWaits counts the migration steps that gave up waiting for
+	// a lock and tried again.
+	migrationWaits atomic.Uint64
 }
 
 // connectTimeout bounds making one connection when the DSN sets no
@@ -138,6 +158,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if _, ok := pc.ConnConfig.RuntimeParams["application_name"]; !ok {
 		pc.ConnConfig.RuntimeParams["application_name"] = "queen-bridge"
 	}
+	// The tracer tells withConn what a call's statements did, so that it
+	// runs again only a call whose effect did not happen (retry.go).
+	pc.ConnConfig.Tracer = callTracer{}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: create pool: %w", err)
@@ -161,11 +184,19 @@ func (db *DB) Ping(ctx context.Context) error {
 type Stats struct {
 	StatementTimeouts     uint64 // statements cancelled at StatementTimeout
 	QuarantinedConnection uint64 // pooled connections destroyed instead of reused
+	// Retries counts the calls run again because PostgreSQL asked for it
+	// (a deadlock, a serialization failure) or their connection was lost
+	// before they were sent, by statement (retry.go's statementName).
+	Retries map[string]uint64
+	// MigrationLockWaits counts the migration steps that gave up waiting
+	// for a lock and were tried again (migrate_wait.go).
+	MigrationLockWaits uint64
 }
 
 // Stats returns the counters.
 func (db *DB) Stats() Stats {
-	return Stats{StatementTimeouts: db.timeouts.Load(), QuarantinedConnection: db.quarantined.Load()}
+	return Stats{StatementTimeouts: db.timeouts.Load(), QuarantinedConnection: db.quarantined.Load(), Retries: db.retries.snapshot(),
+		MigrationLockWaits: db.migrationWaits.Load()}
 }
 
 // Close closes every connection. Idempotent.

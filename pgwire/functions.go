@@ -33,8 +33,12 @@ var statementStart = regexp.MustCompile(`(?im)^(CREATE|ALTER|DROP|INSERT|UPDATE|
 // functions reads the function files, sorted by name, and checks that each
 // holds exactly one CREATE OR REPLACE FUNCTION of the function it is named
 // after.
-func functions() ([]function, error) {
-	entries, err := fs.ReadDir(functionFiles, "functions")
+func functions() ([]function, error) { return functionsIn(functionFiles) }
+
+// functionsIn reads the function files of fsys's directory functions, as
+// functions does.
+func functionsIn(fsys fs.FS) ([]function, error) {
+	entries, err := fs.ReadDir(fsys, "functions")
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +48,7 @@ func functions() ([]function, error) {
 		if !ok {
 			return nil, fmt.Errorf("pgwire: function file %q must end in .sql", e.Name())
 		}
-		body, err := functionFiles.ReadFile("functions/" + e.Name())
+		body, err := fs.ReadFile(fsys, "functions/"+e.Name())
 		if err != nil {
 			return nil, err
 		}

@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed migrations/*.sql
@@ -23,6 +25,9 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// outside holds the statements of a migration that runs outside the
+	// transaction (migrate_plan.go); nil for one that runs inside it.
+	outside []outsideStatement
 }
 
 func migrations() ([]migration, error) {
@@ -41,7 +46,11 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: e.Name(), sql: string(body)})
+		m := migration{version: v, name: e.Name(), sql: string(body)}
+		if err := m.plan(); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i := 1; i < len(out); i++ {
@@ -54,9 +63,13 @@ func migrations() ([]migration, error) {
 
 // Migrate brings the queen schema up to date: the numbered migrations not
 // applied yet, in order, then the function files whose text changed
-// (functions.go). It runs in one transaction under a transaction-scoped
-// advisory lock: a second bridge migrating at the same moment waits, then
-// finds everything applied. Idempotent.
+// (functions.go). The migrations that run inside a transaction and the
+// function files run in one, so that no bridge sees half of them; the index
+// migrations run after it, outside a transaction, CONCURRENTLY
+// (migrate_plan.go). A session advisory lock is held throughout: a second
+// bridge migrating at the same moment waits, then finds everything
+// applied. Every step waits its turn for its locks (migrate_wait.go).
+// Idempotent.
 func (db *DB) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -71,21 +84,62 @@ func (db *DB) Migrate(ctx context.Context) error {
 
 // migrate applies ms, then fns, as Migrate describes.
 //
-// It runs on the pool without the statement timeout (StatementTimeout bounds
-// the bridge's own statements, withConn): a migration may rewrite every row
-// of a table, and a bridge that starts while another migrates waits for the
-// lock. ctx bounds it.
+// It runs on a connection of its own, taken out of the pool, without the
+// statement timeout (StatementTimeout bounds the bridge's own statements,
+// withConn): a migration may rewrite every row of a table, and a bridge
+// that starts while another migrates waits for the lock. ctx bounds it. The
+// connection is closed at the end, which also ends its session settings
+// and its advisory lock.
 func (db *DB) migrate(ctx context.Context, ms []migration, fns []function) error {
-	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLockKey)); err != nil {
-			return fmt.Errorf("pgwire: migration lock: %w", err)
+	pc, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgwire: migration connection: %w", err)
+	}
+	conn := pc.Hijack()
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", db.cfg.MigrationLockTimeout.Milliseconds())); err != nil {
+		return fmt.Errorf("pgwire: migration lock_timeout: %w", err)
+	}
+	if err := db.untilLocked(ctx, conn, "migration lock (another bridge is migrating)", func() error {
+		_, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLockKey))
+		return err
+	}); err != nil {
+		return fmt.Errorf("pgwire: migration lock: %w", err)
+	}
+	var applied map[int]bool
+	if err := db.untilLocked(ctx, conn, "migration transaction (numbered migrations and function files)", func() (err error) {
+		applied, err = migrateInTransaction(ctx, conn, ms, fns)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.outside == nil || applied[m.version] {
+			continue
 		}
+		if err := db.migrateOutside(ctx, conn, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateInTransaction runs, in one transaction, the migrations of ms that
+// run inside one and are not applied yet, and the function files (unless a
+// newer bridge migrated last); it answers the versions applied before it
+// ran. A failure rolls all of it back.
+func migrateInTransaction(ctx context.Context, conn *pgx.Conn, ms []migration, fns []function) (map[int]bool, error) {
+	applied := map[int]bool{}
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS queen;
 			CREATE TABLE IF NOT EXISTS queen.schema_migrations (
 				version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return fmt.Errorf("pgwire: create schema_migrations: %w", err)
 		}
-		applied := map[int]bool{}
 		newest := 0 // the highest version applied, by this bridge or another
 		rows, err := tx.Query(ctx, "SELECT version FROM queen.schema_migrations")
 		if err != nil {
@@ -105,7 +159,7 @@ func (db *DB) migrate(ctx context.Context, ms []migration, fns []function) error
 		known := 0 // the highest version this bridge knows
 		for _, m := range ms {
 			known = max(known, m.version)
-			if applied[m.version] {
+			if applied[m.version] || m.outside != nil {
 				continue
 			}
 			// Exec without arguments uses the simple protocol, which takes a
@@ -113,8 +167,8 @@ func (db *DB) migrate(ctx context.Context, ms []migration, fns []function) error
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("pgwire: apply migration %s: %w", m.name, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO queen.schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-				return fmt.Errorf("pgwire: record migration %s: %w", m.name, err)
+			if err := recordMigration(ctx, tx, m); err != nil {
+				return err
 			}
 		}
 		// A bridge that does not know every applied migration is older than
@@ -126,4 +180,46 @@ func (db *DB) migrate(ctx context.Context, ms []migration, fns []function) error
 		}
 		return applyFunctions(ctx, tx, fns)
 	})
+	return applied, err
+}
+
+// recordMigration records m as applied.
+func recordMigration(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, m migration) error {
+	if _, err := q.Exec(ctx, `INSERT INTO queen.schema_migrations (version, name) VALUES ($1, $2)
+		ON CONFLICT (version) DO NOTHING`, m.version, m.name); err != nil {
+		return fmt.Errorf("pgwire: record migration %s: %w", m.name, err)
+	}
+	return nil
+}
+
+// migrateOutside runs a migration's statements outside a transaction, each
+// waiting its turn for its locks, then records it. Each is idempotent (IF
+// [NOT] EXISTS), so a bridge that stopped half-way runs them all again; an
+// index that a failed CONCURRENTLY build left invalid (IF NOT EXISTS would
+// keep it) is dropped before it is built again.
+func (db *DB) migrateOutside(ctx context.Context, conn *pgx.Conn, m migration) error {
+	for _, st := range m.outside {
+		if err := db.untilLocked(ctx, conn, m.name+": "+st.sql, func() error {
+			if st.index != "" {
+				var invalid bool
+				err := conn.QueryRow(ctx, `SELECT coalesce((SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)), false)`,
+					st.index).Scan(&invalid)
+				if err != nil {
+					return err
+				}
+				if invalid {
+					if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+st.index); err != nil {
+						return err
+					}
+				}
+			}
+			_, err := conn.Exec(ctx, st.sql)
+			return err
+		}); err != nil {
+			return fmt.Errorf("pgwire: apply migration %s (outside a transaction): %w", m.name, err)
+		}
+	}
+	return recordMigration(ctx, conn, m)
 }
