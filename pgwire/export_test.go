@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io/fs"
 
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -44,6 +45,27 @@ func (db *DB) MigrateTo(ctx context.Context, upTo int) error {
 		}
 	}
 	return db.migrate(ctx, keep, nil)
+}
+
+// MigrateOlder migrates as a bridge of step upTo did: the numbered
+// migrations up to upTo, then the function files of that bridge, in
+// fsys's directory functions.
+func (db *DB) MigrateOlder(ctx context.Context, upTo int, fsys fs.FS) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	fns, err := functionsIn(fsys)
+	if err != nil {
+		return err
+	}
+	var keep []migration
+	for _, m := range ms {
+		if m.version <= upTo {
+			keep = append(keep, m)
+		}
+	}
+	return db.migrate(ctx, keep, fns)
 }
 
 // MigrateEdited migrates as Migrate does, with the function files' texts as
