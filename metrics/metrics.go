@@ -203,6 +203,9 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.DB.Stats().StatementTimeouts }),
 		counter("queen_pg_quarantined_connections_total", "Pooled connections destroyed after a cancelled statement.",
 			func() uint64 { return b.DB.Stats().QuarantinedConnection }),
+		newRetryCollector(b.DB),
+		counter("queen_pg_migration_lock_waits_total", "Migration steps that gave up waiting for a lock (lock_timeout) and were tried again.",
+			func() uint64 { return b.DB.Stats().MigrationLockWaits }),
 	)
 }
 

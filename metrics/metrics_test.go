@@ -150,6 +150,7 @@ func TestFirstScrapeExposesEveryName(t *testing.T) {
 		"queen_consumer_dead_letters_total":                0,
 		"queen_pg_statement_timeouts_total":                0,
 		"queen_pg_quarantined_connections_total":           0,
+		"queen_pg_migration_lock_waits_total":              0,
 		"queen_jetstream_unacknowledged_total":             0,
 		`queen_jetstream_messages_total{outcome="queued"}`: 0,
 		`queen_jetstream_messages_total{outcome="failed"}`: 0,
