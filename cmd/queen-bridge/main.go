@@ -174,7 +174,13 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	}
 
 	db, err := pgwire.Open(ctx, pgwire.Config{DSN: dsn, MaxConns: int32(cfg.pgPoolSize), DefaultDedupWindowSeconds: cfg.dedupWindowS,
-		StatementTimeout: time.Duration(cfg.pgStatementTimeoutMS) * time.Millisecond})
+		StatementTimeout: time.Duration(cfg.pgStatementTimeoutMS) * time.Millisecond,
+		// A migration that keeps giving way to live statements says which
+		// lock it waits for and who holds it (docs/operations.md).
+		OnMigrationWait: func(w pgwire.MigrationWait) {
+			log.Warn().Str("target", "pgwire").Str("step", w.Step).Int("tries", w.Tries).Dur("waited", w.Waited).
+				Str("lock", w.Lock).Strs("held_by", w.Blockers).Msg("migration waiting for a lock; the bridges serve meanwhile")
+		}})
 	if err != nil {
 		return err
 	}
