@@ -160,3 +160,28 @@ func (db *DB) PopKnownOnce(ctx context.Context, req PopRequest) (res PopResult, 
 	res, err = db.popDecode(ctx, req, res, raw)
 	return res, raw.gone, false, err
 }
+
+// PlanMigration reads how a migration file of that version would run: its
+// statements outside a transaction (nil: inside one), or why it is
+// refused.
+func PlanMigration(version int, name, sql string) ([]string, error) {
+	m := migration{version: version, name: name, sql: sql}
+	if err := m.plan(); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range m.outside {
+		out = append(out, s.sql)
+	}
+	return out, nil
+}
+
+// ApplyMigration applies one migration file of that version as Migrate
+// applies a pending one.
+func (db *DB) ApplyMigration(ctx context.Context, version int, name, sql string) error {
+	m := migration{version: version, name: name, sql: sql}
+	if err := m.plan(); err != nil {
+		return err
+	}
+	return db.migrate(ctx, []migration{m}, nil)
+}
