@@ -25,16 +25,24 @@
 //
 // Concurrency: DB is safe for concurrent use; pgxpool owns the connections.
 // Every statement runs under withConn (conn.go): bounded by AcquireTimeout
-// while it waits for a connection and by StatementTimeout while it runs.
-// Migrate alone is not (migrate.go says why).
+// while it waits for a connection and by StatementTimeout while it runs,
+// and run again, a bounded number of times, when PostgreSQL killed it to
+// break a deadlock (40P01) or for a serialization failure (40001), or its
+// connection was lost before it was sent, and nothing of it committed
+// (retry.go). Migrate alone is not (migrate.go says why); it waits its turn
+// for its locks instead (migrate_wait.go), watched by a goroutine of its
+// own that it stops before it returns.
 //
 // # The schema: migrations and function files
 //
 // migrations/NNNN_name.sql are applied once each, in order, and recorded in
 // queen.schema_migrations. They hold tables, columns, indexes, constraints,
-// triggers, seed rows, and the dropping of functions. Once a release has
-// applied a migration, its text does not change (TestAppliedMigrationsDoNotChange):
-// a change is a new migration.
+// triggers, seed rows, and the dropping of functions. A file of index
+// statements alone runs after the others, outside a transaction,
+// CONCURRENTLY; a strong lock on a table a file did not create is said in
+// its header (migrate_plan.go). Once a release has applied a migration, its
+// text does not change (TestAppliedMigrationsDoNotChange): a change is a new
+// migration.
 //
 // functions/<name>.sql each hold the current text of one function,
 // queen.<name>, as one CREATE OR REPLACE FUNCTION. Migrate applies them after
@@ -42,7 +50,9 @@
 // the one queen.schema_functions recorded (or the function is missing), so a
 // function is changed by editing its file. A bridge that does not know every
 // applied migration is older than the one that migrated last and applies no
-// function file. testdata/schema.txt is the schema a fresh database gets
+// function file; an older bridge's calls keep working, since every function
+// it may call stays (TestOlderBridgesFunctionsStayCallable; docs/operations.md
+// says how far back a bridge may be). testdata/schema.txt is the schema a fresh database gets
 // (TestSchemaSnapshot; regenerate with go test ./pgwire -run
 // TestSchemaSnapshot -update), and a database upgraded from an earlier step
 // ends with the same (TestUpgradeEndsWithTheFreshSchema).
