@@ -23,6 +23,7 @@ type MessageFilter struct {
 func (db *DB) MessagePartitions(ctx context.Context, tenant tenancy.TenantID, f MessageFilter) ([]MessagePartition, error) {
 	var out []MessagePartition
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, partitionSQL+` WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
 			AND ($4 = '' OR q.namespace = $4) AND ($5 = '' OR q.task = $5) ORDER BY p.id`,
 			pgtype.UUID{Bytes: tenant, Valid: true}, f.Queue, f.Partition, f.Namespace, f.Task)
@@ -104,6 +105,7 @@ func (db *DB) NewestMessages(ctx context.Context, ranges []OffsetRange, from, to
 	}
 	var out []ListedMessage
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, newestSQL, pids, los, his, needs, from, to, need)
 		if err != nil {
 			return err
@@ -143,6 +145,7 @@ func (db *DB) NewestMessages(ctx context.Context, ranges []OffsetRange, from, to
 func (db *DB) NewestDeadLettered(ctx context.Context, pids []int64, from, to time.Time, need int64) ([]ListedMessage, error) {
 	var out []ListedMessage
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, `SELECT d.partition_id, d.message_offset, s.base_offset, s.created_at, s.payload
 			FROM (SELECT DISTINCT x.partition_id, x.message_offset FROM queen.dead_letters x WHERE x.partition_id = ANY($1::int8[])) d
 			CROSS JOIN LATERAL (SELECT y.base_offset, y.created_at, y.payload FROM queen.log_segments y

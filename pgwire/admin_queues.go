@@ -156,6 +156,7 @@ func (db *DB) QueueStats(ctx context.Context, tenant tenancy.TenantID, f QueueFi
 		limit = 1<<63 - 1
 	}
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, queueStatsSQL, tenantArg(tenant), f.Name, f.Namespace, f.Task, limit, max(f.Offset, 0))
 		if err != nil {
 			return err
@@ -188,6 +189,7 @@ const partitionStatsSQL = `SELECT p.id, p.name, p.last_offset, p.last_write_at, 
 // they are not counted a second time.
 func (db *DB) PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue string) (q QueueInfo, parts []PartitionStat, found bool, err error) {
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		parts, found = parts[:0], false // a retry runs this again (withConn)
 		if err := scanQueueInfo(conn.QueryRow(ctx, `SELECT `+queueInfoCols+` FROM queen.queues q WHERE q.tenant = $1 AND q.name = $2`,
 			tenantArg(tenant), queue), &q); err != nil {
 			if err == pgx.ErrNoRows {
@@ -271,6 +273,7 @@ type DeadLetterError struct {
 func (db *DB) TopDeadLetterErrors(ctx context.Context, tenant tenancy.TenantID, f QueueFilter, limit int) ([]DeadLetterError, error) {
 	var out []DeadLetterError
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, `SELECT coalesce(d.error_message, ''), count(*) FROM queen.queues q
 			JOIN queen.dead_letters d ON d.queue_id = q.id
 			WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR q.namespace = $3) AND ($4 = '' OR q.task = $4)

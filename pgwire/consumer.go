@@ -313,6 +313,7 @@ type PartitionMark struct {
 func (db *DB) PendingPartitions(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]PartitionMark, error) {
 	var out []PartitionMark
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, `SELECT p.id, p.name, p.last_offset, coalesce(c.cursor_offset, 0)
 			FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
 			LEFT JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $3
@@ -395,6 +396,7 @@ func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, g
 	var out []DeadLetter
 	var total int64
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		t := pgtype.UUID{Bytes: tenant, Valid: true}
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id
 			WHERE q.tenant = $1 AND q.name = $2 AND ($3 = '' OR d.consumer_group = $3) AND `+notTombstoned,
@@ -434,6 +436,7 @@ type GroupLag struct {
 func (db *DB) ConsumerLag(ctx context.Context) ([]GroupLag, error) {
 	var out []GroupLag
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, `SELECT q.tenant, q.name, c.consumer_group, sum(greatest(p.last_offset - c.cursor_offset, 0))::bigint
 			FROM queen.consumer_cursors c JOIN queen.log_partitions p ON p.id = c.partition_id JOIN queen.queues q ON q.id = p.queue_id
 			GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)

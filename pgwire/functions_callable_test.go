@@ -16,8 +16,8 @@ import (
 // "How far back a bridge may be"): the _vN rule lets nothing else go.
 var retiredFunctions = map[string]string{
 	"queen.log_push_one_v1(bigint,integer,uuid,integer,bytea,bigint,bytea,timestamp with time zone)": "0009",
-	"queen.log_push_multi_v1(text[],text[],integer[],bytea[],bigint[],bytea[],uuid[],integer[])":      "0009",
-	"queen.log_probe_v1(bigint,bigint,bigint,timestamp with time zone,bytea,integer)":                 "0009",
+	"queen.log_push_multi_v1(text[],text[],integer[],bytea[],bigint[],bytea[],uuid[],integer[])":     "0009",
+	"queen.log_probe_v1(bigint,bigint,bigint,timestamp with time zone,bytea,integer)":                "0009",
 }
 
 // functionSignatures lists the queen functions of db's database with their

@@ -16,6 +16,7 @@ import (
 func (db *DB) StoredHashes(ctx context.Context, pid, after, upTo int64, window int32) ([]segment.HashAt, error) {
 	var out []segment.HashAt
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
 		// Both places a hash blob can be: the segment rows (from migration
 		// 0006 on) and log_txns (before it, and removed segments).
 		rows, err := conn.Query(ctx, `WITH p AS (SELECT greatest($2, txns_start - 1) AS lo FROM queen.log_partitions WHERE id = $1)

@@ -174,6 +174,7 @@ func (db *DB) popKnown(ctx context.Context, req PopRequest) (res PopResult, raw 
 	var last, cursor, to pgtype.Int8
 	var expires pgtype.Timestamptz
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		raw = popRaw{} // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, popKnownSQL, req.PartitionID, pgtype.UUID{Bytes: req.Tenant, Valid: true}, req.Group,
 			pgtype.UUID{Bytes: req.Lease, Valid: !req.AutoAck}, req.Batch, req.AutoAck)
 		if err != nil {
