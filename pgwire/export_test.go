@@ -34,28 +34,23 @@ const KnownSQL = knownSQL
 // MigrateTo applies the numbered migrations up to version upTo and no
 // function file: the schema as a bridge of that step left it.
 func (db *DB) MigrateTo(ctx context.Context, upTo int) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	var keep []migration
-	for _, m := range ms {
-		if m.version <= upTo {
-			keep = append(keep, m)
-		}
-	}
-	return db.migrate(ctx, keep, nil)
+	return db.migrateUpTo(ctx, upTo, nil)
 }
 
 // MigrateOlder migrates as a bridge of step upTo did: the numbered
 // migrations up to upTo, then the function files of that bridge, in
 // fsys's directory functions.
 func (db *DB) MigrateOlder(ctx context.Context, upTo int, fsys fs.FS) error {
-	ms, err := migrations()
+	fns, err := functionsIn(fsys)
 	if err != nil {
 		return err
 	}
-	fns, err := functionsIn(fsys)
+	return db.migrateUpTo(ctx, upTo, fns)
+}
+
+// migrateUpTo applies the numbered migrations up to version upTo, then fns.
+func (db *DB) migrateUpTo(ctx context.Context, upTo int, fns []function) error {
+	ms, err := migrations()
 	if err != nil {
 		return err
 	}
