@@ -96,8 +96,8 @@ type lockSeen struct {
 	blockers []string
 }
 
-// watched runs try while a goroutine looks, twice per lock timeout, at
-// what the session pid waits for; it answers the last wait seen. The
+// watched runs try while a goroutine looks, four times per lock timeout,
+// at what the session pid waits for; it answers the last wait seen. The
 // goroutine is stopped before watched returns.
 func (db *DB) watched(ctx context.Context, pid uint32, try func() error) (lockSeen, error) {
 	var (
@@ -109,7 +109,7 @@ func (db *DB) watched(ctx context.Context, pid uint32, try func() error) (lockSe
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(max(db.cfg.MigrationLockTimeout/2, 5*time.Millisecond))
+		tick := time.NewTicker(max(db.cfg.MigrationLockTimeout/4, 5*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
