@@ -180,3 +180,13 @@ func (db *DB) ApplyMigration(ctx context.Context, version int, name, sql string)
 	}
 	return db.migrate(ctx, []migration{m}, nil)
 }
+
+// PreLocks lists the table locks the migration transaction takes first for
+// migrations of these texts, as "MODE table", in the order it takes them.
+func PreLocks(sqls ...string) []string {
+	var out []string
+	for _, l := range preLocks(sqls) {
+		out = append(out, l.mode+" "+l.table)
+	}
+	return out
+}

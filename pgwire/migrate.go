@@ -156,6 +156,20 @@ func migrateInTransaction(ctx context.Context, conn *pgx.Conn, ms []migration, f
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		var pending []string
+		for _, m := range ms {
+			if !applied[m.version] && m.outside == nil {
+				pending = append(pending, m.sql)
+			}
+		}
+		for _, l := range preLocks(pending) {
+			// A table a pending migration makes before altering it does
+			// not exist yet: nobody else can hold it either.
+			if _, err := tx.Exec(ctx, `DO $$ BEGIN IF to_regclass('`+l.table+`') IS NOT NULL THEN
+				LOCK TABLE `+l.table+` IN `+l.mode+` MODE; END IF; END $$`); err != nil {
+				return fmt.Errorf("pgwire: lock %s for the migrations: %w", l.table, err)
+			}
+		}
 		known := 0 // the highest version this bridge knows
 		for _, m := range ms {
 			known = max(known, m.version)

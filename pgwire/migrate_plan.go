@@ -3,6 +3,7 @@ package pgwire
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -42,7 +43,7 @@ import (
 // A transactional migration that takes a strong lock on a table it did not
 // create (ALTER TABLE, a plain index statement, TRUNCATE, LOCK, ...) must
 // say so in a header line "-- lock: <mode> on queen.<table>: <why>", and in
-// docs/operations.md; files after lockRuleFrom are refused without it.
+// docs/operations.md; files from lockRuleFrom on are refused without it.
 
 // outsideMarker, a line of a migration's header, runs it outside a
 // transaction block.
@@ -51,7 +52,7 @@ const outsideMarker = "-- migrate: outside transaction"
 // lockRuleFrom is the first migration held to the "-- lock:" header rule;
 // the ones before it were released before the rule, and
 // docs/operations.md lists the locks they take.
-const lockRuleFrom = 17
+const lockRuleFrom = 18
 
 var (
 	createIndex = regexp.MustCompile(`(?is)^CREATE\s+(UNIQUE\s+)?INDEX\s+(CONCURRENTLY\s+)?(IF\s+NOT\s+EXISTS\s+)?(\S+)\s+ON\s+(\S+)(.*)$`)
@@ -163,6 +164,73 @@ func qualifiedIndex(name, table string) string {
 		return schema + "." + name
 	}
 	return name
+}
+
+// liveLockOrder is the order in which the bridge's statements take the
+// tables that migrations alter: queue rows before partition rows (the lock
+// order of pgwire/doc.go), then a group's subscription and cursor rows,
+// then the log and what hangs off it. The migration transaction takes the
+// strong locks its migrations need in this order, first (preLocks), so
+// that it never holds one of them while it waits for another that a live
+// statement holding the first would want next: such a wait is a cycle
+// that PostgreSQL breaks by killing one side, or, with the lock timeout, a
+// migration that gives up on every try. Tables not listed come after, by
+// name.
+var liveLockOrder = []string{
+	"queen.queues", "queen.log_partitions", "queen.consumer_subscriptions", "queen.consumer_cursors",
+	"queen.log_segments", "queen.log_txns", "queen.log_tombstones", "queen.dead_letters",
+}
+
+// tableLock is a lock a migration takes on an existing table.
+type tableLock struct{ table, mode string }
+
+// preLocks answers the strong table locks the statements of sqls take
+// (the tables they do not create themselves), in liveLockOrder, each
+// once, in the strongest mode asked for.
+func preLocks(sqls []string) []tableLock {
+	rank := map[string]int{"SHARE": 1, "SHARE ROW EXCLUSIVE": 2, "ACCESS EXCLUSIVE": 3}
+	modes := map[string]string{}
+	for _, sql := range sqls {
+		exempt := map[string]bool{}
+		for _, m := range createdHere.FindAllStringSubmatch(sql, -1) {
+			exempt[strings.ToLower(m[1])] = true
+		}
+		for _, m := range strongLock.FindAllStringSubmatch(lineComment.ReplaceAllString(sql, ""), -1) {
+			t := strings.ToLower(m[1])
+			if exempt[t] {
+				continue
+			}
+			mode := "ACCESS EXCLUSIVE"
+			switch verb := strings.ToUpper(strings.TrimSpace(m[0])); {
+			case strings.HasPrefix(verb, "CREATE") && strings.Contains(verb, "TRIGGER"):
+				mode = "SHARE ROW EXCLUSIVE"
+			case strings.HasPrefix(verb, "CREATE"):
+				mode = "SHARE"
+			}
+			if rank[mode] > rank[modes[t]] {
+				modes[t] = mode
+			}
+		}
+	}
+	pos := func(t string) int {
+		for i, o := range liveLockOrder {
+			if o == t {
+				return i
+			}
+		}
+		return len(liveLockOrder)
+	}
+	var out []tableLock
+	for t, m := range modes {
+		out = append(out, tableLock{t, m})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if pi, pj := pos(out[i].table), pos(out[j].table); pi != pj {
+			return pi < pj
+		}
+		return out[i].table < out[j].table
+	})
+	return out
 }
 
 // undeclaredLock answers the first table a strong-lock statement of sql
