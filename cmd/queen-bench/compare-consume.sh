@@ -26,7 +26,7 @@
 #   BRIDGE_BIN  (empty) a queen-bridge binary to measure instead of building
 #               this tree's (an earlier version's, for a before/after with the
 #               same load generator)
-# Run it under /work/coord/measure (or any exclusive lock) on a quiet machine.
+# Run it alone on a quiet machine: nothing else building or measuring.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
