@@ -90,6 +90,12 @@ func serveEcho(ctx context.Context, listen, prefix string, delay time.Duration, 
 	if err != nil {
 		return err
 	}
+	// The endpoint's subscription is sent to the server asynchronously: the
+	// ready line is written only once the server has it, so a request sent
+	// after the line finds a responder.
+	if err := nc.Flush(); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "echo %s pid %d subject %s.v1.push delay %s\n", url, os.Getpid(), prefix, delay)
 	<-ctx.Done()
 	if errors.Is(ctx.Err(), context.Canceled) {
