@@ -1,0 +1,93 @@
+package cursors
+
+import (
+	"errors"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/every"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
+
+// Ack applies an acknowledgement of a delivered message. With a reply
+// (a double ack, or any ack sent as a request) an empty message answers
+// once the ack state that includes it is committed. An ack of an offset
+// the partition never held is not answered (as nats-server does not
+// answer an ack of a sequence it never delivered), so a double ack of it
+// times out. An ack for a consumer living on another bridge goes there
+// through the Forwarder.
+func (e *JSEngine) Ack(tenant tenancy.TenantID, ref AckRef, kind AckKind, delay time.Duration, reason, reply string) {
+	c, err := e.consumer(tenant, ref.Stream, ref.Consumer)
+	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
+		err = e.cfg.Forwarder.ForwardAck(id, tenant, ref, kind, delay, reason, reply)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrConsumerNotFound) && ackLog.Allow() {
+			e.cfg.Logger.Warn().Err(err).Str("consumer", ref.Consumer).Msg("acknowledgement not applied")
+		}
+		return
+	}
+	if c == nil {
+		return // forwarded
+	}
+	now := e.cfg.Clock.Now()
+	c.mu.Lock()
+	if c.deleted {
+		c.mu.Unlock()
+		return
+	}
+	c.lastActive, c.touched = now, true
+	p := c.parts[ref.PartitionID]
+	// An offset above next may have been delivered before this bridge
+	// loaded the consumer (a restart, an owner change): its ack counts.
+	if p == nil || ref.Offset <= 0 || ref.Offset > max(p.last, p.next) {
+		c.mu.Unlock()
+		return
+	}
+	d := p.pending[ref.Offset]
+	// A NAK or +WPI of an earlier delivery than the one pending is stale.
+	current := d != nil && (ref.Delivered == 0 || ref.Delivered >= uint64(d.count))
+	switch kind {
+	case AckAck:
+		e.stats.acks.Add(1)
+		switch c.cfg.AckPolicy {
+		case AckExplicit:
+			c.ackOne(p, ref.Offset)
+		case AckAll:
+			c.ackUpTo(p, ref.Offset)
+		}
+	case AckNak:
+		e.stats.naks.Add(1)
+		if current {
+			if delay <= 0 && len(c.cfg.BackOff) > 0 {
+				delay = c.ackWait(d.count)
+			}
+			d.deadline = now.Add(max(delay, 0))
+		}
+	case AckProgress:
+		if current {
+			d.deadline = now.Add(c.ackWait(d.count))
+		}
+	case AckTerm:
+		e.stats.terms.Add(1)
+		if _, acked := p.acked[ref.Offset]; !acked && ref.Offset > p.floor {
+			if reason == "" {
+				reason = "terminated"
+			}
+			p.dead = append(p.dead, DeadLetter{Offset: ref.Offset, Reason: reason})
+			e.stats.deadLetters.Add(1)
+			if c.cfg.AckPolicy == AckAll {
+				c.ackUpTo(p, ref.Offset)
+			} else {
+				c.ackOne(p, ref.Offset)
+			}
+		}
+	}
+	c.mu.Unlock()
+	if reply != "" {
+		e.flush.reply(reply)
+	}
+	c.wake()
+}
+
+// ackLog limits the warnings of acks not applied.
+var ackLog = every.New(10 * time.Second)

@@ -1,0 +1,252 @@
+package cursors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
+
+// CreateConsumer creates or updates a consumer (action "", "create" or
+// "update", JetStream's meanings) and returns its info. The config is
+// checked first (a *ConfigError names the field). Any bridge may write
+// the definition; the owner's live state takes an update at once (here,
+// or told through the Forwarder).
+func (e *JSEngine) CreateConsumer(ctx context.Context, tenant tenancy.TenantID, stream string, cfg ConsumerConfig, action string) (ConsumerInfo, error) {
+	filters, err := e.stream(stream)
+	if err != nil {
+		return ConsumerInfo{}, err
+	}
+	if action != "" && action != "create" && action != "update" {
+		return ConsumerInfo{}, invalid(codeBadRequest, "bad request: action %q: \"\", \"create\" or \"update\"", action)
+	}
+	if err := cfg.check(filters); err != nil {
+		return ConsumerInfo{}, err
+	}
+	name := cfg.ConsumerName()
+	sc := StoredConsumer{Tenant: tenant, Queue: stream, Name: name, Config: cfg.withDefaults()}
+	if cfg.DeliverPolicy == DeliverByStartSequence {
+		sc.StartPartition, _ = pinnedPartition(cfg.filters(), filters)
+	}
+	stored, err := e.cfg.Store.PutConsumer(ctx, sc, action)
+	if err != nil {
+		return ConsumerInfo{}, fmt.Errorf("cursors: put consumer %s of %s: %w", name, stream, err)
+	}
+	e.mu.Lock()
+	c := e.live[consumerKey{tenant, stream, name}]
+	e.mu.Unlock()
+	if c != nil {
+		c.update(stored)
+		return c.info(), nil
+	}
+	e.tellOwner(tenant, stream, name)
+	if stored.Config.InactiveThreshold > 0 {
+		// Live at once, so that its inactivity is timed from now.
+		if c, err := e.consumer(tenant, stream, name); err == nil {
+			return c.info(), nil
+		}
+	}
+	return e.storedInfo(ctx, stored)
+}
+
+// ConsumerInfo is a consumer's info: from its live state when it lives
+// here, else from the Store (no deliveries or waiting requests known).
+func (e *JSEngine) ConsumerInfo(ctx context.Context, tenant tenancy.TenantID, stream, name string) (ConsumerInfo, error) {
+	if _, err := e.stream(stream); err != nil {
+		return ConsumerInfo{}, err
+	}
+	e.mu.Lock()
+	c := e.live[consumerKey{tenant, stream, name}]
+	e.mu.Unlock()
+	if c != nil {
+		return c.info(), nil
+	}
+	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
+	if err != nil {
+		return ConsumerInfo{}, fmt.Errorf("cursors: consumer %s of %s: %w", name, stream, err)
+	}
+	return e.storedInfo(ctx, def)
+}
+
+// storedInfo is the info of a consumer not live here.
+func (e *JSEngine) storedInfo(ctx context.Context, def StoredConsumer) (ConsumerInfo, error) {
+	parts, err := e.cfg.Store.ConsumerPartitions(ctx, def.ID)
+	if err != nil {
+		return ConsumerInfo{}, fmt.Errorf("cursors: partitions of consumer %s: %w", def.Name, err)
+	}
+	in := ConsumerInfo{Stream: def.Queue, Name: def.Name, Created: def.Created, Config: def.Config, TimeStamp: e.cfg.Clock.Now()}
+	first := true
+	for _, p := range parts {
+		if p.Last > p.Floor {
+			in.NumPending += uint64(p.Last - p.Floor - int64(len(p.Acked)))
+		}
+		if p.Last > 0 && (first || uint64(p.Floor) < in.AckFloor.Stream) {
+			in.AckFloor.Stream, first = uint64(max(p.Floor, 0)), false
+		}
+	}
+	return in, nil
+}
+
+// DeleteConsumer deletes a consumer; its parked requests get 409 Consumer
+// Deleted (here, or on the owner told through the Forwarder).
+// ErrConsumerNotFound when there is none.
+func (e *JSEngine) DeleteConsumer(ctx context.Context, tenant tenancy.TenantID, stream, name string) error {
+	if _, err := e.stream(stream); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	c := e.live[consumerKey{tenant, stream, name}]
+	e.mu.Unlock()
+	if c != nil {
+		// No more deliveries or ack writes before the definition goes.
+		c.mu.Lock()
+		c.deleted = true
+		c.mu.Unlock()
+	}
+	ok, err := e.cfg.Store.DeleteConsumer(ctx, tenant, stream, name)
+	if c != nil {
+		e.forget(c)
+		c.stop(descDeleted, 409, false)
+	} else if err == nil && ok {
+		e.tellOwner(tenant, stream, name)
+	}
+	if err != nil {
+		return fmt.Errorf("cursors: delete consumer %s of %s: %w", name, stream, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrConsumerNotFound, name)
+	}
+	return nil
+}
+
+// ConsumerChanged applies a definition another bridge changed (created,
+// updated or deleted) to the live consumer here, if any: its Forwarder
+// calls it on the owner.
+func (e *JSEngine) ConsumerChanged(ctx context.Context, tenant tenancy.TenantID, stream, name string) error {
+	e.mu.Lock()
+	c := e.live[consumerKey{tenant, stream, name}]
+	e.mu.Unlock()
+	if c == nil {
+		return nil // loaded afresh on its next use
+	}
+	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
+	if errors.Is(err, ErrConsumerNotFound) {
+		c.mu.Lock()
+		c.deleted = true
+		c.mu.Unlock()
+		e.forget(c)
+		c.stop(descDeleted, 409, false)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cursors: consumer %s of %s: %w", name, stream, err)
+	}
+	c.update(def)
+	return nil
+}
+
+// tellOwner tells the bridge owning a consumer that its definition
+// changed, when that is another bridge.
+func (e *JSEngine) tellOwner(tenant tenancy.TenantID, stream, name string) {
+	self, id := e.cfg.Owner(tenant, stream, "$js."+name)
+	if self || e.cfg.Forwarder == nil {
+		return
+	}
+	if err := e.cfg.Forwarder.ForwardChanged(id, tenant, stream, name); err != nil {
+		e.cfg.Logger.Warn().Err(err).Str("owner", id).Str("consumer", name).Msg("owner not told of a changed consumer")
+	}
+}
+
+// Consumers is the info of every consumer of a stream.
+func (e *JSEngine) Consumers(ctx context.Context, tenant tenancy.TenantID, stream string) ([]ConsumerInfo, error) {
+	if _, err := e.stream(stream); err != nil {
+		return nil, err
+	}
+	defs, err := e.cfg.Store.ListConsumers(ctx, tenant, stream)
+	if err != nil {
+		return nil, fmt.Errorf("cursors: consumers of %s: %w", stream, err)
+	}
+	out := make([]ConsumerInfo, 0, len(defs))
+	for _, d := range defs {
+		in, err := e.ConsumerInfo(ctx, tenant, stream, d.Name)
+		if errors.Is(err, ErrConsumerNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// StreamState is a stream's figures, when the Store can tell them
+// (StreamStore), with its consumer count.
+func (e *JSEngine) StreamState(ctx context.Context, tenant tenancy.TenantID, stream string) (StreamState, error) {
+	if _, err := e.stream(stream); err != nil {
+		return StreamState{}, err
+	}
+	var st StreamState
+	if ss, ok := e.cfg.Store.(StreamStore); ok {
+		var err error
+		if st, err = ss.StreamState(ctx, tenant, stream); err != nil {
+			return StreamState{}, fmt.Errorf("cursors: state of stream %s: %w", stream, err)
+		}
+	}
+	defs, err := e.cfg.Store.ListConsumers(ctx, tenant, stream)
+	if err != nil {
+		return StreamState{}, fmt.Errorf("cursors: consumers of %s: %w", stream, err)
+	}
+	st.Consumers = len(defs)
+	return st, nil
+}
+
+// lostQueue carries the inboxes that lost interest from the Deliverer's
+// reader goroutine (which must not block) to interestLoop. mu guards
+// subjects.
+type lostQueue struct {
+	mu       sync.Mutex
+	subjects []string
+	signal   chan struct{}
+}
+
+func (q *lostQueue) push(subject string) {
+	q.mu.Lock()
+	q.subjects = append(q.subjects, subject)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// interestLoop drops the parked requests of inboxes that lost interest:
+// a stopped Consume, a finished Fetch, a dead client never gets a
+// message, which would wait for ack_wait.
+func (e *JSEngine) interestLoop() {
+	defer e.bg.Done()
+	for {
+		select {
+		case <-e.quit:
+			return
+		case <-e.lost.signal:
+		}
+		e.lost.mu.Lock()
+		subjects := e.lost.subjects
+		e.lost.subjects = nil
+		e.lost.mu.Unlock()
+		for _, s := range subjects {
+			e.mu.Lock()
+			var cs []*consumer
+			for c := range e.byInbox[s] {
+				cs = append(cs, c)
+			}
+			e.mu.Unlock()
+			for _, c := range cs {
+				c.dropInbox(s)
+			}
+		}
+	}
+}

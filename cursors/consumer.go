@@ -1,0 +1,291 @@
+package cursors
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// consumer is one consumer's live state on its owning bridge.
+type consumer struct {
+	e             *JSEngine
+	key           consumerKey
+	streamFilters []string // the stream's filters, to rebuild subjects
+
+	kick chan struct{} // cap 1: something changed, run fills
+	quit chan struct{} // closed by stop
+	done chan struct{} // closed when run returned
+
+	// hotMu guards the commits handed over by the hook (so that the
+	// fusion's flush goroutine never waits for a delivery in progress).
+	hotMu   sync.Mutex
+	hot     []hotCommit
+	refresh bool // a commit named a partition this consumer does not know
+
+	// mu guards everything below. It is held for memory work and for
+	// Deliverer.Publish (a buffered write that keeps one request's
+	// messages and statuses in order), never across a Store call.
+	mu         sync.Mutex
+	def        StoredConsumer
+	cfg        ConsumerConfig // def.Config with defaults
+	filterList []string       // cfg's filters; none: every subject
+	parts      map[int64]*pstate
+	order      []int64 // partition ids ascending
+	rr         int     // where the next fill starts in order
+	waiting    []*pullReq
+	cseq       uint64 // the last consumer sequence given (dense)
+	lastStream uint64
+	lastAt     time.Time
+	ackPending int
+	lastActive time.Time
+	bufBytes   int
+	stopping   bool               // no more requests: stopped, deleted or dropped
+	deleted    bool               // its definition is gone: its acks are not stored
+	dirtyParts map[int64]struct{} // partitions whose ack state changed since taken by the flusher
+	touched    bool               // active since the last TouchConsumers
+}
+
+// pstate is the consumer's state on one partition.
+type pstate struct {
+	id   int64
+	name string
+	// floor: every offset ≤ floor is acknowledged (durably once flushed).
+	floor int64
+	// next: the highest offset given its first delivery in this load
+	// (delivered, skipped by the filter, or found acknowledged).
+	next int64
+	// last: the partition's last offset as known; more may exist when
+	// maybeMore (another bridge announced a commit, or a read was cut).
+	last      int64
+	maybeMore bool
+	acked     map[int64]struct{}  // acknowledged above floor
+	counts    map[int64]int32     // deliveries so far, of offsets above floor
+	pending   map[int64]*delivery // delivered, not acknowledged
+	buf       map[int64]*msg      // messages in memory, above next or pending
+	dead      []DeadLetter        // to write with the next flush
+}
+
+// delivery is one delivered, unacknowledged offset.
+type delivery struct {
+	deadline time.Time // redeliver from then on (ack_wait, backoff, NAK delay)
+	count    int32     // deliveries so far
+}
+
+// msg is a message ready to publish.
+type msg struct {
+	offset  int64
+	at      time.Time
+	subject string
+	header  []byte
+	body    []byte
+}
+
+func (m *msg) size() int { return len(m.subject) + len(m.header) + len(m.body) + 64 }
+
+func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer) *consumer {
+	c := &consumer{
+		e: e, key: k, streamFilters: e.cfg.Streams[k.stream],
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		def: def, cfg: def.Config.withDefaults(), filterList: def.Config.filters(),
+		parts: map[int64]*pstate{}, dirtyParts: map[int64]struct{}{},
+		lastActive: e.cfg.Clock.Now(),
+	}
+	return c
+}
+
+// update applies a changed definition.
+func (c *consumer) update(def StoredConsumer) {
+	c.mu.Lock()
+	c.def, c.cfg, c.filterList = def, def.Config.withDefaults(), def.Config.filters()
+	c.mu.Unlock()
+	c.wake()
+}
+
+// merge adds partitions the consumer does not know yet; those it knows
+// keep their live state (it is newer than the Store's).
+func (c *consumer) merge(parts []PartitionState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ps := range parts {
+		if p := c.parts[ps.PartitionID]; p != nil {
+			if ps.Last > p.last {
+				p.last = ps.Last
+			}
+			continue
+		}
+		p := &pstate{
+			id: ps.PartitionID, name: ps.Partition, floor: ps.Floor, last: ps.Last,
+			acked: map[int64]struct{}{}, counts: map[int64]int32{},
+			pending: map[int64]*delivery{}, buf: map[int64]*msg{},
+		}
+		if ps.First > 0 && ps.First-1 > p.floor {
+			p.floor = ps.First - 1 // retention removed what was below
+		}
+		for _, o := range ps.Acked {
+			if o > p.floor {
+				p.acked[o] = struct{}{}
+			}
+		}
+		for o, n := range ps.Counts {
+			if o > p.floor {
+				p.counts[o] = n
+			}
+		}
+		p.next = p.floor
+		c.parts[p.id] = p
+		c.order = append(c.order, p.id)
+		c.advance(p)
+	}
+	sort.Slice(c.order, func(i, j int) bool { return c.order[i] < c.order[j] })
+}
+
+// advance moves p's floor over the acknowledged run above it.
+func (c *consumer) advance(p *pstate) {
+	moved := false
+	for {
+		if _, ok := p.acked[p.floor+1]; !ok {
+			break
+		}
+		delete(p.acked, p.floor+1)
+		delete(p.counts, p.floor+1)
+		p.floor++
+		moved = true
+	}
+	if p.next < p.floor {
+		p.next = p.floor
+	}
+	if moved {
+		c.dirty(p)
+	}
+}
+
+// dirty notes that p's ack state must be stored; the flusher hears of it.
+func (c *consumer) dirty(p *pstate) {
+	if _, ok := c.dirtyParts[p.id]; ok {
+		return
+	}
+	c.dirtyParts[p.id] = struct{}{}
+	c.e.flush.mark(c)
+}
+
+// ack acknowledges offset o of p (explicit policy).
+func (c *consumer) ackOne(p *pstate, o int64) {
+	if o <= p.floor {
+		return
+	}
+	if _, ok := p.acked[o]; ok {
+		return
+	}
+	if d := p.pending[o]; d != nil {
+		delete(p.pending, o)
+		c.ackPending--
+	}
+	c.dropBuf(p, o)
+	p.acked[o] = struct{}{}
+	c.dirty(p)
+	c.advance(p)
+}
+
+// ackUpTo acknowledges every offset of p up to o (AckAll).
+func (c *consumer) ackUpTo(p *pstate, o int64) {
+	if o <= p.floor {
+		return
+	}
+	for off := range p.pending {
+		if off <= o {
+			delete(p.pending, off)
+			c.ackPending--
+		}
+	}
+	for off, m := range p.buf {
+		if off <= o {
+			c.bufBytes -= m.size()
+			delete(p.buf, off)
+		}
+	}
+	for off := range p.acked {
+		if off <= o {
+			delete(p.acked, off)
+		}
+	}
+	for off := range p.counts {
+		if off <= o {
+			delete(p.counts, off)
+		}
+	}
+	p.floor = o
+	c.dirty(p)
+	c.advance(p)
+}
+
+// hasNew reports whether p may hold offsets not yet given a first
+// delivery.
+func (p *pstate) hasNew() bool { return p.next < p.last || p.maybeMore }
+
+// waitingFor is how many messages the parked requests still want.
+func (c *consumer) waitingFor() int {
+	n := 0
+	for _, r := range c.waiting {
+		n += r.left
+	}
+	return n
+}
+
+// room is how many more messages may be delivered under max_ack_pending.
+func (c *consumer) room() int {
+	if c.cfg.AckPolicy == AckNone || c.cfg.MaxAckPending < 0 {
+		return 1 << 30
+	}
+	return max(c.cfg.MaxAckPending-c.ackPending, 0)
+}
+
+// numPending is how many messages lie above what was delivered, over
+// every partition.
+func (c *consumer) numPending() uint64 {
+	var n int64
+	for _, p := range c.parts {
+		n += max(p.last-p.next, 0)
+	}
+	return uint64(n)
+}
+
+// info is the consumer's info from its live state.
+func (c *consumer) info() ConsumerInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.infoLocked()
+}
+
+func (c *consumer) infoLocked() ConsumerInfo {
+	in := ConsumerInfo{
+		Stream: c.key.stream, Name: c.key.name, Created: c.def.Created, Config: c.def.Config,
+		Delivered:     SequenceInfo{Consumer: c.cseq, Stream: c.lastStream, Last: c.lastAt},
+		NumAckPending: c.ackPending, NumWaiting: len(c.waiting), NumPending: c.numPending(),
+		TimeStamp: c.e.cfg.Clock.Now(),
+	}
+	in.AckFloor = floorPair(c.parts)
+	for _, p := range c.parts {
+		for _, d := range p.pending {
+			if d.count > 1 {
+				in.NumRedelivered++
+			}
+		}
+	}
+	return in
+}
+
+// floorPair is the lowest floor over partitions with messages.
+func floorPair(parts map[int64]*pstate) SequenceInfo {
+	var out SequenceInfo
+	first := true
+	for _, p := range parts {
+		if p.last == 0 {
+			continue
+		}
+		if first || uint64(p.floor) < out.Stream {
+			out.Stream = uint64(max(p.floor, 0))
+			first = false
+		}
+	}
+	return out
+}

@@ -1,0 +1,283 @@
+package cursors
+
+import (
+	"sort"
+	"strconv"
+	"time"
+)
+
+// candidate is the next message to give a request.
+type candidate struct {
+	p     *pstate
+	m     *msg
+	again bool // a redelivery
+}
+
+// fillState is one pass of deliver: the due redeliveries per partition,
+// the reads it needs, and the partitions that wait for one (nothing newer
+// of a partition goes out before what it waits for).
+type fillState struct {
+	now     time.Time
+	due     map[int64][]int64
+	ranges  []ReadRange
+	blocked map[int64]bool
+	want    int
+	pending uint64 // num pending, for the ack subjects
+}
+
+// deliver hands the parked requests what memory holds, in order:
+// per partition, due redeliveries first, then the offsets after next;
+// across partitions, one message each in turn, so a batch may span
+// partitions. It returns the reads that would let it deliver more. Under mu.
+func (c *consumer) deliver(now time.Time) []ReadRange {
+	if len(c.waiting) == 0 {
+		return nil
+	}
+	fs := &fillState{now: now, blocked: map[int64]bool{}, pending: c.numPending()}
+	fs.want = min(c.waitingFor(), c.room(), c.e.cfg.ReadMax)
+	fs.due = c.dueOffsets(now)
+	for len(c.waiting) > 0 && c.room() > 0 {
+		r := c.waiting[0]
+		if !r.checked {
+			if !c.e.cfg.Deliverer.Interested(r.inbox) {
+				c.unpark(0)
+				c.e.stats.interestLost.Add(1)
+				continue
+			}
+			r.checked = true
+		}
+		cand, ok := c.pick(fs)
+		if !ok {
+			break
+		}
+		size := cand.m.size()
+		if r.maxBytes && size > r.bytesLeft {
+			c.status(r, 409, descMaxBytes, true)
+			c.unpark(0)
+			continue
+		}
+		c.send(r, cand, fs)
+		if r.left == 0 {
+			if r.maxBytes && r.bytesLeft > 0 {
+				c.status(r, 409, descBatchCompleted, true)
+			}
+			c.unpark(0)
+		}
+	}
+	for _, r := range c.waiting {
+		r.checked = false
+	}
+	return fs.ranges
+}
+
+// dueOffsets are the pending offsets whose deadline has come, ascending
+// per partition; those that reached max_deliver go to the dead letters
+// instead.
+func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
+	due := map[int64][]int64{}
+	for _, p := range c.parts {
+		var list []int64
+		for o, d := range p.pending {
+			if d.deadline.After(now) {
+				continue
+			}
+			if c.cfg.MaxDeliver > 0 && int(d.count) >= c.cfg.MaxDeliver {
+				p.dead = append(p.dead, DeadLetter{Offset: o, Reason: "max_deliver"})
+				c.e.stats.deadLetters.Add(1)
+				c.ackOne(p, o)
+				continue
+			}
+			list = append(list, o)
+		}
+		if len(list) > 0 {
+			sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
+			due[p.id] = list
+		}
+	}
+	return due
+}
+
+// pick finds the next message, starting at the partition after the last
+// one served. A message memory does not hold becomes a read, and its
+// partition waits for it.
+func (c *consumer) pick(fs *fillState) (candidate, bool) {
+	n := len(c.order)
+	for i := 0; i < n; i++ {
+		idx := (c.rr + i) % n
+		p := c.parts[c.order[idx]]
+		if fs.blocked[p.id] {
+			continue
+		}
+		if list := fs.due[p.id]; len(list) > 0 {
+			o := list[0]
+			if p.pending[o] == nil {
+				fs.due[p.id] = list[1:] // acknowledged meanwhile
+				i--
+				continue
+			}
+			if m := p.buf[o]; m != nil {
+				fs.due[p.id] = list[1:]
+				c.rr = idx + 1
+				return candidate{p: p, m: m, again: true}, true
+			}
+			run := 1
+			for run < len(list) && list[run] == o+int64(run) {
+				run++
+			}
+			fs.ranges = append(fs.ranges, ReadRange{PartitionID: p.id, After: o - 1, Limit: run})
+			fs.blocked[p.id] = true
+			continue
+		}
+		for p.hasNew() {
+			o := p.next + 1
+			if _, done := p.acked[o]; done || o <= p.floor {
+				p.next = o
+				continue
+			}
+			m := p.buf[o]
+			if m == nil {
+				fs.ranges = append(fs.ranges, ReadRange{PartitionID: p.id, After: p.next, Limit: max(fs.want, 1)})
+				fs.blocked[p.id] = true
+				break
+			}
+			if !matchesAny(c.filterList, m.subject) {
+				// Not this consumer's: acknowledged as passed over, so the
+				// floor moves on.
+				p.next = o
+				c.dropBuf(p, o)
+				c.ackOne(p, o)
+				continue
+			}
+			c.rr = idx + 1
+			return candidate{p: p, m: m}, true
+		}
+	}
+	return candidate{}, false
+}
+
+// send publishes one message to r and records the delivery. Under mu.
+func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
+	p, m := cand.p, cand.m
+	o := m.offset
+	count := p.counts[o] + 1
+	if cand.again {
+		count = p.pending[o].count + 1
+	}
+	c.cseq++
+	if !cand.again && fs.pending > 0 {
+		fs.pending--
+	}
+	ack := c.ackSubject(p.id, count, o, m.at, fs.pending)
+	reply := ack
+	if m.subject != "" {
+		reply = ack + "@" + m.subject
+	}
+	header, body := m.header, m.body
+	if c.cfg.HeadersOnly {
+		header, body = headersOnly(m.header, len(m.body)), nil
+	}
+	_ = c.e.cfg.Deliverer.Publish(r.inbox, reply, header, body)
+	size := m.size()
+	r.left--
+	r.delivered++
+	if r.maxBytes {
+		r.bytesLeft -= size
+	}
+	r.lastSent = fs.now
+	c.lastStream, c.lastAt = uint64(o), fs.now
+	c.e.stats.deliveries.Add(1)
+	if cand.again {
+		c.e.stats.redeliveries.Add(1)
+	} else {
+		p.next = o
+	}
+	if c.cfg.AckPolicy == AckNone {
+		c.dropBuf(p, o)
+		c.ackOne(p, o)
+		return
+	}
+	d := p.pending[o]
+	if d == nil {
+		d = &delivery{}
+		p.pending[o] = d
+		c.ackPending++
+	}
+	d.count = count
+	d.deadline = fs.now.Add(c.ackWait(count))
+	p.counts[o] = count
+	if count > 1 {
+		c.dirty(p) // delivery counts are kept, so max_deliver outlives the bridge
+	}
+}
+
+// ackWait is the deadline of a delivery by its count: the backoff step,
+// else ack_wait.
+func (c *consumer) ackWait(count int32) time.Duration {
+	if b := c.cfg.BackOff; len(b) > 0 {
+		return b[min(int(count)-1, len(b)-1)]
+	}
+	return c.cfg.AckWait
+}
+
+// ackSubject is
+// $JS.ACK._.<partition id>.<stream>.<consumer>.<delivered>.<offset>.<consumer seq>.<ts ns>.<pending>.<epoch>.
+func (c *consumer) ackSubject(pid int64, count int32, offset int64, at time.Time, pending uint64) string {
+	b := make([]byte, 0, 96+len(c.key.stream)+len(c.key.name))
+	b = append(b, "$JS.ACK._."...)
+	b = strconv.AppendInt(b, pid, 10)
+	b = append(b, '.')
+	b = append(b, c.key.stream...)
+	b = append(b, '.')
+	b = append(b, c.key.name...)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, int64(count), 10)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, offset, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, c.cseq, 10)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, at.UnixNano(), 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, pending, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, c.e.epoch, 10)
+	return string(b)
+}
+
+// headersOnly is the header block of a headers_only delivery: the stored
+// headers plus Nats-Msg-Size.
+func headersOnly(stored []byte, size int) []byte {
+	h := make([]byte, 0, len(stored)+48)
+	if len(stored) >= 4 {
+		h = append(h, stored[:len(stored)-2]...) // drop the closing blank line
+	} else {
+		h = append(h, "NATS/1.0\r\n"...)
+	}
+	h = append(h, "Nats-Msg-Size: "...)
+	h = strconv.AppendInt(h, int64(size), 10)
+	return append(h, "\r\n\r\n"...)
+}
+
+// dropBuf forgets a message held in memory.
+func (c *consumer) dropBuf(p *pstate, o int64) {
+	if m := p.buf[o]; m != nil {
+		c.bufBytes -= m.size()
+		delete(p.buf, o)
+	}
+}
+
+// keep holds m in memory when it is still to be delivered (above next,
+// or pending) and the bound allows.
+func (c *consumer) keep(p *pstate, m *msg) {
+	if p.buf[m.offset] != nil || m.offset <= p.floor {
+		return
+	}
+	if m.offset <= p.next && p.pending[m.offset] == nil {
+		return
+	}
+	if c.bufBytes+m.size() > c.e.cfg.BufferBytes {
+		return // read again when its turn comes
+	}
+	p.buf[m.offset] = m
+	c.bufBytes += m.size()
+}

@@ -1,0 +1,201 @@
+package cursors
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+)
+
+// flusher makes acknowledgements durable by fused writes: it gathers the
+// ack state changes of every consumer and partition for FlushWindow (or
+// until FlushMax pairs are waiting), stores them with one CommitAcks (one
+// statement, one commit, in the one lock order), and then answers the
+// replies of the acks that state includes. Never one transaction per ack.
+//
+// mu guards dirty, replies and closed: consumers mark from their own
+// goroutines and from Ack callers; the loop takes them. The loop is the
+// one goroutine that calls CommitAcks, one commit at a time, so a reply
+// taken with a batch is answered after every earlier batch committed too.
+type flusher struct {
+	e      *JSEngine
+	signal chan struct{} // cap 1
+	done   chan struct{} // closed by close: the loop flushes what is left, then ends
+
+	mu      sync.Mutex
+	dirty   map[*consumer]struct{}
+	replies []string
+	closed  bool
+	once    sync.Once
+}
+
+func newFlusher(e *JSEngine) *flusher {
+	return &flusher{e: e, signal: make(chan struct{}, 1), done: make(chan struct{}), dirty: map[*consumer]struct{}{}}
+}
+
+// mark notes that c has ack state to store. Called under c.mu.
+func (f *flusher) mark(c *consumer) {
+	f.mu.Lock()
+	f.dirty[c] = struct{}{}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// reply queues an answer to send after the next commit.
+func (f *flusher) reply(subject string) {
+	f.mu.Lock()
+	f.replies = append(f.replies, subject)
+	f.mu.Unlock()
+	f.poke()
+}
+
+func (f *flusher) poke() {
+	select {
+	case f.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flusher) close() { f.once.Do(func() { close(f.done) }) }
+
+func (f *flusher) loop() {
+	defer f.e.bg.Done()
+	for {
+		select {
+		case <-f.signal:
+		case <-f.done:
+			f.final()
+			return
+		}
+		f.mu.Lock()
+		n := len(f.dirty)
+		f.mu.Unlock()
+		if n < f.e.cfg.FlushMax {
+			// The window: acks of other consumers and partitions join.
+			select {
+			case <-time.After(f.e.cfg.FlushWindow):
+			case <-f.done:
+			}
+		}
+		if !f.once1() {
+			select {
+			case <-f.done:
+			case <-time.After(retryPause):
+			}
+			f.poke()
+		}
+	}
+}
+
+// final stores what is left at Stop; a failing Store gets a few tries.
+func (f *flusher) final() {
+	for i := 0; i < 3; i++ {
+		if f.once1() {
+			return
+		}
+	}
+}
+
+// once1 runs one flush: takes the marked consumers' state, commits it,
+// answers the replies. False when the commit failed (the state is marked
+// again and the replies wait for the next one).
+func (f *flusher) once1() bool {
+	f.mu.Lock()
+	dirty, replies := f.dirty, f.replies
+	f.dirty, f.replies = map[*consumer]struct{}{}, nil
+	f.mu.Unlock()
+	var ups []AckUpdate
+	var owners []*consumer
+	for c := range dirty {
+		for _, u := range c.takeUpdates() {
+			ups = append(ups, u)
+			owners = append(owners, c)
+		}
+	}
+	if len(ups) > 0 {
+		// The one lock order: (partition id, group) ascending.
+		idx := make([]int, len(ups))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(a, b int) bool {
+			x, y := &ups[idx[a]], &ups[idx[b]]
+			if x.PartitionID != y.PartitionID {
+				return x.PartitionID < y.PartitionID
+			}
+			return x.Group < y.Group
+		})
+		sorted := make([]AckUpdate, len(ups))
+		sortedOwners := make([]*consumer, len(ups))
+		for i, j := range idx {
+			sorted[i], sortedOwners[i] = ups[j], owners[j]
+		}
+		err := f.e.call(func(ctx context.Context) error { return f.e.cfg.Store.CommitAcks(ctx, sorted) })
+		f.e.stats.flushes.Add(1)
+		if err != nil {
+			f.e.stats.flushErrors.Add(1)
+			f.e.cfg.Logger.Warn().Err(err).Int("updates", len(sorted)).Msg("acknowledgements not stored; trying again")
+			for i := range sorted {
+				sortedOwners[i].restore(&sorted[i])
+			}
+			f.mu.Lock()
+			f.replies = append(replies, f.replies...)
+			f.mu.Unlock()
+			return false
+		}
+		f.e.stats.flushedUpdates.Add(uint64(len(sorted)))
+	}
+	for _, r := range replies {
+		_ = f.e.cfg.Deliverer.Publish(r, "", nil, nil)
+	}
+	return true
+}
+
+// takeUpdates is the ack state of the consumer's changed partitions, for
+// the flusher; its dead letters move into the updates.
+func (c *consumer) takeUpdates() []AckUpdate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		clear(c.dirtyParts)
+		return nil
+	}
+	out := make([]AckUpdate, 0, len(c.dirtyParts))
+	for pid := range c.dirtyParts {
+		p := c.parts[pid]
+		if p == nil {
+			continue
+		}
+		u := AckUpdate{ConsumerID: c.def.ID, Group: c.key.name, PartitionID: pid, Floor: p.floor, Dead: p.dead}
+		p.dead = nil
+		for o := range p.acked {
+			u.Acked = append(u.Acked, o)
+		}
+		sort.Slice(u.Acked, func(i, j int) bool { return u.Acked[i] < u.Acked[j] })
+		for o, n := range p.counts {
+			if n > 1 && o > p.floor {
+				if u.Counts == nil {
+					u.Counts = map[int64]int32{}
+				}
+				u.Counts[o] = n
+			}
+		}
+		out = append(out, u)
+	}
+	clear(c.dirtyParts)
+	return out
+}
+
+// restore marks an update's partition again after a failed commit, and
+// puts its dead letters back.
+func (c *consumer) restore(u *AckUpdate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.parts[u.PartitionID]
+	if p == nil || c.deleted {
+		return
+	}
+	p.dead = append(u.Dead, p.dead...)
+	delete(c.dirtyParts, p.id)
+	c.dirty(p)
+}

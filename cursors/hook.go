@@ -1,0 +1,168 @@
+package cursors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// hotCommit is a segment this bridge just committed to a partition of a
+// live consumer's queue, or (seg nil) an announcement that another bridge
+// committed to the partition named.
+type hotCommit struct {
+	pid       int64
+	partition string
+	base      int64
+	count     int
+	at        time.Time
+	seg       *sharedSeg
+}
+
+// sharedSeg decodes a committed segment once for every consumer of its
+// queue, on the first consumer goroutine that needs it (never on the
+// fusion's flush goroutine).
+type sharedSeg struct {
+	blob   []byte
+	once   sync.Once
+	frames []segment.Frame
+	err    error
+}
+
+func (s *sharedSeg) decode() ([]segment.Frame, error) {
+	s.once.Do(func() { s.frames, s.err = segment.UnpackAll(s.blob) })
+	return s.frames, s.err
+}
+
+// Committed is the fusion's commit hook (the same shape as the hot tail's):
+// the new frames of a live consumer's partitions go to its memory, and its
+// parked requests get them without reading PostgreSQL. Cheap: a map look-up
+// per segment, the decoding is left to the consumers' goroutines.
+func (e *JSEngine) Committed(writes []segment.Write, results []segment.Result) {
+	if len(writes) != len(results) {
+		return
+	}
+	for i := range writes {
+		w, r := &writes[i], &results[i]
+		if r.Status != segment.Queued || r.PartitionID <= 0 || w.Count <= 0 {
+			continue
+		}
+		cs := e.queueConsumers(w.Tenant, w.Queue)
+		if len(cs) == 0 {
+			continue
+		}
+		hc := hotCommit{pid: r.PartitionID, partition: w.Partition, base: r.BaseOffset, count: int(w.Count), at: r.CreatedAt, seg: &sharedSeg{blob: w.Blob}}
+		for _, c := range cs {
+			c.handOver(hc)
+		}
+	}
+}
+
+// Available wakes the live consumers of a queue when another bridge
+// announced a commit to one of its partitions (readside's available
+// announcements): their next fill reads the partition.
+func (e *JSEngine) Available(tenant tenancy.TenantID, queue, partition string) {
+	for _, c := range e.queueConsumers(tenant, queue) {
+		c.handOver(hotCommit{partition: partition})
+	}
+}
+
+func (e *JSEngine) queueConsumers(tenant tenancy.TenantID, queue string) []*consumer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cs := e.byQueue[queueKey{tenant, queue}]
+	if len(cs) == 0 {
+		return nil
+	}
+	return append([]*consumer(nil), cs...)
+}
+
+// maxHot bounds the commits waiting for a consumer's goroutine; past it
+// the oldest are dropped, and marked to be read from PostgreSQL.
+const maxHot = 4096
+
+func (c *consumer) handOver(hc hotCommit) {
+	c.hotMu.Lock()
+	if len(c.hot) >= maxHot {
+		c.hot[0] = hotCommit{pid: c.hot[0].pid, partition: c.hot[0].partition}
+		c.hot = append(c.hot[:0], c.hot[1:]...)
+	}
+	c.hot = append(c.hot, hc)
+	c.hotMu.Unlock()
+	c.wake()
+}
+
+// takeHot moves the handed-over commits into the consumer's state. A
+// partition it does not know (made after the consumer was loaded) asks
+// for a refresh of its partitions.
+func (c *consumer) takeHot() {
+	c.hotMu.Lock()
+	hot := c.hot
+	c.hot = nil
+	c.hotMu.Unlock()
+	if len(hot) == 0 {
+		return
+	}
+	// Decode outside mu: deliveries of other requests go on meanwhile.
+	frames := make([][]segment.Frame, len(hot))
+	for i := range hot {
+		if hot[i].seg != nil {
+			f, err := hot[i].seg.decode()
+			if err != nil {
+				c.e.cfg.Logger.Warn().Err(err).Int64("partition_id", hot[i].pid).Msg("committed segment not decodable; read from PostgreSQL")
+			}
+			frames[i] = f
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, hc := range hot {
+		p := c.parts[hc.pid]
+		if hc.seg == nil || p == nil {
+			if p = c.partByName(hc.partition); p != nil {
+				p.maybeMore = true
+			} else {
+				c.hotMu.Lock()
+				c.refresh = true
+				c.hotMu.Unlock()
+			}
+			continue
+		}
+		p.last = max(p.last, hc.base+int64(hc.count)-1)
+		if len(frames[i]) != hc.count {
+			continue
+		}
+		for k := range frames[i] {
+			o := hc.base + int64(k)
+			if o <= p.next {
+				continue
+			}
+			sm := storedFromFrame(&frames[i][k], hc.pid, o, hc.at)
+			m, err := c.toMsg(p, &sm)
+			if err != nil {
+				continue // the read from PostgreSQL deals with it
+			}
+			c.keep(p, m)
+		}
+	}
+}
+
+func (c *consumer) partByName(name string) *pstate {
+	for _, p := range c.parts {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// storedFromFrame is a committed frame as a stored message.
+func storedFromFrame(f *segment.Frame, pid, offset int64, at time.Time) StoredMsg {
+	subject, header := frameSubject(f)
+	return StoredMsg{PartitionID: pid, Offset: offset, Time: at, Subject: subject, Header: header, Flags: f.Flags, Payload: f.Payload}
+}
+
+// frameSubject is the subject and header block a frame keeps: none yet,
+// so the subject is rebuilt from the stream's filter and the partition.
+func frameSubject(*segment.Frame) (string, []byte) { return "", nil }

@@ -1,0 +1,170 @@
+package cursors
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
+
+// pullReq is one parked pull request.
+type pullReq struct {
+	inbox     string
+	left      int // messages still wanted
+	maxBytes  bool
+	bytesLeft int // of max_bytes, when maxBytes
+	expires   time.Time
+	noWait    bool
+	hb        time.Duration
+	lastSent  time.Time // the last message or status sent to inbox
+	delivered int
+	checked   bool // interest in inbox seen during this fill
+}
+
+// Pull parks a pull request, or answers it at once (statuses included)
+// through the Deliverer; the messages go to inbox. An unknown consumer is
+// ErrConsumerNotFound (the API answers 503). A consumer living on another
+// bridge gets the request through the Forwarder (ErrNotOwner without one).
+func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error {
+	c, err := e.consumer(tenant, stream, name)
+	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
+		return e.cfg.Forwarder.ForwardPull(id, tenant, stream, name, req, inbox)
+	}
+	if err != nil {
+		return err
+	}
+	if req.Batch <= 0 {
+		req.Batch = 1
+	}
+	now := e.cfg.Clock.Now()
+	r := &pullReq{inbox: inbox, left: req.Batch, noWait: req.NoWait, hb: req.Heartbeat, lastSent: now}
+	if req.MaxBytes > 0 {
+		r.maxBytes, r.bytesLeft = true, req.MaxBytes
+	}
+	if req.Expires > 0 {
+		r.expires = now.Add(req.Expires)
+	}
+	c.mu.Lock()
+	if c.stopping {
+		c.mu.Unlock()
+		return ErrConsumerNotFound
+	}
+	c.lastActive, c.touched = now, true
+	cfg := &c.cfg
+	switch {
+	case cfg.MaxRequestBatch > 0 && req.Batch > cfg.MaxRequestBatch:
+		c.status(r, 409, descMaxRequestBatch+strconv.Itoa(cfg.MaxRequestBatch), false)
+	case cfg.MaxRequestMaxBytes > 0 && req.MaxBytes > cfg.MaxRequestMaxBytes:
+		c.status(r, 409, descMaxRequestBytes+strconv.Itoa(cfg.MaxRequestMaxBytes), false)
+	case cfg.MaxRequestExpires > 0 && req.Expires > cfg.MaxRequestExpires:
+		c.status(r, 409, descMaxRequestExp+cfg.MaxRequestExpires.String(), false)
+	case len(c.waiting) >= cfg.MaxWaiting:
+		// A request with heartbeats gets no 409, as from nats-server: its
+		// client would pull again at once, in a loop; it waits for the
+		// missing heartbeats instead.
+		if req.Heartbeat == 0 {
+			c.status(r, 409, descMaxWaiting, false)
+		}
+	default:
+		c.waiting = append(c.waiting, r)
+		e.stats.parked.Add(1)
+		e.parkInbox(inbox, c)
+	}
+	c.mu.Unlock()
+	c.wake()
+	return nil
+}
+
+// wake asks the consumer's goroutine to fill its requests.
+func (c *consumer) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// status sends a status message to r's inbox. Under mu.
+func (c *consumer) status(r *pullReq, code int, desc string, withPending bool) {
+	_ = c.e.cfg.Deliverer.Publish(r.inbox, "", statusHeader(code, desc, withPending, r.left, r.bytesLeft), nil)
+	r.lastSent = c.e.cfg.Clock.Now()
+}
+
+// unpark removes waiting[i]. Under mu.
+func (c *consumer) unpark(i int) {
+	r := c.waiting[i]
+	c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+	c.e.stats.parked.Add(-1)
+	for _, o := range c.waiting {
+		if o.inbox == r.inbox {
+			return // another request of the same inbox stays parked
+		}
+	}
+	c.e.unparkInbox(r.inbox, c)
+}
+
+// dropInbox drops the requests of an inbox that lost interest, without
+// a word: nobody listens.
+func (c *consumer) dropInbox(inbox string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 0; i < len(c.waiting); {
+		if c.waiting[i].inbox == inbox {
+			c.unpark(i)
+			c.e.stats.interestLost.Add(1)
+			continue
+		}
+		i++
+	}
+}
+
+// timers expires requests (408 with pending headers), sends heartbeats
+// after idle_heartbeat of silence, and reports when it must run next and
+// whether the consumer has been idle past its inactive threshold. Under mu.
+func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
+	soon := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for i := 0; i < len(c.waiting); {
+		r := c.waiting[i]
+		if !r.expires.IsZero() && !now.Before(r.expires) {
+			c.status(r, 408, descTimeout, true)
+			c.unpark(i)
+			c.e.stats.expired.Add(1)
+			continue
+		}
+		if r.hb > 0 && !now.Before(r.lastSent.Add(r.hb)) {
+			if !c.e.cfg.Deliverer.Interested(r.inbox) {
+				c.unpark(i)
+				c.e.stats.interestLost.Add(1)
+				continue
+			}
+			_ = c.e.cfg.Deliverer.Publish(r.inbox, "", heartbeatHeader(c.cseq, c.lastStream), nil)
+			r.lastSent = now
+			c.e.stats.heartbeats.Add(1)
+		}
+		if !r.expires.IsZero() {
+			soon(r.expires)
+		}
+		if r.hb > 0 {
+			soon(r.lastSent.Add(r.hb))
+		}
+		i++
+	}
+	if len(c.waiting) > 0 {
+		for _, p := range c.parts {
+			for _, d := range p.pending {
+				soon(d.deadline)
+			}
+		}
+		soon(now.Add(c.e.cfg.Poll))
+	}
+	if t := c.cfg.InactiveThreshold; t > 0 && len(c.waiting) == 0 {
+		if !now.Before(c.lastActive.Add(t)) {
+			return next, true
+		}
+		soon(c.lastActive.Add(t))
+	}
+	return next, false
+}
