@@ -15,6 +15,9 @@ type consumer struct {
 	kick chan struct{} // cap 1: something changed, run fills
 	quit chan struct{} // closed by stop
 	done chan struct{} // closed when run returned
+	// settle takes a channel that run closes after its next whole pass:
+	// a point where everything asked before it has been acted on.
+	settle chan chan struct{}
 
 	// hotMu guards the commits handed over by the hook (so that the
 	// fusion's flush goroutine never waits for a delivery in progress).
@@ -85,7 +88,7 @@ func (m *msg) size() int { return len(m.subject) + len(m.header) + len(m.body) +
 func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer) *consumer {
 	c := &consumer{
 		e: e, key: k, streamFilters: e.cfg.Streams[k.stream],
-		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), settle: make(chan chan struct{}),
 		def: def, cfg: def.Config.withDefaults(), filterList: def.Config.filters(),
 		parts: map[int64]*pstate{}, dirtyParts: map[int64]struct{}{},
 		lastActive: e.cfg.Clock.Now(),

@@ -20,25 +20,36 @@ import (
 type flusher struct {
 	e      *JSEngine
 	signal chan struct{} // cap 1
+	full   chan struct{} // cap 1: FlushMax pairs wait, the window ends
 	done   chan struct{} // closed by close: the loop flushes what is left, then ends
 
 	mu      sync.Mutex
 	dirty   map[*consumer]struct{}
+	pairs   int // (consumer, partition) pairs marked since the last take
 	replies []string
 	closed  bool
 	once    sync.Once
 }
 
 func newFlusher(e *JSEngine) *flusher {
-	return &flusher{e: e, signal: make(chan struct{}, 1), done: make(chan struct{}), dirty: map[*consumer]struct{}{}}
+	return &flusher{e: e, signal: make(chan struct{}, 1), full: make(chan struct{}, 1), done: make(chan struct{}), dirty: map[*consumer]struct{}{}}
 }
 
-// mark notes that c has ack state to store. Called under c.mu.
+// mark notes that c has ack state of one more partition to store. Called
+// under c.mu.
 func (f *flusher) mark(c *consumer) {
 	f.mu.Lock()
 	f.dirty[c] = struct{}{}
+	f.pairs++
+	full := f.pairs >= f.e.cfg.FlushMax
 	f.mu.Unlock()
 	f.poke()
+	if full {
+		select {
+		case f.full <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // reply queues an answer to send after the next commit.
@@ -68,12 +79,13 @@ func (f *flusher) loop() {
 			return
 		}
 		f.mu.Lock()
-		n := len(f.dirty)
+		n := f.pairs
 		f.mu.Unlock()
 		if n < f.e.cfg.FlushMax {
 			// The window: acks of other consumers and partitions join.
 			select {
 			case <-time.After(f.e.cfg.FlushWindow):
+			case <-f.full:
 			case <-f.done:
 			}
 		}
@@ -102,7 +114,7 @@ func (f *flusher) final() {
 func (f *flusher) once1() bool {
 	f.mu.Lock()
 	dirty, replies := f.dirty, f.replies
-	f.dirty, f.replies = map[*consumer]struct{}{}, nil
+	f.dirty, f.replies, f.pairs = map[*consumer]struct{}{}, nil, 0
 	f.mu.Unlock()
 	var ups []AckUpdate
 	var owners []*consumer

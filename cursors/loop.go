@@ -15,6 +15,7 @@ func (c *consumer) run() {
 	defer close(c.done)
 	clock := c.e.cfg.Clock
 	var lastPoll, lastTouch time.Time
+	var settled []chan struct{}
 	retry := false
 	for {
 		c.takeHot()
@@ -48,6 +49,10 @@ func (c *consumer) run() {
 		if retry {
 			next = now.Add(retryPause)
 		}
+		for _, ch := range settled {
+			close(ch)
+		}
+		settled = settled[:0]
 		var timer <-chan time.Time
 		if !next.IsZero() {
 			timer = clock.At(next)
@@ -57,6 +62,8 @@ func (c *consumer) run() {
 			return
 		case <-c.kick:
 		case <-timer:
+		case ch := <-c.settle:
+			settled = append(settled, ch)
 		}
 	}
 }

@@ -66,6 +66,11 @@ func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRe
 			c.status(r, 409, descMaxWaiting, false)
 		}
 	default:
+		// A new request looks at the store once: other bridges may have
+		// committed what no announcement reported yet.
+		for _, p := range c.parts {
+			p.maybeMore = true
+		}
 		c.waiting = append(c.waiting, r)
 		e.stats.parked.Add(1)
 		e.parkInbox(inbox, c)

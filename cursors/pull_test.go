@@ -1,0 +1,173 @@
+package cursors
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/testkit"
+)
+
+// A batch spans partitions, each partition in offset order, the consumer
+// sequence dense, the reply the 12-token ack subject then @subject.
+func TestPullDeliversABatchAcrossPartitions(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 3)
+	h.add(2, 2)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 4, Expires: time.Minute}, "inbox.1")
+	got := h.waitMsgs("inbox.1", 4)
+	last := map[int64]int64{}
+	parts := map[int64]bool{}
+	for i, p := range got {
+		r := ackRef(t, p)
+		if r.ConsumerSeq != uint64(i+1) || r.Delivered != 1 || r.Stream != "ORDERS" || r.Consumer != "C" {
+			t.Fatalf("delivery %d: %+v", i, r)
+		}
+		if r.Offset <= last[r.PartitionID] {
+			t.Fatalf("partition %d out of order: %d after %d", r.PartitionID, r.Offset, last[r.PartitionID])
+		}
+		last[r.PartitionID] = r.Offset
+		parts[r.PartitionID] = true
+		name := map[int64]string{1: "eu", 2: "us"}[r.PartitionID]
+		if !strings.HasSuffix(p.reply, "@orders."+name) || string(p.body) != fmt.Sprintf("%s-%d", name, r.Offset) {
+			t.Fatalf("delivery %d: reply %q body %q", i, p.reply, p.body)
+		}
+	}
+	if len(parts) != 2 {
+		t.Fatalf("a batch of 4 over 3+2 messages took partitions %v", parts)
+	}
+	h.settle("C")
+	if n := len(h.out.msgsTo("inbox.1")); n != 4 {
+		t.Fatalf("batch of 4 got %d messages", n)
+	}
+}
+
+func TestNoWaitAnswers404AtTheEnd(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 5, NoWait: true}, "inbox.empty")
+	h.waitStatus("inbox.empty", "404 No Messages")
+
+	h.add(1, 1)
+	h.pull("C", PullRequest{Batch: 5, NoWait: true}, "inbox.one")
+	h.waitStatus("inbox.one", "404 No Messages")
+	all := h.out.to("inbox.one")
+	if len(all) != 2 || all[0].status() != "" {
+		t.Fatalf("no_wait with one message: want the message then 404, got %d sends: %q", len(all), all)
+	}
+}
+
+func TestExpiryAnswers408WithPendingHeaders(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 1)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 5, MaxBytes: 1000, Expires: 10 * time.Second}, "inbox.x")
+	m := h.waitMsgs("inbox.x", 1)[0]
+	h.settle("C")
+	if got := h.out.to("inbox.x"); len(got) != 1 {
+		t.Fatalf("before expiry: %d sends", len(got))
+	}
+	h.clock.Advance(10 * time.Second)
+	st := h.waitStatus("inbox.x", "408 Request Timeout")
+	size := len(m.body) + len(m.header) + len("orders.eu") + 64
+	if st.headerValue("Nats-Pending-Messages") != "4" || st.headerValue("Nats-Pending-Bytes") != fmt.Sprint(1000-size) {
+		t.Fatalf("408 headers: %q", st.header)
+	}
+}
+
+func TestIdleHeartbeat(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 1)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 2, Expires: 30 * time.Second, Heartbeat: 5 * time.Second}, "inbox.hb")
+	h.waitMsgs("inbox.hb", 1)
+	h.clock.Advance(5 * time.Second)
+	hb := h.waitStatus("inbox.hb", "100 Idle Heartbeat")
+	if hb.headerValue("Nats-Last-Consumer") != "1" || hb.headerValue("Nats-Last-Stream") != "1" {
+		t.Fatalf("heartbeat headers: %q", hb.header)
+	}
+}
+
+// A request whose inbox lost interest is dropped, never handed a message,
+// whether the loss is heard (LS-) or seen at delivery.
+func TestInterestLostDropsTheRequest(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Minute}, "inbox.gone")
+	h.settle("C")
+	h.out.loseInterest("inbox.gone")
+	testkit.WaitFor(t, "the request dropped", 10*time.Second, func() bool { return h.e.Stats().Parked == 0 })
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Minute}, "inbox.live")
+	h.commit(1, 1)
+	h.waitMsgs("inbox.live", 1)
+	if got := h.out.to("inbox.gone"); len(got) != 0 {
+		t.Fatalf("a request that lost interest got %d messages", len(got))
+	}
+	if h.e.Stats().InterestLost != 1 {
+		t.Fatalf("interest lost counted %d", h.e.Stats().InterestLost)
+	}
+}
+
+// Commits of this bridge go to a parked request from memory.
+func TestCommitHookDeliversWithoutReading(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 3, Expires: time.Minute}, "inbox.hot")
+	h.settle("C")
+	reads := h.store.nReads()
+	h.commit(2, 3)
+	got := h.waitMsgs("inbox.hot", 3)
+	if n := h.store.nReads(); n != reads {
+		t.Fatalf("a commit of this bridge was read from the store (%d reads, %d before)", n, reads)
+	}
+	if !strings.HasSuffix(got[2].reply, "@orders.us") || string(got[2].body) != "us-3" {
+		t.Fatalf("third delivery: reply %q body %q", got[2].reply, got[2].body)
+	}
+}
+
+func TestMaxBytesAndBatchCompleted(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 3)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 5, MaxBytes: 10, Expires: time.Minute}, "inbox.small")
+	h.waitStatus("inbox.small", "409 Message Size Exceeds MaxBytes")
+	h.pull("C", PullRequest{Batch: 1, MaxBytes: 1000, Expires: time.Minute}, "inbox.big")
+	st := h.waitStatus("inbox.big", "409 Batch Completed")
+	if h.out.msgsTo("inbox.big") == nil || st.headerValue("Nats-Pending-Messages") != "0" {
+		t.Fatalf("batch completed: %q", st.header)
+	}
+}
+
+func TestMaxWaitingAnswers409(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C", MaxWaiting: 1})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Minute}, "inbox.a")
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Minute}, "inbox.b")
+	h.waitStatus("inbox.b", "409 Exceeded MaxWaiting")
+}
+
+func TestStopAnswers408AndDeleteAnswers409(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.create(ConsumerConfig{Durable: "D"})
+	h.pull("C", PullRequest{Batch: 3, MaxBytes: 500, Expires: time.Minute}, "inbox.c")
+	h.pull("D", PullRequest{Batch: 3, Expires: time.Minute}, "inbox.d")
+	h.settle("C")
+	h.settle("D")
+	if err := h.e.DeleteConsumer(t.Context(), tenant, "ORDERS", "D"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("inbox.d", "409 Consumer Deleted")
+	if err := h.e.Pull(tenant, "ORDERS", "D", PullRequest{}, "inbox.d2"); err == nil {
+		t.Fatal("a pull of a deleted consumer was taken")
+	}
+	if err := h.e.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st := h.waitStatus("inbox.c", "408 Request Timeout")
+	if st.headerValue("Nats-Pending-Messages") != "3" || st.headerValue("Nats-Pending-Bytes") != "500" {
+		t.Fatalf("408 at stop: %q", st.header)
+	}
+}
