@@ -1,6 +1,7 @@
 package cursors
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -208,6 +209,9 @@ func TestDoubleAckAnsweredAfterTheCommit(t *testing.T) {
 	h := newHarness(t, nil)
 	m := deliverOne(h, ConsumerConfig{}, "inbox.1")
 	gate := make(chan struct{})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(release) // before the engine's Stop, which flushes
 	h.store.mu.Lock()
 	h.store.gate = gate
 	h.store.mu.Unlock()
@@ -216,7 +220,7 @@ func TestDoubleAckAnsweredAfterTheCommit(t *testing.T) {
 	if got := h.out.to("reply.1"); len(got) != 0 {
 		t.Fatalf("double ack answered before its commit returned: %q", got)
 	}
-	close(gate)
+	release()
 	testkit.WaitFor(t, "the double ack answered", 10*time.Second, func() bool { return len(h.out.to("reply.1")) == 1 })
 	if got := h.out.to("reply.1")[0]; len(got.body) != 0 || got.header != nil {
 		t.Fatalf("double ack answer: %q", got)
