@@ -73,12 +73,9 @@ func (e *JSEngine) Ack(tenant tenancy.TenantID, ref AckRef, kind AckKind, delay 
 			if reason == "" {
 				reason = "terminated"
 			}
-			p.dead = append(p.dead, DeadLetter{Offset: ref.Offset, Reason: reason})
-			e.stats.deadLetters.Add(1)
+			c.deadLetter(p, ref.Offset, reason)
 			if c.cfg.AckPolicy == AckAll {
 				c.ackUpTo(p, ref.Offset)
-			} else {
-				c.ackOne(p, ref.Offset)
 			}
 		}
 	}

@@ -52,7 +52,7 @@ func TestAckWaitRedeliversWithItsCount(t *testing.T) {
 	}
 	// The count of a message delivered twice is stored, so max_deliver
 	// outlives the bridge.
-	testkit.WaitFor(t, "the delivery count stored", 10*time.Second, func() bool { return h.store.ackState("C", 1).Counts[1] == 2 })
+	testkit.WaitFor(t, "the delivery count stored", 10*time.Second, func() bool { return h.store.ackState("C", 1).Deliveries[1] == 2 })
 }
 
 func TestBackoffSetsTheDeadlineByDeliveryCount(t *testing.T) {
@@ -108,7 +108,7 @@ func TestTermSendsToTheDeadLettersAndNeverAgain(t *testing.T) {
 	h.e.Ack(tenant, ackRef(t, m), AckTerm, 0, "bad order", "")
 	testkit.WaitFor(t, "the dead letter stored", 10*time.Second, func() bool {
 		st := h.store.ackState("C", 1)
-		return st.Floor == 1 && len(st.Dead) == 1 && st.Dead[0] == DeadLetter{Offset: 1, Reason: "bad order"}
+		return st.Floor == 1 && len(st.Dead) == 1 && st.Dead[0] == DeadLetter{Offset: 1, TransactionID: "tx-1", Error: "bad order", Deliveries: 1}
 	})
 	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.2")
 	h.clock.Advance(time.Minute)
@@ -126,7 +126,7 @@ func TestMaxDeliverSendsToTheDeadLetters(t *testing.T) {
 	h.clock.Advance(time.Second)
 	testkit.WaitFor(t, "the dead letter stored", 10*time.Second, func() bool {
 		st := h.store.ackState("C", 1)
-		return st.Floor == 1 && len(st.Dead) == 1 && st.Dead[0].Reason == "max_deliver"
+		return st.Floor == 1 && len(st.Dead) == 1 && st.Dead[0] == DeadLetter{Offset: 1, TransactionID: "tx-1", Error: "max_deliver", Deliveries: 2}
 	})
 	h.nothingFor("inbox.3")
 }
@@ -268,7 +268,7 @@ func TestAcksAreFusedIntoOneCommit(t *testing.T) {
 	}
 	for i := 1; i < len(ups); i++ {
 		a, b := ups[i-1], ups[i]
-		if a.PartitionID > b.PartitionID || a.PartitionID == b.PartitionID && a.Group >= b.Group {
+		if a.PartitionID > b.PartitionID || a.PartitionID == b.PartitionID && a.ConsumerID >= b.ConsumerID {
 			t.Fatalf("updates not in the lock order: %+v before %+v", a, b)
 		}
 	}

@@ -26,23 +26,36 @@ func (e *JSEngine) CreateConsumer(ctx context.Context, tenant tenancy.TenantID, 
 		return ConsumerInfo{}, err
 	}
 	name := cfg.ConsumerName()
-	sc := StoredConsumer{Tenant: tenant, Queue: stream, Name: name, Config: cfg.withDefaults()}
+	sc := StoredConsumer{
+		Tenant: tenant, Queue: stream, Name: name, Durable: cfg.Durable != "",
+		Config: encodeConfig(cfg.withDefaults()),
+		Start:  ConsumerStart{Policy: storePolicies[cfg.DeliverPolicy], Time: cfg.OptStartTime},
+	}
 	if cfg.DeliverPolicy == DeliverByStartSequence {
-		sc.StartPartition, _ = pinnedPartition(cfg.filters(), filters)
+		part, _ := pinnedPartition(cfg.filters(), filters)
+		pid, err := e.partitionID(ctx, tenant, stream, part)
+		if err != nil {
+			return ConsumerInfo{}, err
+		}
+		sc.Start.PartitionID, sc.Start.Offset = pid, int64(cfg.OptStartSeq)
 	}
 	stored, err := e.cfg.Store.PutConsumer(ctx, sc, action)
 	if err != nil {
 		return ConsumerInfo{}, fmt.Errorf("cursors: put consumer %s of %s: %w", name, stream, err)
 	}
+	conf, err := decodeConfig(name, stored.Config)
+	if err != nil {
+		return ConsumerInfo{}, err
+	}
 	e.mu.Lock()
 	c := e.live[consumerKey{tenant, stream, name}]
 	e.mu.Unlock()
 	if c != nil {
-		c.update(stored)
+		c.update(stored, conf)
 		return c.info(), nil
 	}
 	e.tellOwner(tenant, stream, name)
-	if stored.Config.InactiveThreshold > 0 {
+	if conf.InactiveThreshold > 0 {
 		// Live at once, so that its inactivity is timed from now.
 		if c, err := e.consumer(tenant, stream, name); err == nil {
 			return c.info(), nil
@@ -76,7 +89,11 @@ func (e *JSEngine) storedInfo(ctx context.Context, def StoredConsumer) (Consumer
 	if err != nil {
 		return ConsumerInfo{}, fmt.Errorf("cursors: partitions of consumer %s: %w", def.Name, err)
 	}
-	in := ConsumerInfo{Stream: def.Queue, Name: def.Name, Created: def.Created, Config: def.Config, TimeStamp: e.cfg.Clock.Now()}
+	conf, err := decodeConfig(def.Name, def.Config)
+	if err != nil {
+		return ConsumerInfo{}, err
+	}
+	in := ConsumerInfo{Stream: def.Queue, Name: def.Name, Created: def.CreatedAt, Config: conf, TimeStamp: e.cfg.Clock.Now()}
 	first := true
 	for _, p := range parts {
 		if p.Last > p.Floor {
@@ -140,10 +157,14 @@ func (e *JSEngine) ConsumerChanged(ctx context.Context, tenant tenancy.TenantID,
 		c.stop(descDeleted, 409, false)
 		return nil
 	}
+	var conf ConsumerConfig
+	if err == nil {
+		conf, err = decodeConfig(name, def.Config)
+	}
 	if err != nil {
 		return fmt.Errorf("cursors: consumer %s of %s: %w", name, stream, err)
 	}
-	c.update(def)
+	c.update(def, conf)
 	return nil
 }
 
@@ -182,17 +203,34 @@ func (e *JSEngine) Consumers(ctx context.Context, tenant tenancy.TenantID, strea
 	return out, nil
 }
 
-// StreamState is a stream's figures, when the Store can tell them
-// (StreamStore), with its consumer count.
+// StreamState is a stream's figures from its queue's partitions, with its
+// consumer count. A stream nothing was written to yet is empty.
 func (e *JSEngine) StreamState(ctx context.Context, tenant tenancy.TenantID, stream string) (StreamState, error) {
 	if _, err := e.stream(stream); err != nil {
 		return StreamState{}, err
 	}
+	q, parts, found, err := e.cfg.Store.PartitionStats(ctx, tenant, stream)
+	if err != nil {
+		return StreamState{}, fmt.Errorf("cursors: state of stream %s: %w", stream, err)
+	}
 	var st StreamState
-	if ss, ok := e.cfg.Store.(StreamStore); ok {
-		var err error
-		if st, err = ss.StreamState(ctx, tenant, stream); err != nil {
-			return StreamState{}, fmt.Errorf("cursors: state of stream %s: %w", stream, err)
+	if found {
+		st.Created = q.CreatedAt
+		for _, p := range parts {
+			n := max(p.Counts.Total, 0)
+			st.Messages += uint64(n)
+			if n > 0 {
+				if first := uint64(p.Last - n + 1); st.FirstSeq == 0 || first < st.FirstSeq {
+					st.FirstSeq = first
+				}
+				if st.FirstTime.IsZero() || p.Oldest.Before(st.FirstTime) {
+					st.FirstTime = p.Oldest
+				}
+			}
+			st.LastSeq = max(st.LastSeq, uint64(max(p.Last, 0)))
+			if p.Newest.After(st.LastTime) {
+				st.LastTime = p.Newest
+			}
 		}
 	}
 	defs, err := e.cfg.Store.ListConsumers(ctx, tenant, stream)
@@ -201,6 +239,20 @@ func (e *JSEngine) StreamState(ctx context.Context, tenant tenancy.TenantID, str
 	}
 	st.Consumers = len(defs)
 	return st, nil
+}
+
+// partitionID is the id of a stream's partition, by name.
+func (e *JSEngine) partitionID(ctx context.Context, tenant tenancy.TenantID, stream, partition string) (int64, error) {
+	_, parts, _, err := e.cfg.Store.PartitionStats(ctx, tenant, stream)
+	if err != nil {
+		return 0, fmt.Errorf("cursors: partitions of stream %s: %w", stream, err)
+	}
+	for _, p := range parts {
+		if p.Name == partition {
+			return p.ID, nil
+		}
+	}
+	return 0, invalid(codeBadRequest, "bad request: deliver_policy by_start_sequence: the filter's partition %q holds no message yet", partition)
 }
 
 // lostQueue carries the inboxes that lost interest from the Deliverer's

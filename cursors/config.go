@@ -1,6 +1,8 @@
 package cursors
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -160,4 +162,23 @@ func partitionOf(filter, subject string) string {
 		}
 	}
 	return strings.Join(out, ".")
+}
+
+// encodeConfig is the engine's encoding of a config in the Store: JSON of
+// the Go fields, so that an equal config encodes to equal bytes.
+func encodeConfig(c ConsumerConfig) []byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("cursors: a consumer config does not encode: %v", err)) // plain fields: cannot happen
+	}
+	return b
+}
+
+// decodeConfig reads a stored config.
+func decodeConfig(name string, b []byte) (ConsumerConfig, error) {
+	var c ConsumerConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("cursors: stored config of consumer %s: %w", name, err)
+	}
+	return c, nil
 }

@@ -30,7 +30,8 @@ type consumer struct {
 	// messages and statuses in order), never across a Store call.
 	mu         sync.Mutex
 	def        StoredConsumer
-	cfg        ConsumerConfig // def.Config with defaults
+	conf       ConsumerConfig // def.Config decoded, as stored (echoed in info)
+	cfg        ConsumerConfig // conf with defaults
 	filterList []string       // cfg's filters; none: every subject
 	parts      map[int64]*pstate
 	order      []int64 // partition ids ascending
@@ -62,7 +63,7 @@ type pstate struct {
 	last      int64
 	maybeMore bool
 	acked     map[int64]struct{}  // acknowledged above floor
-	counts    map[int64]int32     // deliveries so far, of offsets above floor
+	counts    map[int64]int       // deliveries so far, of offsets above floor
 	pending   map[int64]*delivery // delivered, not acknowledged
 	buf       map[int64]*msg      // messages in memory, above next or pending
 	dead      []DeadLetter        // to write with the next flush
@@ -71,12 +72,13 @@ type pstate struct {
 // delivery is one delivered, unacknowledged offset.
 type delivery struct {
 	deadline time.Time // redeliver from then on (ack_wait, backoff, NAK delay)
-	count    int32     // deliveries so far
+	count    int       // deliveries so far
 }
 
 // msg is a message ready to publish.
 type msg struct {
 	offset  int64
+	txid    string // for a dead letter
 	at      time.Time
 	subject string
 	header  []byte
@@ -85,11 +87,11 @@ type msg struct {
 
 func (m *msg) size() int { return len(m.subject) + len(m.header) + len(m.body) + 64 }
 
-func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer) *consumer {
+func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer, conf ConsumerConfig) *consumer {
 	c := &consumer{
 		e: e, key: k, streamFilters: e.cfg.Streams[k.stream],
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), settle: make(chan chan struct{}),
-		def: def, cfg: def.Config.withDefaults(), filterList: def.Config.filters(),
+		def: def, conf: conf, cfg: conf.withDefaults(), filterList: conf.filters(),
 		parts: map[int64]*pstate{}, dirtyParts: map[int64]struct{}{},
 		lastActive: e.cfg.Clock.Now(),
 	}
@@ -97,9 +99,9 @@ func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer) *consumer {
 }
 
 // update applies a changed definition.
-func (c *consumer) update(def StoredConsumer) {
+func (c *consumer) update(def StoredConsumer, conf ConsumerConfig) {
 	c.mu.Lock()
-	c.def, c.cfg, c.filterList = def, def.Config.withDefaults(), def.Config.filters()
+	c.def, c.conf, c.cfg, c.filterList = def, conf, conf.withDefaults(), conf.filters()
 	c.mu.Unlock()
 	c.wake()
 }
@@ -110,15 +112,15 @@ func (c *consumer) merge(parts []PartitionState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ps := range parts {
-		if p := c.parts[ps.PartitionID]; p != nil {
+		if p := c.parts[ps.ID]; p != nil {
 			if ps.Last > p.last {
 				p.last = ps.Last
 			}
 			continue
 		}
 		p := &pstate{
-			id: ps.PartitionID, name: ps.Partition, floor: ps.Floor, last: ps.Last,
-			acked: map[int64]struct{}{}, counts: map[int64]int32{},
+			id: ps.ID, name: ps.Name, floor: ps.Floor, last: ps.Last,
+			acked: map[int64]struct{}{}, counts: map[int64]int{},
 			pending: map[int64]*delivery{}, buf: map[int64]*msg{},
 		}
 		if ps.First > 0 && ps.First-1 > p.floor {
@@ -129,7 +131,7 @@ func (c *consumer) merge(parts []PartitionState) {
 				p.acked[o] = struct{}{}
 			}
 		}
-		for o, n := range ps.Counts {
+		for o, n := range ps.Deliveries {
 			if o > p.floor {
 				p.counts[o] = n
 			}
@@ -261,7 +263,7 @@ func (c *consumer) info() ConsumerInfo {
 
 func (c *consumer) infoLocked() ConsumerInfo {
 	in := ConsumerInfo{
-		Stream: c.key.stream, Name: c.key.name, Created: c.def.Created, Config: c.def.Config,
+		Stream: c.key.stream, Name: c.key.name, Created: c.def.CreatedAt, Config: c.conf,
 		Delivered:     SequenceInfo{Consumer: c.cseq, Stream: c.lastStream, Last: c.lastAt},
 		NumAckPending: c.ackPending, NumWaiting: len(c.waiting), NumPending: c.numPending(),
 		TimeStamp: c.e.cfg.Clock.Now(),

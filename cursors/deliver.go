@@ -81,10 +81,8 @@ func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
 			if d.deadline.After(now) {
 				continue
 			}
-			if c.cfg.MaxDeliver > 0 && int(d.count) >= c.cfg.MaxDeliver {
-				p.dead = append(p.dead, DeadLetter{Offset: o, Reason: "max_deliver"})
-				c.e.stats.deadLetters.Add(1)
-				c.ackOne(p, o)
+			if c.cfg.MaxDeliver > 0 && d.count >= c.cfg.MaxDeliver {
+				c.deadLetter(p, o, "max_deliver")
 				continue
 			}
 			list = append(list, o)
@@ -212,7 +210,7 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 
 // ackWait is the deadline of a delivery by its count: the backoff step,
 // else ack_wait.
-func (c *consumer) ackWait(count int32) time.Duration {
+func (c *consumer) ackWait(count int) time.Duration {
 	if b := c.cfg.BackOff; len(b) > 0 {
 		return b[min(int(count)-1, len(b)-1)]
 	}
@@ -221,7 +219,7 @@ func (c *consumer) ackWait(count int32) time.Duration {
 
 // ackSubject is
 // $JS.ACK._.<partition id>.<stream>.<consumer>.<delivered>.<offset>.<consumer seq>.<ts ns>.<pending>.<epoch>.
-func (c *consumer) ackSubject(pid int64, count int32, offset int64, at time.Time, pending uint64) string {
+func (c *consumer) ackSubject(pid int64, count int, offset int64, at time.Time, pending uint64) string {
 	b := make([]byte, 0, 96+len(c.key.stream)+len(c.key.name))
 	b = append(b, "$JS.ACK._."...)
 	b = strconv.AppendInt(b, pid, 10)

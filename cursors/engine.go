@@ -348,7 +348,11 @@ func (e *JSEngine) load(k consumerKey) (*consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cursors: load consumer %s of %s: %w", k.name, k.stream, err)
 	}
-	c := newConsumer(e, k, def)
+	conf, err := decodeConfig(k.name, def.Config)
+	if err != nil {
+		return nil, err
+	}
+	c := newConsumer(e, k, def, conf)
 	c.merge(parts)
 	return c, nil
 }

@@ -135,7 +135,7 @@ func (f *flusher) once1() bool {
 			if x.PartitionID != y.PartitionID {
 				return x.PartitionID < y.PartitionID
 			}
-			return x.Group < y.Group
+			return owners[idx[a]].key.name < owners[idx[b]].key.name
 		})
 		sorted := make([]AckUpdate, len(ups))
 		sortedOwners := make([]*consumer, len(ups))
@@ -178,7 +178,7 @@ func (c *consumer) takeUpdates() []AckUpdate {
 		if p == nil {
 			continue
 		}
-		u := AckUpdate{ConsumerID: c.def.ID, Group: c.key.name, PartitionID: pid, Floor: p.floor, Dead: p.dead}
+		u := AckUpdate{ConsumerID: c.def.ID, PartitionID: pid, Floor: p.floor, Dead: p.dead}
 		p.dead = nil
 		for o := range p.acked {
 			u.Acked = append(u.Acked, o)
@@ -186,10 +186,10 @@ func (c *consumer) takeUpdates() []AckUpdate {
 		sort.Slice(u.Acked, func(i, j int) bool { return u.Acked[i] < u.Acked[j] })
 		for o, n := range p.counts {
 			if n > 1 && o > p.floor {
-				if u.Counts == nil {
-					u.Counts = map[int64]int32{}
+				if u.Deliveries == nil {
+					u.Deliveries = map[int64]int{}
 				}
-				u.Counts[o] = n
+				u.Deliveries[o] = n
 			}
 		}
 		out = append(out, u)

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/internal/testkit"
+		"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -181,10 +182,10 @@ func (s *fakeStore) PutConsumer(_ context.Context, c StoredConsumer, action stri
 		return StoredConsumer{}, ErrConsumerMissing
 	}
 	if ok {
-		c.ID, c.Created = old.ID, old.Created
+				c.ID, c.CreatedAt = old.ID, old.CreatedAt
 	} else {
 		s.nextID++
-		c.ID, c.Created = s.nextID, time.Unix(1, 0)
+		c.ID, c.CreatedAt = s.nextID, time.Unix(1, 0)
 	}
 	s.consumers[c.Name] = c
 	return c, nil
@@ -224,34 +225,49 @@ func (s *fakeStore) ConsumerPartitions(_ context.Context, id int64) ([]Partition
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]PartitionState, 0, len(s.parts))
-	for _, p := range s.parts {
+		for _, p := range s.parts {
 		ps := p
-		if ms := s.msgs[p.PartitionID]; len(ms) > 0 {
+		if ms := s.msgs[p.ID]; len(ms) > 0 {
 			ps.First, ps.Last = ms[0].Offset, ms[len(ms)-1].Offset
 		}
-		if u, ok := s.acks[[2]int64{id, p.PartitionID}]; ok {
-			ps.Floor, ps.Acked, ps.Counts = u.Floor, u.Acked, u.Counts
+		if u, ok := s.acks[[2]int64{id, p.ID}]; ok {
+			ps.Floor, ps.Acked, ps.Deliveries, ps.Seeded = u.Floor, u.Acked, u.Deliveries, true
 		}
 		out = append(out, ps)
 	}
 	return out, nil
 }
 
-func (s *fakeStore) ReadAfter(_ context.Context, ranges []ReadRange) ([]StoredMsg, error) {
+func (s *fakeStore) ReadAfter(_ context.Context, ranges []ReadRange) ([]ReadRun, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
-	var out []StoredMsg
-	for _, r := range ranges {
-		n := 0
+	out := make([]ReadRun, len(ranges))
+	for i, r := range ranges {
+		out[i] = ReadRun{PartitionID: r.PartitionID, Next: r.After}
 		for _, m := range s.msgs[r.PartitionID] {
-			if m.Offset > r.After && n < r.Limit {
-				out = append(out, m)
-				n++
+			if m.Offset > r.After && len(out[i].Messages) < r.Limit {
+				out[i].Messages = append(out[i].Messages, m)
+				out[i].Next = m.Offset
 			}
 		}
 	}
 	return out, nil
+}
+
+func (s *fakeStore) PartitionStats(context.Context, tenancy.TenantID, string) (pgwire.QueueInfo, []pgwire.PartitionStat, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []pgwire.PartitionStat
+	for _, p := range s.parts {
+		st := pgwire.PartitionStat{ID: p.ID, Name: p.Name}
+		if ms := s.msgs[p.ID]; len(ms) > 0 {
+			st.Last, st.Counts.Total = ms[len(ms)-1].Offset, int64(len(ms))
+			st.Oldest, st.Newest = ms[0].CreatedAt, ms[len(ms)-1].CreatedAt
+		}
+		out = append(out, st)
+	}
+	return pgwire.QueueInfo{Name: "ORDERS"}, out, true, nil
 }
 
 func (s *fakeStore) CommitAcks(ctx context.Context, ups []AckUpdate) error {
@@ -312,7 +328,7 @@ var tenant tenancy.TenantID
 func newHarness(t *testing.T, mut func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, store: newFakeStore(), out: &fakeDeliverer{}, clock: newFakeClock()}
-	h.store.parts = []PartitionState{{PartitionID: 1, Partition: "eu"}, {PartitionID: 2, Partition: "us"}}
+	h.store.parts = []PartitionState{{ID: 1, Name: "eu"}, {ID: 2, Name: "us"}}
 	cfg := Config{Store: h.store, Deliverer: h.out, Clock: h.clock, Streams: map[string][]string{"ORDERS": {"orders.>"}}}
 	if mut != nil {
 		mut(&cfg)
@@ -325,15 +341,16 @@ func newHarness(t *testing.T, mut func(*Config)) *harness {
 	return h
 }
 
-// add stores n messages on partition pid (subject orders.<name>), as
-// another bridge's commits: only a read finds them.
+// add stores n messages on partition pid, as another bridge's commits:
+// only a read finds them. Their subject is rebuilt: orders.<partition>.
 func (h *harness) add(pid int64, n int) {
 	h.store.mu.Lock()
 	defer h.store.mu.Unlock()
-	name := h.store.parts[pid-1].Partition
+	name := h.store.parts[pid-1].Name
 	for i := 0; i < n; i++ {
 		off := int64(len(h.store.msgs[pid]) + 1)
-		h.store.msgs[pid] = append(h.store.msgs[pid], StoredMsg{PartitionID: pid, Offset: off, Time: h.clock.Now(), Subject: "orders." + name, Payload: fmt.Appendf(nil, "%s-%d", name, off)})
+		f := segment.Frame{TransactionID: fmt.Sprint("tx-", off), Payload: fmt.Appendf(nil, "%s-%d", name, off)}
+		h.store.msgs[pid] = append(h.store.msgs[pid], StoredMsg{Offset: off, Frame: f, CreatedAt: h.clock.Now()})
 	}
 }
 
@@ -341,15 +358,13 @@ func (h *harness) add(pid int64, n int) {
 // engine's commit hook, as this bridge's fusion does.
 func (h *harness) commit(pid int64, n int) {
 	h.store.mu.Lock()
-	name := h.store.parts[pid-1].Partition
+		name := h.store.parts[pid-1].Name
 	base := int64(len(h.store.msgs[pid]) + 1)
 	frames := make([]segment.Frame, n)
 	for i := range frames {
 		off := base + int64(i)
-		frames[i] = segment.Frame{TransactionID: fmt.Sprint(off), Payload: fmt.Appendf(nil, "%s-%d", name, off)}
-		// The fake read keeps no subject, like a frame before subjects
-		// were stored: both rebuild it from the partition.
-		h.store.msgs[pid] = append(h.store.msgs[pid], StoredMsg{PartitionID: pid, Offset: off, Time: h.clock.Now(), Payload: frames[i].Payload})
+				frames[i] = segment.Frame{TransactionID: fmt.Sprint("tx-", off), Payload: fmt.Appendf(nil, "%s-%d", name, off)}
+		h.store.msgs[pid] = append(h.store.msgs[pid], StoredMsg{Offset: off, Frame: frames[i], CreatedAt: h.clock.Now()})
 	}
 	h.store.mu.Unlock()
 	w := segment.Write{Tenant: tenant, Queue: "ORDERS", Partition: name, Count: int32(n), Blob: segment.Pack(nil, frames)}

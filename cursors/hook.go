@@ -138,7 +138,7 @@ func (c *consumer) takeHot() {
 			if o <= p.next {
 				continue
 			}
-			sm := storedFromFrame(&frames[i][k], hc.pid, o, hc.at)
+			sm := StoredMsg{Offset: o, Frame: frames[i][k], CreatedAt: hc.at}
 			m, err := c.toMsg(p, &sm)
 			if err != nil {
 				continue // the read from PostgreSQL deals with it
@@ -155,12 +155,6 @@ func (c *consumer) partByName(name string) *pstate {
 		}
 	}
 	return nil
-}
-
-// storedFromFrame is a committed frame as a stored message.
-func storedFromFrame(f *segment.Frame, pid, offset int64, at time.Time) StoredMsg {
-	subject, header := frameSubject(f)
-	return StoredMsg{PartitionID: pid, Offset: offset, Time: at, Subject: subject, Header: header, Flags: f.Flags, Payload: f.Payload}
 }
 
 // frameSubject is the subject and header block a frame keeps: none yet,

@@ -11,14 +11,15 @@ import (
 // toMsg makes a stored message publishable: decrypted, and a body the
 // intake kept as base64 (not JSON) decoded back to what was published.
 func (c *consumer) toMsg(p *pstate, sm *StoredMsg) (*msg, error) {
-	body := sm.Payload
+	f := &sm.Frame
+	body := f.Payload
 	if c.e.cfg.Plain != nil {
 		var err error
-		if body, err = c.e.cfg.Plain(c.key.tenant, c.key.stream, p.name, sm.Flags, body); err != nil {
+		if body, err = c.e.cfg.Plain(c.key.tenant, c.key.stream, p.name, f.Flags, body); err != nil {
 			return nil, fmt.Errorf("cursors: payload of %s offset %d: %w", p.name, sm.Offset, err)
 		}
 	}
-	if sm.Flags&segment.FlagBase64 != 0 {
+	if f.Flags&segment.FlagBase64 != 0 {
 		s := body
 		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 			s = s[1 : len(s)-1]
@@ -30,105 +31,129 @@ func (c *consumer) toMsg(p *pstate, sm *StoredMsg) (*msg, error) {
 		}
 		body = dec[:n]
 	}
-	subject := sm.Subject
+	subject, header := frameSubject(f)
 	if subject == "" {
 		subject = rebuildSubject(c.streamFilters, p.name)
 	}
-	return &msg{offset: sm.Offset, at: sm.Time, subject: subject, header: sm.Header, body: body}, nil
+	return &msg{offset: sm.Offset, txid: f.TransactionID, at: sm.CreatedAt, subject: subject, header: header, body: body}, nil
 }
 
 // read runs one ReadAfter for the ranges deliver asked, then takes its
-// messages into memory. Offsets a read skipped over were removed by
-// retention: they count as acknowledged.
+// messages into memory. Offsets a run passed over are gone (tombstoned,
+// or removed by retention): they count as acknowledged.
 func (c *consumer) read(ranges []ReadRange) error {
-	var got []StoredMsg
+	var runs []ReadRun
 	err := c.e.call(func(ctx context.Context) error {
 		var err error
-		got, err = c.e.cfg.Store.ReadAfter(ctx, ranges)
+		runs, err = c.e.cfg.Store.ReadAfter(ctx, ranges)
 		return err
 	})
+	if err == nil && len(runs) != len(ranges) {
+		err = fmt.Errorf("%d runs answer %d ranges", len(runs), len(ranges))
+	}
 	if err != nil {
 		return fmt.Errorf("cursors: read %d ranges of %s/%s: %w", len(ranges), c.key.stream, c.key.name, err)
 	}
-	byPart := map[int64][]StoredMsg{}
-	for _, sm := range got {
-		byPart[sm.PartitionID] = append(byPart[sm.PartitionID], sm)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, rg := range ranges {
+	for i, rg := range ranges {
+		run := &runs[i]
 		p := c.parts[rg.PartitionID]
 		if p == nil {
 			continue
 		}
-		var first, high int64
-		n := 0
-		for i := range byPart[rg.PartitionID] {
-			sm := &byPart[rg.PartitionID][i]
-			if sm.Offset <= rg.After || (n == rg.Limit) {
-				continue
-			}
-			if n == 0 {
-				first = sm.Offset
-			}
-			n++
-			high = max(high, sm.Offset)
+		firstDeliveries := rg.After == p.next
+		next := rg.After
+		for k := range run.Messages {
+			sm := &run.Messages[k]
+			next = max(next, sm.Offset)
 			m, err := c.toMsg(p, sm)
 			if err != nil {
-				c.e.cfg.Logger.Warn().Err(err).Msg("message not deliverable; passed over")
-				c.passOver(p, sm.Offset, "undecodable: "+err.Error())
+				c.e.cfg.Logger.Warn().Err(err).Msg("message not deliverable: to the dead letters")
+				c.deadLetterTx(p, sm.Offset, sm.Frame.TransactionID, "undeliverable: "+err.Error())
 				continue
 			}
 			c.keep(p, m)
 		}
-		c.gone(p, rg.After, first, n)
-		if rg.After == p.next { // a read of first deliveries
-			p.last = max(p.last, high)
-			if n < rg.Limit {
-				p.maybeMore = false
-				if n == 0 {
-					p.last = p.next // nothing is there
-				}
-			}
+		next = max(next, run.Next)
+		c.gone(p, rg.After, next, run.Messages)
+		if firstDeliveries {
+			p.last = max(p.last, next)
+			p.maybeMore = len(run.Messages) >= rg.Limit || run.Full
 		}
 	}
 	return nil
 }
 
-// gone handles offsets after `after` a read did not find: retention
-// removed them (a read returns offsets in order from the first stored).
-func (c *consumer) gone(p *pstate, after, first int64, n int) {
-	if n == 0 {
-		// Nothing after `after`: a pending offset there is gone.
+// gone acknowledges the offsets in (after, next] a run did not hold. A
+// gap that starts at the floor moves the floor at once (retention may
+// have removed many).
+func (c *consumer) gone(p *pstate, after, next int64, msgs []StoredMsg) {
+	first := next + 1
+	if len(msgs) > 0 {
+		first = msgs[0].Offset
+	}
+	if p.floor >= after && first-1 > p.floor {
 		for o := range p.pending {
-			if o > after {
-				c.ackOne(p, o)
+			if o < first {
+				delete(p.pending, o)
+				c.ackPending--
 			}
 		}
-		return
-	}
-	if first <= after+1 {
-		return
-	}
-	if p.floor >= after && len(p.pending) == 0 && len(p.acked) == 0 {
-		p.floor, p.next = first-1, max(p.next, first-1)
+		for o := range p.acked {
+			if o < first {
+				delete(p.acked, o)
+			}
+		}
+		for o := range p.counts {
+			if o < first {
+				delete(p.counts, o)
+			}
+		}
+		for o := range p.buf {
+			if o < first {
+				c.dropBuf(p, o)
+			}
+		}
+		p.floor = first - 1
+		p.next = max(p.next, p.floor)
 		c.dirty(p)
-		return
+		c.advance(p)
 	}
-	for o := after + 1; o < first; o++ {
-		if o > p.next {
-			p.next = o
+	k := 0
+	for o := max(after, p.floor) + 1; o <= next; o++ {
+		for k < len(msgs) && msgs[k].Offset < o {
+			k++
+		}
+		if k < len(msgs) && msgs[k].Offset == o {
+			continue
 		}
 		c.ackOne(p, o)
 	}
 }
 
-// passOver sends a message nobody can read to the dead letters.
-func (c *consumer) passOver(p *pstate, o int64, reason string) {
-	if o > p.next {
-		p.next = o
+// deadLetter sends offset o to the dead letters (max_deliver, +TERM) and
+// acknowledges it.
+func (c *consumer) deadLetter(p *pstate, o int64, reason string) {
+	txid := ""
+	if m := p.buf[o]; m != nil {
+		txid = m.txid
 	}
-	p.dead = append(p.dead, DeadLetter{Offset: o, Reason: reason})
+	c.deadLetterTx(p, o, txid, reason)
+}
+
+func (c *consumer) deadLetterTx(p *pstate, o int64, txid, reason string) {
+	if o <= p.floor {
+		return
+	}
+	if _, done := p.acked[o]; done {
+		return
+	}
+	n := p.counts[o]
+	if d := p.pending[o]; d != nil {
+		n = d.count
+	}
+	p.dead = append(p.dead, DeadLetter{Offset: o, TransactionID: txid, Error: reason, Deliveries: n})
 	c.e.stats.deadLetters.Add(1)
 	c.ackOne(p, o)
 }

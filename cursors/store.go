@@ -5,17 +5,18 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Store is the consumer state in PostgreSQL the engine needs (pgwire.DB
-// satisfies it through an adapter in the front door's wiring). Durable
-// consumers are consumer groups: the name is the group, a partition's ack
-// floor is the group's cursor there.
+// satisfies it). Durable consumers are consumer groups: the name is the
+// group, a partition's ack floor is the group's cursor there.
 type Store interface {
 	// PutConsumer stores a definition. action "create" fails with
 	// ErrConsumerExists when one exists with another config, "update"
 	// with ErrConsumerMissing when none exists, "" creates or updates.
-	// A create seeds the partitions' floors from the deliver policy.
+	// A create seeds the partitions' floors from c.Start.
 	PutConsumer(ctx context.Context, c StoredConsumer, action string) (StoredConsumer, error)
 	// GetConsumer fails with ErrConsumerNotFound.
 	GetConsumer(ctx context.Context, tenant tenancy.TenantID, queue, name string) (StoredConsumer, error)
@@ -26,65 +27,85 @@ type Store interface {
 	// TouchConsumers records that the consumers were active now.
 	TouchConsumers(ctx context.Context, ids []int64) error
 	// ConsumerPartitions is every partition of the consumer's queue with
-	// the consumer's state on it.
+	// the consumer's state on it, ascending id.
 	ConsumerPartitions(ctx context.Context, consumerID int64) ([]PartitionState, error)
-	// ReadAfter reads messages after the given offsets, many partitions in
-	// one statement, in (partition, offset) order.
-	ReadAfter(ctx context.Context, ranges []ReadRange) ([]StoredMsg, error)
+	// ReadAfter reads messages after the ranges' offsets, many partitions
+	// in one statement; out[i] answers ranges[i].
+	ReadAfter(ctx context.Context, ranges []ReadRange) ([]ReadRun, error)
 	// CommitAcks stores the acknowledgement state of many (consumer,
 	// partition) pairs in one statement and one commit, locking in the one
 	// lock order; it writes the dead letters the updates carry.
 	CommitAcks(ctx context.Context, ups []AckUpdate) error
+	// PartitionStats is a queue and its partitions with their counts
+	// (stream info, and the partition a by_start_sequence filter pins).
+	PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue string) (pgwire.QueueInfo, []pgwire.PartitionStat, bool, error)
 }
 
-// StreamStore is what StreamState reads; a Store that also implements it
-// gives stream info real figures (without it the counts are zero).
-type StreamStore interface {
-	StreamState(ctx context.Context, tenant tenancy.TenantID, queue string) (StreamState, error)
+// Deliver policies as the Store spells them (ConsumerStart.Policy).
+var storePolicies = map[DeliverPolicy]string{
+	DeliverAll: "all", DeliverNew: "new", DeliverByStartTime: "by_start_time", DeliverLast: "last",
+	DeliverLastPerSubject: "last_per_subject", DeliverByStartSequence: "by_start_sequence",
+}
+
+// ConsumerStart is where a created consumer's floors start.
+type ConsumerStart struct {
+	Policy      string    // all, new, by_start_time, last, last_per_subject, by_start_sequence
+	Time        time.Time // by_start_time
+	PartitionID int64     // by_start_sequence: the partition the filter pins
+	Offset      int64     // by_start_sequence: the first offset to deliver
 }
 
 // StoredConsumer is a consumer definition as stored.
 type StoredConsumer struct {
-	ID         int64
-	Tenant     tenancy.TenantID
-	Queue      string // the stream
-	Name       string
-	Config     ConsumerConfig
-	Created    time.Time
-	LastActive time.Time
-	// StartPartition is the partition the filter pins, for
-	// DeliverByStartSequence; "" otherwise.
-	StartPartition string
+	ID      int64
+	Tenant  tenancy.TenantID
+	Queue   string // the stream
+	Name    string
+	Durable bool
+	// Config is the engine's encoding of ConsumerConfig (JSON).
+	Config                  []byte
+	Start                   ConsumerStart
+	CreatedAt, LastActiveAt time.Time
 }
 
 // PartitionState is one partition of a consumer's queue and the
 // consumer's state on it.
 type PartitionState struct {
-	PartitionID int64
-	Partition   string
-	Floor       int64           // every offset ≤ Floor is acknowledged
-	Acked       []int64         // acknowledged offsets above Floor
-	Counts      map[int64]int32 // deliveries of offsets delivered more than once
-	First       int64           // first retained offset (0: none)
-	Last        int64           // last offset (0: none)
+	ID   int64
+	Name string
+	// Last is the partition's last offset (0: none); First the first
+	// offset retention left (Last+1 when none is left).
+	Last, First int64
+	Floor       int64 // every offset ≤ Floor is acknowledged
+	Seeded      bool  // the consumer has a cursor row here
+	Acked       []int64
+	Deliveries  map[int64]int // of offsets delivered more than once
 }
 
-// ReadRange asks for up to Limit messages of a partition after offset After.
+// ReadRange asks for up to Limit messages of a partition after offset
+// After (MaxBytes of payload, 0: no bound).
 type ReadRange struct {
 	PartitionID int64
 	After       int64
 	Limit       int
+	MaxBytes    int64
 }
 
-// StoredMsg is one message read back.
-type StoredMsg struct {
+// ReadRun answers a ReadRange: its messages in offset order, and Next, the
+// offset read up to (offsets in (After, Next] not among the messages are
+// gone: tombstoned or removed by retention).
+type ReadRun struct {
 	PartitionID int64
-	Offset      int64
-	Time        time.Time // its segment's commit time
-	Subject     string    // as published; "" when the frame kept none
-	Header      []byte    // the NATS header block as published; nil when none
-	Flags       uint8     // segment frame flags (encryption, base64)
-	Payload     []byte    // as stored
+	Messages    []StoredMsg
+	Next        int64
+	Full        bool // MaxBytes stopped the run
+}
+
+// StoredMsg is one message read back, with its segment's time.
+type StoredMsg struct {
+	Offset    int64
+	Frame     segment.Frame
+	CreatedAt time.Time
 }
 
 // AckUpdate is the acknowledgement state of one (consumer, partition)
@@ -92,19 +113,20 @@ type StoredMsg struct {
 // idempotent), plus dead letters to write once.
 type AckUpdate struct {
 	ConsumerID  int64
-	Group       string // the consumer's name
 	PartitionID int64
 	Floor       int64
-	Acked       []int64         // ascending, all above Floor
-	Counts      map[int64]int32 // offsets above Floor delivered more than once
+	Acked       []int64       // ascending, all above Floor
+	Deliveries  map[int64]int // offsets above Floor delivered more than once
 	Dead        []DeadLetter
 }
 
 // DeadLetter is a message that goes to the queue's dead letters: max
 // deliveries reached, or terminated (+TERM).
 type DeadLetter struct {
-	Offset int64
-	Reason string
+	Offset        int64
+	TransactionID string
+	Error         string // why: the +TERM reason, or max_deliver
+	Deliveries    int
 }
 
 // Deliverer sends to NATS inboxes with any reply (*leaf.Conn satisfies it).
