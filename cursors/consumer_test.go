@@ -98,7 +98,7 @@ func TestByStartSequenceNeedsOnePartition(t *testing.T) {
 	if _, err := h.e.CreateConsumer(t.Context(), tenant, "ORDERS", ConsumerConfig{Durable: "S", DeliverPolicy: DeliverByStartSequence, OptStartSeq: 3, FilterSubject: "orders.eu"}, ""); err != nil {
 		t.Fatal(err)
 	}
-		if got := h.store.consumers["S"].Start; got.Policy != "by_start_sequence" || got.PartitionID != 1 || got.Offset != 3 {
+	if got := h.store.consumers["S"].Start; got.Policy != "by_start_sequence" || got.PartitionID != 1 || got.Offset != 3 {
 		t.Fatalf("start %+v, want partition eu (1) from offset 3", got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-		"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -182,7 +182,7 @@ func (s *fakeStore) PutConsumer(_ context.Context, c StoredConsumer, action stri
 		return StoredConsumer{}, ErrConsumerMissing
 	}
 	if ok {
-				c.ID, c.CreatedAt = old.ID, old.CreatedAt
+		c.ID, c.CreatedAt = old.ID, old.CreatedAt
 	} else {
 		s.nextID++
 		c.ID, c.CreatedAt = s.nextID, time.Unix(1, 0)
@@ -225,7 +225,7 @@ func (s *fakeStore) ConsumerPartitions(_ context.Context, id int64) ([]Partition
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]PartitionState, 0, len(s.parts))
-		for _, p := range s.parts {
+	for _, p := range s.parts {
 		ps := p
 		if ms := s.msgs[p.ID]; len(ms) > 0 {
 			ps.First, ps.Last = ms[0].Offset, ms[len(ms)-1].Offset
@@ -358,12 +358,12 @@ func (h *harness) add(pid int64, n int) {
 // engine's commit hook, as this bridge's fusion does.
 func (h *harness) commit(pid int64, n int) {
 	h.store.mu.Lock()
-		name := h.store.parts[pid-1].Name
+	name := h.store.parts[pid-1].Name
 	base := int64(len(h.store.msgs[pid]) + 1)
 	frames := make([]segment.Frame, n)
 	for i := range frames {
 		off := base + int64(i)
-				frames[i] = segment.Frame{TransactionID: fmt.Sprint("tx-", off), Payload: fmt.Appendf(nil, "%s-%d", name, off)}
+		frames[i] = segment.Frame{TransactionID: fmt.Sprint("tx-", off), Payload: fmt.Appendf(nil, "%s-%d", name, off)}
 		h.store.msgs[pid] = append(h.store.msgs[pid], StoredMsg{Offset: off, Frame: frames[i], CreatedAt: h.clock.Now()})
 	}
 	h.store.mu.Unlock()
