@@ -10,6 +10,7 @@ import (
 type consumer struct {
 	e             *JSEngine
 	key           consumerKey
+	id            int64    // the definition's id (def.ID), fixed: read without mu
 	streamFilters []string // the stream's filters, to rebuild subjects
 
 	kick chan struct{} // cap 1: something changed, run fills
@@ -62,6 +63,7 @@ type pstate struct {
 	// maybeMore (another bridge announced a commit, or a read was cut).
 	last      int64
 	maybeMore bool
+	hotAt     time.Time           // when Committed last brought a commit of it
 	acked     map[int64]struct{}  // acknowledged above floor
 	counts    map[int64]int       // deliveries so far, of offsets above floor
 	pending   map[int64]*delivery // delivered, not acknowledged
@@ -89,7 +91,7 @@ func (m *msg) size() int { return len(m.subject) + len(m.header) + len(m.body) +
 
 func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer, conf ConsumerConfig) *consumer {
 	c := &consumer{
-		e: e, key: k, streamFilters: e.cfg.Streams[k.stream],
+		e: e, key: k, id: def.ID, streamFilters: e.cfg.Streams[k.stream],
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), settle: make(chan chan struct{}),
 		def: def, conf: conf, cfg: conf.withDefaults(), filterList: conf.filters(),
 		parts: map[int64]*pstate{}, dirtyParts: map[int64]struct{}{},

@@ -150,6 +150,7 @@ type JSEngine struct {
 	bg     sync.WaitGroup
 
 	stats counters
+	nlive atomic.Int64 // len(live), for Listening without the lock
 }
 
 // counters are the engine's Stats; atomics, read without a lock.
@@ -318,6 +319,7 @@ func (e *JSEngine) consumer(tenant tenancy.TenantID, stream, name string) (*cons
 				return nil, ErrStopped
 			}
 			e.live[k] = c
+			e.nlive.Store(int64(len(e.live)))
 			q := queueKey{tenant, stream}
 			e.byQueue[q] = append(e.byQueue[q], c)
 			e.bg.Add(1)
@@ -363,6 +365,7 @@ func (e *JSEngine) forget(c *consumer) {
 	defer e.mu.Unlock()
 	if e.live[c.key] == c {
 		delete(e.live, c.key)
+		e.nlive.Store(int64(len(e.live)))
 	}
 	q := queueKey{c.key.tenant, c.key.stream}
 	list := e.byQueue[q]

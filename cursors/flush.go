@@ -13,7 +13,7 @@ import (
 // statement, one commit, in the one lock order), and then answers the
 // replies of the acks that state includes. Never one transaction per ack.
 //
-// mu guards dirty, replies and closed: consumers mark from their own
+// mu guards dirty, pairs and replies: consumers mark from their own
 // goroutines and from Ack callers; the loop takes them. The loop is the
 // one goroutine that calls CommitAcks, one commit at a time, so a reply
 // taken with a batch is answered after every earlier batch committed too.
@@ -27,8 +27,8 @@ type flusher struct {
 	dirty   map[*consumer]struct{}
 	pairs   int // (consumer, partition) pairs marked since the last take
 	replies []string
-	closed  bool
-	once    sync.Once
+
+	once sync.Once // closes done
 }
 
 func newFlusher(e *JSEngine) *flusher {
@@ -178,7 +178,7 @@ func (c *consumer) takeUpdates() []AckUpdate {
 		if p == nil {
 			continue
 		}
-		u := AckUpdate{ConsumerID: c.def.ID, PartitionID: pid, Floor: p.floor, Dead: p.dead}
+		u := AckUpdate{ConsumerID: c.id, PartitionID: pid, Floor: p.floor, Dead: p.dead}
 		p.dead = nil
 		for o := range p.acked {
 			u.Acked = append(u.Acked, o)

@@ -59,14 +59,26 @@ func (e *JSEngine) Committed(writes []segment.Write, results []segment.Result) {
 	}
 }
 
-// Available wakes the live consumers of a queue when another bridge
-// announced a commit to one of its partitions (readside's available
-// announcements): their next fill reads the partition.
-func (e *JSEngine) Available(tenant tenancy.TenantID, queue, partition string) {
+// Heard wakes the live consumers of a queue when a commit to one of its
+// partitions was announced (readside's announcements, a peer's or this
+// bridge's own; the shape of readside's Listener): their next fill reads
+// the partition, unless this bridge's own commits reached them through
+// Committed within heardQuiet (then the announcement is most likely of
+// those, and a peer's commit in between shows as a gap in the offsets,
+// which is read).
+func (e *JSEngine) Heard(tenant tenancy.TenantID, queue, partition string) {
 	for _, c := range e.queueConsumers(tenant, queue) {
 		c.handOver(hotCommit{partition: partition})
 	}
 }
+
+// Listening reports whether announcements would change anything here:
+// some consumer is live.
+func (e *JSEngine) Listening() bool { return e.nlive.Load() > 0 }
+
+// heardQuiet: an announcement of a partition this bridge committed to
+// more recently than this is taken as one of its own commits.
+const heardQuiet = time.Second
 
 func (e *JSEngine) queueConsumers(tenant tenancy.TenantID, queue string) []*consumer {
 	e.mu.Lock()
@@ -115,13 +127,16 @@ func (c *consumer) takeHot() {
 			frames[i] = f
 		}
 	}
+	now := c.e.cfg.Clock.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, hc := range hot {
 		p := c.parts[hc.pid]
 		if hc.seg == nil || p == nil {
 			if p = c.partByName(hc.partition); p != nil {
-				p.maybeMore = true
+				if hc.seg != nil || now.Sub(p.hotAt) >= heardQuiet {
+					p.maybeMore = true
+				}
 			} else {
 				c.hotMu.Lock()
 				c.refresh = true
@@ -130,6 +145,7 @@ func (c *consumer) takeHot() {
 			continue
 		}
 		p.last = max(p.last, hc.base+int64(hc.count)-1)
+		p.hotAt = now
 		if len(frames[i]) != hc.count {
 			continue
 		}

@@ -32,7 +32,11 @@ func (c *consumer) run() {
 		}
 		c.timers(now)
 		c.mu.Unlock()
-		retry = c.fill(now) != nil
+		more, err := c.fill(now)
+		retry = err != nil
+		if more {
+			c.wake() // the pass ended with more to read: go on after the timers
+		}
 		c.mu.Lock()
 		next, idle := c.timers(clock.Now())
 		touch := c.touched && now.Sub(lastTouch) >= touchEvery
@@ -80,23 +84,27 @@ const (
 // read; then no_wait requests left over get 404 No Messages (or wait
 // for their expiry when they have one and got nothing yet), as from
 // nats-server at the end of the stream.
-func (c *consumer) fill(now time.Time) error {
-	for round := 0; round < 64; round++ {
+func (c *consumer) fill(now time.Time) (more bool, err error) {
+	for round := 0; round < maxReadsPerPass; round++ {
 		c.mu.Lock()
 		ranges := c.deliver(now)
 		if len(ranges) == 0 {
 			c.endOfStream()
 			c.mu.Unlock()
-			return nil
+			return false, nil
 		}
 		c.mu.Unlock()
 		if err := c.read(ranges); err != nil {
 			c.e.cfg.Logger.Warn().Err(err).Msg("read for parked pulls failed; trying again")
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
+
+// maxReadsPerPass bounds the reads of one pass, so that timers (expiry,
+// heartbeats) keep their time while a filter passes over a long backlog.
+const maxReadsPerPass = 16
 
 // endOfStream answers the no_wait requests nothing more can serve now.
 // Under mu.
@@ -126,7 +134,7 @@ func (c *consumer) refreshParts() {
 	var parts []PartitionState
 	err := c.e.call(func(ctx context.Context) error {
 		var err error
-		parts, err = c.e.cfg.Store.ConsumerPartitions(ctx, c.def.ID)
+		parts, err = c.e.cfg.Store.ConsumerPartitions(ctx, c.id)
 		return err
 	})
 	if err != nil {
@@ -138,7 +146,7 @@ func (c *consumer) refreshParts() {
 
 // touch records the consumer's activity in the Store.
 func (c *consumer) touch() {
-	err := c.e.call(func(ctx context.Context) error { return c.e.cfg.Store.TouchConsumers(ctx, []int64{c.def.ID}) })
+	err := c.e.call(func(ctx context.Context) error { return c.e.cfg.Store.TouchConsumers(ctx, []int64{c.id}) })
 	if err != nil {
 		c.e.cfg.Logger.Warn().Err(err).Str("consumer", c.key.name).Msg("activity not recorded")
 	}

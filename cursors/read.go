@@ -78,8 +78,11 @@ func (c *consumer) read(ranges []ReadRange) error {
 		next = max(next, run.Next)
 		c.gone(p, rg.After, next, run.Messages)
 		if firstDeliveries {
-			p.last = max(p.last, next)
 			p.maybeMore = len(run.Messages) >= rg.Limit || run.Full
+			if next == rg.After && !p.maybeMore {
+				p.last = p.next // nothing after it now; a later commit raises it again
+			}
+			p.last = max(p.last, next)
 		}
 	}
 	return nil

@@ -1,0 +1,71 @@
+package cursors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/queenbridge/queenbridge/internal/testkit"
+)
+
+// Another bridge's commit, announced, reaches a parked request without
+// waiting for the poll.
+func TestAnnouncementWakesAParkedRequest(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Poll = time.Hour })
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: 2 * time.Hour}, "inbox.1")
+	h.settle("C")
+	h.add(2, 1)
+	h.settle("C")
+	if n := len(h.out.msgsTo("inbox.1")); n != 0 {
+		t.Fatalf("an unannounced commit was found without a poll (%d)", n)
+	}
+	if !h.e.Listening() {
+		t.Fatal("an engine with a live consumer is not listening")
+	}
+	h.e.Heard(tenant, "ORDERS", "us")
+	if r := ackRef(t, h.waitMsgs("inbox.1", 1)[0]); r.PartitionID != 2 || r.Offset != 1 {
+		t.Fatalf("after the announcement: %+v", r)
+	}
+}
+
+// A partition made after the consumer was loaded is found on its first
+// commit.
+func TestNewPartitionIsServed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.1")
+	h.settle("C")
+	h.store.mu.Lock()
+	h.store.parts = append(h.store.parts, PartitionState{ID: 3, Name: "asia"})
+	h.store.mu.Unlock()
+	h.commit(3, 1)
+	m := h.waitMsgs("inbox.1", 1)[0]
+	if r := ackRef(t, m); r.PartitionID != 3 || string(m.body) != "asia-1" {
+		t.Fatalf("new partition: %+v %q", r, m.body)
+	}
+}
+
+// Offsets retention removed, or tombstoned, are passed over and count as
+// acknowledged.
+func TestGoneOffsetsArePassedOver(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 6)
+	h.store.mu.Lock()
+	ms := h.store.msgs[1]
+	h.store.msgs[1] = append(ms[2:3:3], ms[4:]...) // 3, 5, 6: 1-2 removed, 4 tombstoned
+	h.store.mu.Unlock()
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 10, NoWait: true}, "inbox.1")
+	h.waitStatus("inbox.1", "404 No Messages")
+	var offs []int64
+	for _, p := range h.out.msgsTo("inbox.1") {
+		offs = append(offs, ackRef(t, p).Offset)
+	}
+	if len(offs) != 3 || offs[0] != 3 || offs[1] != 5 || offs[2] != 6 {
+		t.Fatalf("delivered offsets %v, want [3 5 6]", offs)
+	}
+	for _, p := range h.out.msgsTo("inbox.1") {
+		h.ack(p, AckAck, 0, "")
+	}
+	testkit.WaitFor(t, "the floor at 6", 10*time.Second, func() bool { return h.store.ackState("C", 1).Floor == 6 })
+}
