@@ -48,6 +48,7 @@ type consumer struct {
 	deleted    bool               // its definition is gone: its acks are not stored
 	dirtyParts map[int64]struct{} // partitions whose ack state changed since taken by the flusher
 	touched    bool               // active since the last TouchConsumers
+	soon       bool               // a request waits for its inbox's interest: look again soon
 }
 
 // pstate is the consumer's state on one partition.

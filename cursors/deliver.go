@@ -36,12 +36,17 @@ func (c *consumer) deliver(now time.Time) []ReadRange {
 	fs := &fillState{now: now, blocked: map[int64]bool{}, pending: c.numPending()}
 	fs.want = min(c.waitingFor(), c.room(), c.e.cfg.ReadMax)
 	fs.due = c.dueOffsets(now)
-	for len(c.waiting) > 0 && c.room() > 0 {
-		r := c.waiting[0]
+	for i := 0; i < len(c.waiting) && c.room() > 0; {
+		r := c.waiting[i]
 		if !r.checked {
-			if !c.e.cfg.Deliverer.Interested(r.inbox) {
-				c.unpark(0)
+			switch c.interest(r, now) {
+			case interestGone:
+				c.unpark(i)
 				c.e.stats.interestLost.Add(1)
+				continue
+			case interestNotYet:
+				c.soon = true
+				i++
 				continue
 			}
 			r.checked = true
@@ -53,7 +58,7 @@ func (c *consumer) deliver(now time.Time) []ReadRange {
 		size := cand.m.size()
 		if r.maxBytes && size > r.bytesLeft {
 			c.status(r, 409, descMaxBytes, true)
-			c.unpark(0)
+			c.unpark(i)
 			continue
 		}
 		c.send(r, cand, fs)
@@ -61,13 +66,37 @@ func (c *consumer) deliver(now time.Time) []ReadRange {
 			if r.maxBytes && r.bytesLeft > 0 {
 				c.status(r, 409, descBatchCompleted, true)
 			}
-			c.unpark(0)
+			c.unpark(i)
 		}
 	}
 	for _, r := range c.waiting {
 		r.checked = false
 	}
 	return fs.ranges
+}
+
+// The interest in a request's inbox, as the hub told the Deliverer.
+const (
+	interestYes = iota
+	interestNotYet
+	interestGone
+)
+
+// interestGrace is how long a request's inbox may show no interest before
+// the request is dropped: the hub's LS+ for a new inbox travels on the
+// leaf connection, the request on another, and may come second. Until
+// then the request is passed over (and looked at again soon), so no
+// message goes where the hub would drop it.
+const interestGrace = 2 * time.Second
+
+func (c *consumer) interest(r *pullReq, now time.Time) int {
+	if c.e.cfg.Deliverer.Interested(r.inbox) {
+		return interestYes
+	}
+	if now.Sub(r.parked) < interestGrace {
+		return interestNotYet
+	}
+	return interestGone
 }
 
 // dueOffsets are the pending offsets whose deadline has come, ascending
@@ -134,7 +163,7 @@ func (c *consumer) pick(fs *fillState) (candidate, bool) {
 			}
 			m := p.buf[o]
 			if m == nil {
-				fs.ranges = append(fs.ranges, ReadRange{PartitionID: p.id, After: p.next, Limit: max(fs.want, 1)})
+				fs.ranges = append(fs.ranges, ReadRange{PartitionID: p.id, After: p.next, Limit: c.readLimit(p, fs.want)})
 				fs.blocked[p.id] = true
 				break
 			}
@@ -152,6 +181,24 @@ func (c *consumer) pick(fs *fillState) (candidate, bool) {
 	}
 	return candidate{}, false
 }
+
+// readLimit is how many messages a read of p's first deliveries asks
+// for: the requests' want, shared when many partitions may need reads
+// (what a read brings beyond this pass is kept for the next), and no more
+// than p is known to hold when nothing else was announced.
+func (c *consumer) readLimit(p *pstate, want int) int {
+	limit := max(want, 1)
+	if n := len(c.order); n > 1 {
+		limit = min(limit, max(want/n, minReadLimit))
+	}
+	if !p.maybeMore && p.last > p.next {
+		limit = min(limit, int(min(p.last-p.next, 1<<20)))
+	}
+	return limit
+}
+
+// minReadLimit: a read of a partition asks for at least this many.
+const minReadLimit = 32
 
 // send publishes one message to r and records the delivery. Under mu.
 func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {

@@ -16,6 +16,7 @@ type pullReq struct {
 	expires   time.Time
 	noWait    bool
 	hb        time.Duration
+	parked    time.Time // when it came
 	lastSent  time.Time // the last message or status sent to inbox
 	delivered int
 	checked   bool // interest in inbox seen during this fill
@@ -37,7 +38,7 @@ func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRe
 		req.Batch = 1
 	}
 	now := e.cfg.Clock.Now()
-	r := &pullReq{inbox: inbox, left: req.Batch, noWait: req.NoWait, hb: req.Heartbeat, lastSent: now}
+	r := &pullReq{inbox: inbox, left: req.Batch, noWait: req.NoWait, hb: req.Heartbeat, parked: now, lastSent: now}
 	if req.MaxBytes > 0 {
 		r.maxBytes, r.bytesLeft = true, req.MaxBytes
 	}
@@ -122,6 +123,10 @@ func (c *consumer) dropInbox(inbox string) {
 	}
 }
 
+// interestRecheck is how soon a request waiting for its inbox's interest
+// is looked at again.
+const interestRecheck = 10 * time.Millisecond
+
 // timers expires requests (408 with pending headers), sends heartbeats
 // after idle_heartbeat of silence, and reports when it must run next and
 // whether the consumer has been idle past its inactive threshold. Under mu.
@@ -140,7 +145,7 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 			continue
 		}
 		if r.hb > 0 && !now.Before(r.lastSent.Add(r.hb)) {
-			if !c.e.cfg.Deliverer.Interested(r.inbox) {
+			if c.interest(r, now) == interestGone {
 				c.unpark(i)
 				c.e.stats.interestLost.Add(1)
 				continue
@@ -156,6 +161,10 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 			soon(r.lastSent.Add(r.hb))
 		}
 		i++
+	}
+	if c.soon {
+		c.soon = false
+		soon(now.Add(interestRecheck))
 	}
 	if len(c.waiting) > 0 {
 		for _, p := range c.parts {

@@ -171,3 +171,37 @@ func TestStopAnswers408AndDeleteAnswers409(t *testing.T) {
 		t.Fatalf("408 at stop: %q", st.header)
 	}
 }
+
+// An inbox whose interest has not reached the leaf yet gets nothing until
+// it has; past the grace it counts as gone.
+func TestInterestNotYetHeard(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.out.mu.Lock()
+	h.out.uninterst = map[string]bool{"inbox.late": true, "inbox.never": true}
+	h.out.mu.Unlock()
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.late")
+	h.commit(1, 1)
+	h.settle("C")
+	if got := h.out.to("inbox.late"); len(got) != 0 {
+		t.Fatalf("delivered before the inbox's interest was heard: %q", got)
+	}
+	h.out.mu.Lock()
+	delete(h.out.uninterst, "inbox.late")
+	h.out.mu.Unlock()
+	h.clock.Advance(interestRecheck)
+	h.waitMsgs("inbox.late", 1)
+
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.never")
+	h.settle("C")
+	h.clock.Advance(interestGrace)
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.other")
+	h.commit(1, 1)
+	h.waitMsgs("inbox.other", 1)
+	if got := h.out.to("inbox.never"); len(got) != 0 {
+		t.Fatalf("an inbox with no interest got %q", got)
+	}
+	if n := h.e.Stats().InterestLost; n != 1 {
+		t.Fatalf("interest lost counted %d", n)
+	}
+}
