@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -255,6 +256,39 @@ func (e *JSEngine) partitionID(ctx context.Context, tenant tenancy.TenantID, str
 	return 0, invalid(codeBadRequest, "bad request: deliver_policy by_start_sequence: the filter's partition %q holds no message yet", partition)
 }
 
+// lostInboxes are the parked inboxes, with their consumers, that lost
+// interest with subject: that one, or, for a wildcard subject (the last
+// subscription of a wildcard went), those it matches that have no
+// interest left.
+func (e *JSEngine) lostInboxes(subject string) map[string][]*consumer {
+	out := map[string][]*consumer{}
+	wild := strings.ContainsAny(subject, "*>")
+	add := func(inbox string, cs map[*consumer]struct{}) {
+		for c := range cs {
+			out[inbox] = append(out[inbox], c)
+		}
+	}
+	e.mu.Lock()
+	if !wild {
+		add(subject, e.byInbox[subject])
+	} else {
+		for inbox, cs := range e.byInbox {
+			if subjectMatches(subject, inbox) {
+				add(inbox, cs)
+			}
+		}
+	}
+	e.mu.Unlock()
+	if wild {
+		for inbox := range out {
+			if e.cfg.Deliverer.Interested(inbox) {
+				delete(out, inbox)
+			}
+		}
+	}
+	return out
+}
+
 // lostQueue carries the inboxes that lost interest from the Deliverer's
 // reader goroutine (which must not block) to interestLoop. mu guards
 // subjects.
@@ -290,14 +324,10 @@ func (e *JSEngine) interestLoop() {
 		e.lost.subjects = nil
 		e.lost.mu.Unlock()
 		for _, s := range subjects {
-			e.mu.Lock()
-			var cs []*consumer
-			for c := range e.byInbox[s] {
-				cs = append(cs, c)
-			}
-			e.mu.Unlock()
-			for _, c := range cs {
-				c.dropInbox(s)
+			for inbox, cs := range e.lostInboxes(s) {
+				for _, c := range cs {
+					c.dropInbox(inbox)
+				}
 			}
 		}
 	}

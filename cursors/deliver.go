@@ -221,7 +221,7 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 	if c.cfg.HeadersOnly {
 		header, body = headersOnly(m.header, len(m.body)), nil
 	}
-	_ = c.e.cfg.Deliverer.Publish(r.inbox, reply, header, body)
+	c.e.publish(r.inbox, reply, header, body)
 	size := m.size()
 	r.left--
 	r.delivered++

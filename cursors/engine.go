@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/every"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/rs/zerolog"
 )
@@ -157,7 +158,7 @@ type JSEngine struct {
 type counters struct {
 	deliveries, redeliveries, acks, naks, terms, deadLetters atomic.Uint64
 	flushes, flushErrors, flushedUpdates, heartbeats         atomic.Uint64
-	expired, interestLost, noMessages                        atomic.Uint64
+	expired, interestLost, noMessages, publishErrors         atomic.Uint64
 	parked                                                   atomic.Int64
 }
 
@@ -166,8 +167,11 @@ type Stats struct {
 	Deliveries, Redeliveries, Acks, Naks, Terms, DeadLetters uint64
 	AckFlushes, AckFlushErrors, AckUpdates, Heartbeats       uint64
 	Expired, InterestLost, NoMessages                        uint64
-	Parked                                                   int64 // pull requests parked now
-	Consumers                                                int   // live here now
+	// PublishErrors: sends the Deliverer refused (not connected): a lost
+	// delivery comes back after its ack wait.
+	PublishErrors uint64
+	Parked        int64 // pull requests parked now
+	Consumers     int   // live here now
 }
 
 // Stats returns a snapshot.
@@ -181,7 +185,7 @@ func (e *JSEngine) Stats() Stats {
 		Naks: s.naks.Load(), Terms: s.terms.Load(), DeadLetters: s.deadLetters.Load(),
 		AckFlushes: s.flushes.Load(), AckFlushErrors: s.flushErrors.Load(), AckUpdates: s.flushedUpdates.Load(),
 		Heartbeats: s.heartbeats.Load(), Expired: s.expired.Load(), InterestLost: s.interestLost.Load(),
-		NoMessages: s.noMessages.Load(), Parked: s.parked.Load(), Consumers: n,
+		NoMessages: s.noMessages.Load(), PublishErrors: s.publishErrors.Load(), Parked: s.parked.Load(), Consumers: n,
 	}
 }
 
@@ -257,6 +261,19 @@ func (e *JSEngine) Stop(ctx context.Context) error {
 	e.cancel()
 	return nil
 }
+
+// publish sends through the Deliverer, counting what it refuses.
+func (e *JSEngine) publish(subject, reply string, header, body []byte) {
+	if err := e.cfg.Deliverer.Publish(subject, reply, header, body); err != nil {
+		e.stats.publishErrors.Add(1)
+		if publishLog.Allow() {
+			e.cfg.Logger.Warn().Err(err).Str("subject", subject).Msg("delivery not sent")
+		}
+	}
+}
+
+// publishLog limits the warnings of refused sends.
+var publishLog = every.New(10 * time.Second)
 
 // call runs a Store call under the call timeout.
 func (e *JSEngine) call(fn func(ctx context.Context) error) error {

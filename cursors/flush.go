@@ -158,7 +158,7 @@ func (f *flusher) once1() bool {
 		f.e.stats.flushedUpdates.Add(uint64(len(sorted)))
 	}
 	for _, r := range replies {
-		_ = f.e.cfg.Deliverer.Publish(r, "", nil, nil)
+		f.e.publish(r, "", nil, nil)
 	}
 	return true
 }

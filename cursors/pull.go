@@ -91,7 +91,7 @@ func (c *consumer) wake() {
 
 // status sends a status message to r's inbox. Under mu.
 func (c *consumer) status(r *pullReq, code int, desc string, withPending bool) {
-	_ = c.e.cfg.Deliverer.Publish(r.inbox, "", statusHeader(code, desc, withPending, r.left, r.bytesLeft), nil)
+	c.e.publish(r.inbox, "", statusHeader(code, desc, withPending, r.left, r.bytesLeft), nil)
 	r.lastSent = c.e.cfg.Clock.Now()
 }
 
@@ -150,7 +150,7 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 				c.e.stats.interestLost.Add(1)
 				continue
 			}
-			_ = c.e.cfg.Deliverer.Publish(r.inbox, "", heartbeatHeader(c.cseq, c.lastStream), nil)
+			c.e.publish(r.inbox, "", heartbeatHeader(c.cseq, c.lastStream), nil)
 			r.lastSent = now
 			c.e.stats.heartbeats.Add(1)
 		}

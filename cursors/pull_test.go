@@ -205,3 +205,23 @@ func TestInterestNotYetHeard(t *testing.T) {
 		t.Fatalf("interest lost counted %d", n)
 	}
 }
+
+// The last subscription of a wildcard going drops the requests of the
+// inboxes it matched that have no interest left.
+func TestWildcardInterestLost(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "_INBOX.a.1")
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "_INBOX.b.1")
+	h.settle("C")
+	h.out.mu.Lock()
+	h.out.uninterst = map[string]bool{"_INBOX.a.1": true}
+	h.out.mu.Unlock()
+	h.out.loseInterest("_INBOX.*.1") // a.1 has none left, b.1 still has
+	testkit.WaitFor(t, "one request dropped", 10*time.Second, func() bool { return h.e.Stats().Parked == 1 })
+	h.commit(1, 1)
+	h.waitMsgs("_INBOX.b.1", 1)
+	if got := h.out.to("_INBOX.a.1"); len(got) != 0 {
+		t.Fatalf("a dropped request got %q", got)
+	}
+}
