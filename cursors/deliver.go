@@ -312,15 +312,17 @@ func (c *consumer) dropBuf(p *pstate, o int64) {
 }
 
 // keep holds m in memory when it is still to be delivered (above next,
-// or pending) and the bound allows.
-func (c *consumer) keep(p *pstate, m *msg) {
+// or pending). A commit handed over is kept only while the bound allows;
+// what a read brought always is (a read asks for what the requests
+// want, so it is bounded, and dropping it would only read it again).
+func (c *consumer) keep(p *pstate, m *msg, read bool) {
 	if p.buf[m.offset] != nil || m.offset <= p.floor {
 		return
 	}
 	if m.offset <= p.next && p.pending[m.offset] == nil {
 		return
 	}
-	if c.bufBytes+m.size() > c.e.cfg.BufferBytes {
+		if !read && c.bufBytes+m.size() > c.e.cfg.BufferBytes {
 		return // read again when its turn comes
 	}
 	p.buf[m.offset] = m

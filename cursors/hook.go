@@ -159,7 +159,7 @@ func (c *consumer) takeHot() {
 			if err != nil {
 				continue // the read from PostgreSQL deals with it
 			}
-			c.keep(p, m)
+			c.keep(p, m, false)
 		}
 	}
 }

@@ -69,3 +69,19 @@ func TestGoneOffsetsArePassedOver(t *testing.T) {
 	}
 	testkit.WaitFor(t, "the floor at 6", 10*time.Second, func() bool { return h.store.ackState("C", 1).Floor == 6 })
 }
+
+// With no room in memory, commits are read from the store in their turn,
+// after the backlog, in offset order.
+func TestFullBufferReadsInOrder(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.BufferBytes = 1 })
+	h.add(1, 3)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.commit(1, 2)
+	h.pull("C", PullRequest{Batch: 5, Expires: time.Hour}, "inbox.1")
+	got := h.waitMsgs("inbox.1", 5)
+	for i, p := range got {
+		if r := ackRef(t, p); r.Offset != int64(i+1) {
+			t.Fatalf("delivery %d is offset %d", i, r.Offset)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func (c *consumer) read(ranges []ReadRange) error {
 				c.deadLetterTx(p, sm.Offset, sm.Frame.TransactionID, "undeliverable: "+err.Error())
 				continue
 			}
-			c.keep(p, m)
+			c.keep(p, m, true)
 		}
 		next = max(next, run.Next)
 		c.gone(p, rg.After, next, run.Messages)
