@@ -79,7 +79,7 @@ func (e *JSEngine) ConsumerInfo(ctx context.Context, tenant tenancy.TenantID, st
 	}
 	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
 	if err != nil {
-		return ConsumerInfo{}, fmt.Errorf("cursors: consumer %s of %s: %w", name, stream, err)
+		return ConsumerInfo{}, fmt.Errorf("cursors: consumer %s of %s: %w", name, stream, missing(err))
 	}
 	return e.storedInfo(ctx, def)
 }
@@ -88,7 +88,7 @@ func (e *JSEngine) ConsumerInfo(ctx context.Context, tenant tenancy.TenantID, st
 func (e *JSEngine) storedInfo(ctx context.Context, def StoredConsumer) (ConsumerInfo, error) {
 	parts, err := e.cfg.Store.ConsumerPartitions(ctx, def.ID)
 	if err != nil {
-		return ConsumerInfo{}, fmt.Errorf("cursors: partitions of consumer %s: %w", def.Name, err)
+		return ConsumerInfo{}, fmt.Errorf("cursors: partitions of consumer %s: %w", def.Name, missing(err))
 	}
 	conf, err := decodeConfig(def.Name, def.Config)
 	if err != nil {
@@ -150,7 +150,7 @@ func (e *JSEngine) ConsumerChanged(ctx context.Context, tenant tenancy.TenantID,
 		return nil // loaded afresh on its next use
 	}
 	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
-	if errors.Is(err, ErrConsumerNotFound) {
+	if errors.Is(err, ErrConsumerMissing) {
 		c.mu.Lock()
 		c.deleted = true
 		c.mu.Unlock()

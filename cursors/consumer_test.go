@@ -137,7 +137,7 @@ func TestInactiveConsumerIsDeleted(t *testing.T) {
 	h.clock.Advance(5 * time.Second)
 	testkit.WaitFor(t, "the consumer deleted", 10*time.Second, func() bool {
 		_, err := h.store.GetConsumer(t.Context(), tenant, "ORDERS", "eph")
-		return errors.Is(err, ErrConsumerNotFound)
+		return errors.Is(err, ErrConsumerMissing)
 	})
 	if err := h.e.Pull(tenant, "ORDERS", "eph", PullRequest{}, "inbox"); !errors.Is(err, ErrConsumerNotFound) {
 		t.Fatalf("pull of a deleted consumer: %v", err)

@@ -28,6 +28,15 @@ var (
 	ErrStopped = errors.New("consumer engine stopped")
 )
 
+// missing turns the Store's "no such consumer" into what a look-up
+// answers: ErrConsumerNotFound (ErrConsumerMissing is an update's).
+func missing(err error) error {
+	if errors.Is(err, ErrConsumerMissing) {
+		return fmt.Errorf("%w (%w)", ErrConsumerNotFound, err)
+	}
+	return err
+}
+
 // ErrNotOwner: the consumer lives on another bridge (ID); the caller
 // forwards the request there.
 type ErrNotOwner struct{ ID string }

@@ -18,7 +18,7 @@ type Store interface {
 	// with ErrConsumerMissing when none exists, "" creates or updates.
 	// A create seeds the partitions' floors from c.Start.
 	PutConsumer(ctx context.Context, c StoredConsumer, action string) (StoredConsumer, error)
-	// GetConsumer fails with ErrConsumerNotFound.
+	// GetConsumer fails with ErrConsumerMissing.
 	GetConsumer(ctx context.Context, tenant tenancy.TenantID, queue, name string) (StoredConsumer, error)
 	ListConsumers(ctx context.Context, tenant tenancy.TenantID, queue string) ([]StoredConsumer, error)
 	// DeleteConsumer removes the definition and its cursor rows; false
@@ -27,7 +27,7 @@ type Store interface {
 	// TouchConsumers records that the consumers were active now.
 	TouchConsumers(ctx context.Context, ids []int64) error
 	// ConsumerPartitions is every partition of the consumer's queue with
-	// the consumer's state on it, ascending id.
+	// the consumer's state on it, ascending id (ErrConsumerMissing).
 	ConsumerPartitions(ctx context.Context, consumerID int64) ([]PartitionState, error)
 	// ReadAfter reads messages after the ranges' offsets, many partitions
 	// in one statement; out[i] answers ranges[i].
