@@ -322,7 +322,7 @@ func (c *consumer) keep(p *pstate, m *msg, read bool) {
 	if m.offset <= p.next && p.pending[m.offset] == nil {
 		return
 	}
-		if !read && c.bufBytes+m.size() > c.e.cfg.BufferBytes {
+	if !read && c.bufBytes+m.size() > c.e.cfg.BufferBytes {
 		return // read again when its turn comes
 	}
 	p.buf[m.offset] = m

@@ -364,7 +364,7 @@ func (e *JSEngine) load(k consumerKey) (*consumer, error) {
 		parts, err = e.cfg.Store.ConsumerPartitions(ctx, def.ID)
 		return err
 	})
-		if err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("cursors: load consumer %s of %s: %w", k.name, k.stream, missing(err))
 	}
 	conf, err := decodeConfig(k.name, def.Config)

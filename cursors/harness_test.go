@@ -194,7 +194,7 @@ func (s *fakeStore) PutConsumer(_ context.Context, c StoredConsumer, action stri
 func (s *fakeStore) GetConsumer(_ context.Context, _ tenancy.TenantID, _, name string) (StoredConsumer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-		c, ok := s.consumers[name]
+	c, ok := s.consumers[name]
 	if !ok {
 		return StoredConsumer{}, ErrConsumerMissing
 	}
