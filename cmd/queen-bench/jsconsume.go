@@ -116,8 +116,10 @@ type jsResult struct {
 	consumeTime           time.Duration // drain: from the first pull to the last first delivery; others: pushTime
 	cpu                   cpuSplit      // push: per pushed; drain: per consumed; others: per pushed + consumed
 	serverOf              func(cpuSplit) float64
-	lat                   []time.Duration // sorted
-	again                 int64           // deliveries after the first
+	lat                   []time.Duration  // sorted
+	again                 int64            // deliveries after the first
+	seen, acks            int64            // messages delivered once or more, and acknowledgements sent, by the end of the mode
+	durable               *js.ConsumerInfo // the durable's own account at the end (nil: none, or the target did not say)
 	errs                  int64
 	firstErr              error
 }
@@ -281,13 +283,14 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 		if r.firstErr == nil {
 			r.firstErr = cons.err()
 		}
-		_, r.again = cons.seen.counts()
+		r.seen, r.again = cons.seen.counts()
+		r.acks = cons.acked.Load()
 		r.lat = cons.latencies()
 		quantiles(r.lat) // sorts
 	}
 	jsReport(out, r, ph.late)
 	if durable != nil {
-		jsDurableLine(ctx, out, durable)
+		r.durable = jsDurableLine(ctx, out, durable)
 	}
 	return r, nil
 }
@@ -308,12 +311,13 @@ func freshStream(ctx context.Context, j js.JetStream, o options) error {
 
 // jsDescribe is a mode's load, for its heading.
 func jsDescribe(o options, r *jsResult) string {
-	pub := fmt.Sprintf("%d publishers saturating (%d pending each)", r.publishers, o.js.window)
+	pubs := plural(r.publishers, "publisher")
+	pub := fmt.Sprintf("%s saturating (%d pending each)", pubs, o.js.window)
 	if r.asked > 0 {
-		pub = fmt.Sprintf("%d publishers on a timetable at %.0f msgs/s", r.publishers, r.asked)
+		pub = fmt.Sprintf("%s on a timetable at %.0f msgs/s", pubs, r.asked)
 	}
 	if r.mode == "drain" && o.jsc.backlog > 0 {
-		pub = fmt.Sprintf("%d publishers write a backlog of %d", r.publishers, o.jsc.backlog)
+		pub = fmt.Sprintf("%s write a backlog of %d", pubs, o.jsc.backlog)
 	}
 	ack := "Ack"
 	if o.jsc.doubleAck {
@@ -321,8 +325,16 @@ func jsDescribe(o options, r *jsResult) string {
 	}
 	cons := "no consumer"
 	if r.consumers > 0 {
-		cons = fmt.Sprintf("%d Consume() consumers of one durable (%s)", r.consumers, ack)
+		cons = fmt.Sprintf("%s of one durable (%s)", plural(r.consumers, "Consume() consumer"), ack)
 	}
 	return fmt.Sprintf("%s, %s; stream %s, %d-byte payloads over %s.0..%d, %s", pub, cons, o.js.stream, o.payload, o.js.subject,
 		o.partitions-1, o.duration)
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -69,24 +69,26 @@ func ratioOf(a, b float64) string {
 }
 
 // jsDurableLine reports the durable's own account once its acks are in
-// (waiting up to 2 s for the last ones): what it delivered and what is
-// still unacknowledged or redelivered.
-func jsDurableLine(ctx context.Context, out io.Writer, c js.Consumer) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+// (waiting up to 10 s for the last ones: Ack is not answered): what it
+// delivered and what is still unacknowledged or redelivered. nil when the
+// target could not say.
+func jsDurableLine(ctx context.Context, out io.Writer, c js.Consumer) *js.ConsumerInfo {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var info *js.ConsumerInfo
 	var err error
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if info, err = c.Info(ctx); err != nil || info.NumAckPending == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
 	if err != nil {
 		fmt.Fprintf(out, "durable    no info: %v\n", err)
-		return
+		return nil
 	}
 	fmt.Fprintf(out, "durable    %s: delivered to stream seq %d, ack floor %d, %d acks pending, %d redelivered, %d not delivered\n", info.Name,
 		info.Delivered.Stream, info.AckFloor.Stream, info.NumAckPending, info.NumRedelivered, info.NumPending)
+	return info
 }
 
 // jsTable prints every run side by side, the ratios the targets are
