@@ -76,7 +76,7 @@ func (c *jsConsumers) consume(handles []js.Consumer, pullMax int) error {
 		one := c.each[i]
 		cc, err := h.Consume(func(m js.Msg) { c.handle(one, m) }, opts...)
 		if err != nil {
-			return fmt.Errorf("Consume: %w", err)
+			return fmt.Errorf("start consuming: %w", err)
 		}
 		c.ccs = append(c.ccs, cc)
 	}

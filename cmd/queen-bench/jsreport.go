@@ -125,8 +125,12 @@ func jsTable(out io.Writer, o options, rs []*jsResult) {
 	}
 	fmt.Fprintln(out, "cpu a message: push per pushed; drain per consumed; both, paced, lone per pushed + consumed. p50…p99: publish to receive")
 	for _, r := range rs {
-		line := fmt.Sprintf("result target=%s mode=%s pushed_s=%.0f consumed_s=%.0f srv_us=%s pg_us=%s client_us=%s asked_s=%.0f again=%d errors=%d",
-			r.target, r.mode, r.pushRate(), r.consumeRate(), us(r.serverOf(r.cpu)), us(r.cpu.pg), us(r.cpu.bench), r.asked, r.again, r.errs)
+		consumed := "n/a"
+		if r.consumers > 0 {
+			consumed = fmt.Sprintf("%.0f", r.consumeRate())
+		}
+		line := fmt.Sprintf("result target=%s mode=%s pushed_s=%.0f consumed_s=%s srv_us=%s pg_us=%s client_us=%s asked_s=%.0f again=%d errors=%d",
+			r.target, r.mode, r.pushRate(), consumed, us(r.serverOf(r.cpu)), us(r.cpu.pg), us(r.cpu.bench), r.asked, r.again, r.errs)
 		if len(r.lat) > 0 {
 			a, b, c, _ := jsQuantiles(r.lat)
 			line += fmt.Sprintf(" p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f", float64(a)/1e6, float64(b)/1e6, float64(c)/1e6)
