@@ -39,8 +39,9 @@
 // consumer). One table at the end, and a "result" line per run;
 // compare-jsconsume.sh runs it in rounds on fresh clusters and prints the
 // medians. A target that does not answer the JetStream API fails each
-// consumer mode at once ("no responders"), and consumers that receive
-// nothing for -stall end their mode with an error:
+// consumer mode at once ("no responders"); consumers that receive nothing
+// for -stall end their mode with an error, and a publish unanswered that
+// long fails:
 //
 //	queen-bench -js-consume all -js-targets bridge,always,default \
 //	    -nats nats://127.0.0.1:4222 -pg-dsn postgres://queen_bridge:PASSWORD@127.0.0.1:5432/queen

@@ -240,7 +240,7 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 		}()
 	}
 	pubs, err := newJSPublishers(tg.url, r.publishers, o.js.window, o.js.stream, jsSubjects(o.js.subject, o.partitions), o.payload,
-		o.run+"-"+tg.name+"-"+mode+"-")
+		o.run+"-"+tg.name+"-"+mode+"-", jo.stall)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,8 +103,8 @@ func TestJSConsumeLoadReceivesAndAcksEveryMessageOnce(t *testing.T) {
 
 // A target that does not answer the JetStream API (a bridge without
 // JetStream consumers, here a server without JetStream) fails each
-// consumer mode at once with an error that says so, where a target that
-// answers runs it; the table still has the modes that ran.
+// consumer mode at once with an error that says so; one that takes
+// publishes and never acknowledges them ends the push mode after -stall.
 func TestJSConsumeFailsClearlyWithoutTheJetStreamAPI(t *testing.T) {
 	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1"})
 	if err != nil {
@@ -122,6 +123,28 @@ func TestJSConsumeFailsClearlyWithoutTheJetStreamAPI(t *testing.T) {
 		if !strings.Contains(f, "answers the JetStream API (no responders)") || !strings.Contains(f, "stream BENCH") {
 			t.Fatalf("failure %q does not say that nothing answers the JetStream API", f)
 		}
+	}
+
+	// A target that takes the publishes and never acknowledges them: the
+	// push mode ends after -stall with every publish counted as failed.
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Subscribe("bench.js.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	o.jsc.stall, o.duration = 300*time.Millisecond, 200*time.Millisecond
+	r, err := runJSMode(context.Background(), o, tg, "push", 0, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.pushed != 0 || r.errs == 0 || !strings.Contains(fmt.Sprint(r.firstErr), "timeout") {
+		t.Fatalf("unanswered publishes: %d pushed, %d errors, the first %v", r.pushed, r.errs, r.firstErr)
 	}
 }
 

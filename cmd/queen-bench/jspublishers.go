@@ -23,6 +23,7 @@ type jsPublishers struct {
 	size     int    // payload bytes
 	idPrefix string // Nats-Msg-Id is <idPrefix><n>
 	stream   string // the stream every PubAck must name
+	stall    time.Duration
 
 	next           atomic.Int64 // the next message number of a saturating run
 	acked, failed  atomic.Int64
@@ -31,9 +32,12 @@ type jsPublishers struct {
 	stopAfterLimit int64 // a saturating run publishes at most this many in all (0: no limit)
 }
 
-// newJSPublishers connects n publishers to url.
-func newJSPublishers(url string, n, window int, stream string, subjects []string, size int, idPrefix string) (*jsPublishers, error) {
-	p := &jsPublishers{subjects: subjects, size: size, idPrefix: idPrefix, stream: stream}
+// newJSPublishers connects n publishers to url. A publish unanswered for
+// stall fails (as does one that waits that long for room in its window),
+// so that a target that takes messages and never acknowledges them ends
+// the run instead of hanging it.
+func newJSPublishers(url string, n, window int, stream string, subjects []string, size int, idPrefix string, stall time.Duration) (*jsPublishers, error) {
+	p := &jsPublishers{subjects: subjects, size: size, idPrefix: idPrefix, stream: stream, stall: stall}
 	for range n {
 		nc, err := nats.Connect(url, nats.Name("queen-bench-publisher"))
 		if err != nil {
@@ -41,7 +45,7 @@ func newJSPublishers(url string, n, window int, stream string, subjects []string
 			return nil, fmt.Errorf("publisher connection to %s: %w", url, err)
 		}
 		p.conns = append(p.conns, nc)
-		j, err := js.New(nc, js.WithPublishAsyncMaxPending(window),
+		j, err := js.New(nc, js.WithPublishAsyncMaxPending(window), js.WithPublishAsyncTimeout(stall),
 			js.WithPublishAsyncAckHandler(func(_ js.JetStream, _ *nats.Msg, ack *js.PubAck) {
 				if ack.Stream == stream {
 					p.acked.Add(1)
@@ -109,7 +113,7 @@ func (p *jsPublishers) run(ctx, stop context.Context, sch *schedule, late *laten
 				// PublishAsync keeps the message until its ack: a buffer of its own.
 				data := stamp(make([]byte, 0, p.size), at, n, p.size)
 				id := p.idPrefix + strconv.FormatInt(n, 10)
-				if _, err := j.PublishAsync(p.subjects[n%int64(len(p.subjects))], data, js.WithMsgID(id), js.WithStallWait(time.Minute)); err != nil {
+				if _, err := j.PublishAsync(p.subjects[n%int64(len(p.subjects))], data, js.WithMsgID(id), js.WithStallWait(p.stall)); err != nil {
 					p.fail(err)
 				}
 			}

@@ -105,7 +105,7 @@ func main() {
 	flag.Float64Var(&o.jsc.loneRate, "lone-rate", 100, "JetStream consumer load, lone: the one publisher's msgs/s")
 	flag.IntVar(&o.jsc.pullMax, "pull-max", 0, "JetStream consumer load: each Consume()'s PullMaxMessages (0: nats.go's default, 500)")
 	flag.IntVar(&o.jsc.maxAckPending, "max-ack-pending", 0, "JetStream consumer load: the durable's max_ack_pending (0: the server's default)")
-	flag.DurationVar(&o.jsc.stall, "stall", 30*time.Second, "JetStream consumer load: fail a mode whose consumers receive nothing this long while messages wait")
+	flag.DurationVar(&o.jsc.stall, "stall", 30*time.Second, "JetStream consumer load: fail a mode whose consumers receive nothing this long while messages wait, and a publish unanswered this long")
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
