@@ -174,6 +174,11 @@ func TestJSConsumeRefusesBadOptions(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, c.want)
 		}
 	}
+	// benchMain runs the load when -js-consume is set, and refuses it there.
+	if err := benchMain(context.Background(), options{jsc: jscOptions{modes: "drain,pull"}}, &strings.Builder{}); err == nil ||
+		!strings.Contains(err.Error(), `-js-consume: "pull"`) {
+		t.Fatalf("benchMain with an unknown mode: %v", err)
+	}
 	// paced with neither -rate nor a push mode before it has no rate.
 	o := ok
 	_, err := runJSMode(context.Background(), o, jsTarget{name: "bridge", url: "nats://127.0.0.1:1"}, "paced", 0, &strings.Builder{})
