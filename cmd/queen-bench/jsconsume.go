@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,10 +35,11 @@ import (
 //	       or -pace × the push mode's msgs/s on the same target in this run
 //	lone   one publisher on a timetable at -lone-rate msgs/s, one consumer
 //
-// A consumer's durable is <durable>-<run>-<mode>, DeliverPolicy new, made
-// before anything is published and deleted afterwards, so that a bridge's
-// stream, which the run cannot make anew, holds earlier runs' messages
-// unread. A real server's stream is made anew for every mode.
+// A mode's durable is <durable>-<run>-<mode>, DeliverPolicy new, made
+// before anything is published and deleted afterwards: it reads exactly the
+// mode's own messages, even from a bridge's stream, which the run cannot
+// make anew and which holds earlier runs' messages. A real server's stream
+// is made anew for every mode.
 
 // jscOptions are the JetStream consumer load's own settings.
 type jscOptions struct {
@@ -67,21 +69,12 @@ func jsList(flag, list string, known []string) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
-		if !contains(known, name) {
+		if !slices.Contains(known, name) {
 			return nil, fmt.Errorf("%s: %q is not one of %s", flag, name, strings.Join(known, ", "))
 		}
 		out = append(out, name)
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // checkJSConsume refuses what the load cannot run.
