@@ -31,9 +31,12 @@ type jsPhase struct {
 func (ph *jsPhase) publish(r *jsResult) {
 	before := ph.meter.sample()
 	start := time.Now()
-	stop, cancel := context.WithDeadline(ph.ctx, start.Add(ph.o.duration))
-	if ph.pubs.stopAfterLimit > 0 {
+	var stop context.Context
+	var cancel context.CancelFunc
+	if ph.pubs.stopAfterLimit > 0 { // a backlog of a number of messages, however long it takes
 		stop, cancel = context.WithCancel(ph.ctx)
+	} else {
+		stop, cancel = context.WithDeadline(ph.ctx, start.Add(ph.o.duration))
 	}
 	defer cancel()
 	var sch *schedule
