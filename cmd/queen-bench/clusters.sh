@@ -1,7 +1,8 @@
 # clusters.sh: sourced by the compare-*.sh scripts. Private PostgreSQL
-# clusters with the embedded settings (embedded.DefaultSettings), and the
-# clean-up of everything a script started. Set PGBIN before sourcing to
-# choose the server binaries; add background pids to pids.
+# clusters with the embedded settings (embedded.DefaultSettings), the
+# binaries a script measures, and the clean-up of everything a script
+# started. Set PGBIN before sourcing to choose the server binaries; add
+# background pids to pids.
 
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 
@@ -42,4 +43,20 @@ cluster() {
 	as_pg "$@" "$PGBIN/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -o "-p $port" -w -t 60 start >/dev/null
 	clusters+=("$dir/pg")
 	"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$port" -U bench -d postgres -c "CREATE DATABASE bench"
+}
+
+# build_tools: queen-bridge (a copy of BRIDGE_BIN when set, else this
+# tree's) and queen-bench into $OUT/bin; with SLOWSYNC_US set, slowsync.so
+# there too and slow=(the wrapper that runs PostgreSQL under it: every
+# fsync and fdatasync at least SLOWSYNC_US µs), else slow=().
+build_tools() {
+	mkdir -p "$OUT/bin" && chmod 755 "$OUT" # the cluster runs as postgres when we are root
+	if [ -n "${BRIDGE_BIN:-}" ]; then cp "$BRIDGE_BIN" "$OUT/bin/queen-bridge"; else go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge; fi
+	go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
+	slow=()
+	if [ -n "${SLOWSYNC_US:-}" ]; then
+		cc -O2 -shared -fPIC -o "$OUT/bin/slowsync.so" cmd/queen-bench/slowsync/slowsync.c -ldl
+		chmod 755 "$OUT/bin" "$OUT/bin/slowsync.so"
+		slow=(env LD_PRELOAD="$OUT/bin/slowsync.so" SLOWSYNC_US="$SLOWSYNC_US")
+	fi
 }

@@ -33,17 +33,8 @@ DURATION=${DURATION:-10s}
 TRANSPORT=${TRANSPORT:-nats}
 SLOWSYNC_US=${SLOWSYNC_US:-}
 OUT=${OUT:-$(mktemp -d /tmp/queen-consume-XXXXXX)}
-mkdir -p "$OUT/bin" && chmod 755 "$OUT" # the cluster runs as postgres when we are root
-if [ -n "${BRIDGE_BIN:-}" ]; then cp "$BRIDGE_BIN" "$OUT/bin/queen-bridge"; else go build -o "$OUT/bin/queen-bridge" ./cmd/queen-bridge; fi
-go build -o "$OUT/bin/queen-bench" ./cmd/queen-bench
-slow=()
-if [ -n "$SLOWSYNC_US" ]; then
-	cc -O2 -shared -fPIC -o "$OUT/bin/slowsync.so" cmd/queen-bench/slowsync/slowsync.c -ldl
-	chmod 755 "$OUT/bin" "$OUT/bin/slowsync.so"
-	slow=(env LD_PRELOAD="$OUT/bin/slowsync.so" SLOWSYNC_US="$SLOWSYNC_US")
-fi
-
 . cmd/queen-bench/clusters.sh
+build_tools
 
 # rate FILE KEY: the items/s of the report's line KEY ("items", "pushed", "consumed").
 rate() { sed -n "s|^$2 *[0-9]* (\([0-9]*\)/s).*|\1|p" "$1" | head -1; }

@@ -22,6 +22,30 @@
 // a process of its own, whose CPU -server-pid reads. compare-jetstream.sh
 // runs the comparison of docs/jetstream.md.
 //
+// -js-consume MODES runs the JetStream consumer load (jsconsume.go) on
+// each of -js-targets: the bridge at -nats (its stream -stream, its CPU
+// from -metrics, PostgreSQL's with -pg-dsn) and real JetStream file-storage
+// streams on nats-servers it starts in processes of their own (always:
+// sync_interval: always; default: the default sync). -clients publishers
+// (PublishAsync, -pending acks outstanding each) write -payload-byte
+// payloads that start with their send time over -partitions subjects
+// <subject>.<i>; -js-consumers Consume() consumers of one durable pull
+// consumer acknowledge every message (-double-ack: DoubleAck) and time it
+// from that stamp (p50/p90/p99). Modes: push (publishers alone), drain (a
+// backlog, then the consumers, timed from their first pull: CPU per
+// consumed message beside per pushed), both (publishers saturating and
+// consumers at once), paced (publishers on a timetable at -rate, or -pace
+// × the push mode's msgs/s), lone (one publisher at -lone-rate, one
+// consumer). One table at the end, and a "result" line per run;
+// compare-jsconsume.sh runs it in rounds on fresh clusters and prints the
+// medians. A target that does not answer the JetStream API fails each
+// consumer mode at once ("no responders"); consumers that receive nothing
+// for -stall end their mode with an error, and a publish unanswered that
+// long fails:
+//
+//	queen-bench -js-consume all -js-targets bridge,always,default \
+//	    -nats nats://127.0.0.1:4222 -pg-dsn postgres://queen_bridge:PASSWORD@127.0.0.1:5432/queen
+//
 // -consumers N adds consumers that pop and acknowledge while the clients
 // push (consumemode.go); with -pipeline-to PREFIX each consumer forwards
 // its popped batch to queue PREFIX<n> in one transaction per batch (the

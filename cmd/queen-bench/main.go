@@ -34,6 +34,7 @@ type options struct {
 	compare    bool
 	run        string
 	js         jsOptions
+	jsc        jscOptions // the JetStream consumer load (-js-consume)
 
 	consumers         int     // consume mode: consumers of one group (0: off)
 	consumeBatch      int     // messages a pop may deliver
@@ -94,6 +95,17 @@ func main() {
 	flag.DurationVar(&o.consoleEvery, "console-every", 2*time.Second, "console mode: the pages' refresh")
 	flag.DurationVar(&o.consoleBaseline, "console-baseline", 20*time.Second, "console mode: measure PostgreSQL with nothing open this long first (0: not)")
 	flag.StringVar(&o.token, "token", "", "console mode: the bearer token of the bridge's HTTP routes (with QUEEN_HTTP_TOKENS or QUEEN_HTTP_ADMIN_TOKENS set)")
+	flag.StringVar(&o.jsc.modes, "js-consume", "", "JetStream consumer load (jsconsume.go): run these modes, a comma list of push, drain, both, paced, lone, or all, on each of -js-targets, and print one table; -clients publishers (PublishAsync, -pending each), -partitions subjects <subject>.<i>, -payload bytes, -duration a mode")
+	flag.StringVar(&o.jsc.targets, "js-targets", "bridge,always,default", "JetStream consumer load: a comma list of bridge (the stream -stream of the bridge at -nats, its CPU from -metrics, PostgreSQL's with -pg-dsn), always and default (a real JetStream file-storage stream on a nats-server this run starts in a process of its own, sync_interval: always or the default sync)")
+	flag.IntVar(&o.jsc.consumers, "js-consumers", 16, "JetStream consumer load: Consume() consumers of the one durable, each its own connection")
+	flag.StringVar(&o.jsc.durable, "durable", "bench", "JetStream consumer load: the durable is <durable>-<run>-<mode> (DeliverPolicy new, made before the publishing, deleted after)")
+	flag.BoolVar(&o.jsc.doubleAck, "double-ack", false, "JetStream consumer load: acknowledge with DoubleAck (answered once the ack is stored) instead of Ack")
+	flag.Int64Var(&o.jsc.backlog, "backlog", 0, "JetStream consumer load, drain: publish this many messages before consuming (0: publish for -duration)")
+	flag.Float64Var(&o.jsc.pace, "pace", 0.25, "JetStream consumer load, paced without -rate: the timetable's rate as a share of the push mode's msgs/s on the same target in this run")
+	flag.Float64Var(&o.jsc.loneRate, "lone-rate", 100, "JetStream consumer load, lone: the one publisher's msgs/s")
+	flag.IntVar(&o.jsc.pullMax, "pull-max", 0, "JetStream consumer load: each Consume()'s PullMaxMessages (0: nats.go's default, 500)")
+	flag.IntVar(&o.jsc.maxAckPending, "max-ack-pending", 0, "JetStream consumer load: the durable's max_ack_pending (0: the server's default)")
+	flag.DurationVar(&o.jsc.stall, "stall", 30*time.Second, "JetStream consumer load: fail a mode whose consumers receive nothing this long while messages wait, and a publish unanswered this long")
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
@@ -137,10 +149,13 @@ func metricsURL(o options) string {
 
 // benchMain runs one target, or the comparison.
 func benchMain(ctx context.Context, o options, out io.Writer) error {
-	switch {
-	case o.rate < 0:
+	if o.rate < 0 {
 		return fmt.Errorf("-rate must not be negative, got %g", o.rate)
-	case o.rate > 0 && (o.target == "jetstream" || o.console):
+	}
+	if o.jsc.modes != "" {
+		return runJSConsume(ctx, o, out)
+	}
+	if o.rate > 0 && (o.target == "jetstream" || o.console) {
 		return fmt.Errorf("-rate drives a push load to the bridge or a baseline, not -target jetstream or -console")
 	}
 	if o.target == "jetstream" {
