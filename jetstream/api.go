@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -252,11 +253,14 @@ func (a *API) serve(ctx context.Context, r request) any {
 
 // answer renders v and sends it to reply.
 func (a *API) answer(reply string, v any) {
-	body, err := json.Marshal(v)
-	if err != nil { // the types above always encode; say so if one does not
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)              // subjects hold '>', which people read in the CLI's -j output
+	if err := enc.Encode(v); err != nil { // the types above always encode; say so if one does not
 		a.cfg.Logger.Error().Str("target", "jetstream").Err(err).Msg("API answer not encoded")
 		return
 	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if failed(v) {
 		a.n.errors.Add(1)
 	}

@@ -146,6 +146,10 @@ func (a *API) deleteConsumer(ctx context.Context, r request, stream, name string
 // consumerList answers CONSUMER.NAMES.<stream> and CONSUMER.LIST.<stream>:
 // the tenant's consumers of the stream, by name.
 func (a *API) consumerList(ctx context.Context, r request, stream string, names bool) any {
+	typ, limit := typeConsumerList, listLimit
+	if names {
+		typ, limit = typeConsumerNames, namesLimit
+	}
 	req, bad := pagedRequest(r.msg.Data)
 	if bad == nil && a.streams[stream] == nil {
 		bad = errStreamNotFound
@@ -157,28 +161,21 @@ func (a *API) consumerList(ctx context.Context, r request, stream string, names 
 			bad = engineError(err)
 		}
 	}
-	limit := listLimit
-	if names {
-		limit = namesLimit
+	if bad != nil {
+		return apiResponse{Type: typ, Error: bad}
 	}
 	from, to := page(len(all), req.Offset, limit)
 	paged := apiPaged{Total: len(all), Offset: req.Offset, Limit: limit}
 	if names {
-		resp := consumerNamesResponse{apiResponse: apiResponse{Type: typeConsumerNames, Error: bad}, Consumers: []string{}}
-		if bad == nil {
-			resp.apiPaged = paged
-			for _, c := range all[from:to] {
-				resp.Consumers = append(resp.Consumers, c.Name)
-			}
+		resp := consumerNamesResponse{apiResponse: apiResponse{Type: typ}, apiPaged: paged, Consumers: []string{}}
+		for _, c := range all[from:to] {
+			resp.Consumers = append(resp.Consumers, c.Name)
 		}
 		return resp
 	}
-	resp := consumerListResponse{apiResponse: apiResponse{Type: typeConsumerList, Error: bad}, Consumers: []*consumerInfoJSON{}}
-	if bad == nil {
-		resp.apiPaged = paged
-		for _, c := range all[from:to] {
-			resp.Consumers = append(resp.Consumers, infoJSON(c))
-		}
+	resp := consumerListResponse{apiResponse: apiResponse{Type: typ}, apiPaged: paged, Consumers: []*consumerInfoJSON{}}
+	for _, c := range all[from:to] {
+		resp.Consumers = append(resp.Consumers, infoJSON(c))
 	}
 	return resp
 }

@@ -88,6 +88,13 @@ func page(n, offset, limit int) (int, int) {
 // by name, those holding the request's subject when it names one.
 func (a *API) streamList(ctx context.Context, r request, names bool) any {
 	req, bad := pagedRequest(r.msg.Data)
+	if bad != nil {
+		typ := typeStreamList
+		if names {
+			typ = typeStreamNames
+		}
+		return apiResponse{Type: typ, Error: bad}
+	}
 	var matched []*Stream
 	for i := range a.cfg.Streams {
 		s := &a.cfg.Streams[i]
@@ -97,10 +104,7 @@ func (a *API) streamList(ctx context.Context, r request, names bool) any {
 	}
 	sort.Slice(matched, func(i, j int) bool { return matched[i].Name < matched[j].Name })
 	if names {
-		resp := streamNamesResponse{apiResponse: apiResponse{Type: typeStreamNames, Error: bad}, Streams: []string{}}
-		if bad != nil {
-			return resp
-		}
+		resp := streamNamesResponse{apiResponse: apiResponse{Type: typeStreamNames}, Streams: []string{}}
 		from, to := page(len(matched), req.Offset, namesLimit)
 		resp.apiPaged = apiPaged{Total: len(matched), Offset: req.Offset, Limit: namesLimit}
 		for _, s := range matched[from:to] {
@@ -108,16 +112,13 @@ func (a *API) streamList(ctx context.Context, r request, names bool) any {
 		}
 		return resp
 	}
-	resp := streamListResponse{apiResponse: apiResponse{Type: typeStreamList, Error: bad}, Streams: []*streamInfoJSON{}}
-	if bad != nil {
-		return resp
-	}
+	resp := streamListResponse{apiResponse: apiResponse{Type: typeStreamList}, Streams: []*streamInfoJSON{}}
 	from, to := page(len(matched), req.Offset, listLimit)
 	resp.apiPaged = apiPaged{Total: len(matched), Offset: req.Offset, Limit: listLimit}
 	for _, s := range matched[from:to] {
 		st, err := a.cfg.Engine.StreamState(ctx, r.tenant, s.Name)
 		if err != nil {
-			return streamListResponse{apiResponse: apiResponse{Type: typeStreamList, Error: engineError(err)}}
+			return apiResponse{Type: typeStreamList, Error: engineError(err)}
 		}
 		resp.Streams = append(resp.Streams, a.streamJSON(s, st))
 	}
@@ -151,7 +152,7 @@ func (a *API) accountInfo(ctx context.Context, r request) any {
 	for _, s := range a.cfg.Streams {
 		st, err := a.cfg.Engine.StreamState(ctx, r.tenant, s.Name)
 		if err != nil {
-			return accountInfoResponse{apiResponse: apiResponse{Type: typeAccountInfo, Error: engineError(err)}}
+			return apiResponse{Type: typeAccountInfo, Error: engineError(err)}
 		}
 		resp.Store += st.Bytes
 		resp.Consumers += st.Consumers
