@@ -98,10 +98,6 @@ func TestAnswersPassTheCLISchemas(t *testing.T) {
 		t.Errorf("consumer info:\n got %s\nwant %s", got, want)
 	}
 	validAs(t, "consumer info", got, typeConsumerInfo)
-	// The check bites: without one of the fields the CLI needs, it fails.
-	if _, _, err := registry.ParseAndValidateMessage(bytes.Replace(got, []byte(`"num_waiting":0,`), nil, 1), cliValidator{}); err == nil {
-		t.Error("a consumer info without num_waiting passed the CLI's schema check")
-	}
 	got = h.request(t, "STREAM.INFO.AUDIT", "")
 	want = `{"type":"io.nats.jetstream.api.v1.stream_info_response","config":{"name":"AUDIT","subjects":["audit.*.events"],"retention":"limits",` +
 		`"max_consumers":-1,"max_msgs":-1,"max_bytes":-1,"max_age":0,"max_msgs_per_subject":-1,"max_msg_size":16777216,"discard":"old",` +
@@ -112,6 +108,11 @@ func TestAnswersPassTheCLISchemas(t *testing.T) {
 		t.Errorf("stream info:\n got %s\nwant %s", got, want)
 	}
 	validAs(t, "stream info", got, typeStreamInfo)
+	// The check bites (the CLI re-encodes jsm.go's struct, which fills in
+	// a missing field, so a value out of range is what shows it).
+	if _, _, err := registry.ParseAndValidateMessage(bytes.Replace(got, []byte(`"num_replicas":1`), []byte(`"num_replicas":9`), 1), cliValidator{}); err == nil {
+		t.Error("a stream info with 9 replicas passed the CLI's schema check")
+	}
 
 	answers := []struct{ what, api, body, typ string }{
 		{"stream info", "STREAM.INFO.ORDERS", "", typeStreamInfo},
