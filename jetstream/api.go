@@ -72,8 +72,7 @@ type API struct {
 	ctx    context.Context // cancelled when Stop gives up waiting
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the requests being served
-	subs   []*nats.Subscription
-	closed []<-chan nats.SubStatus
+	subs   subscriptions
 	stop   sync.Once
 	err    error
 }
@@ -121,12 +120,9 @@ func (a *API) Subjects() []string { return []string{a.prefix + ">", AckSubjects}
 func (a *API) Start(context.Context) error {
 	handlers := []nats.MsgHandler{a.handleAPI, a.handleAck}
 	for i, subj := range a.Subjects() {
-		sub, err := a.cfg.NATS.QueueSubscribe(subj, QueueGroup, handlers[i])
-		if err != nil {
+		if err := a.subs.add(a.cfg.NATS, subj, handlers[i]); err != nil {
 			return fmt.Errorf("jetstream: subscribe to %s: %w", subj, err)
 		}
-		a.subs = append(a.subs, sub)
-		a.closed = append(a.closed, sub.StatusChanged(nats.SubscriptionClosed))
 	}
 	return nil
 }
@@ -135,19 +131,7 @@ func (a *API) Start(context.Context) error {
 // being served; past ctx it cancels their engine calls. Idempotent.
 func (a *API) Stop(ctx context.Context) error {
 	a.stop.Do(func() {
-		var errs []error
-		for _, sub := range a.subs {
-			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				errs = append(errs, fmt.Errorf("jetstream: drain %s: %w", sub.Subject, err))
-			}
-		}
-		for i, ch := range a.closed {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				errs = append(errs, fmt.Errorf("jetstream: drain %s: %w", a.subs[i].Subject, ctx.Err()))
-			}
-		}
+		errs := a.subs.drain(ctx)
 		done := make(chan struct{})
 		go func() { a.wg.Wait(); close(done) }()
 		select {

@@ -106,15 +106,22 @@ func emptyRequest(data []byte) bool {
 	return json.Unmarshal(data, &m) == nil && len(m) == 0
 }
 
+// checkConsumerRequest checks what CONSUMER.INFO and CONSUMER.DELETE
+// share: no body (as nats-server wants), a declared stream.
+func (a *API) checkConsumerRequest(r request, stream string) *apiError {
+	switch {
+	case !emptyRequest(r.msg.Data):
+		return errNotEmptyRequest
+	case a.streams[stream] == nil:
+		return errStreamNotFound
+	}
+	return nil
+}
+
 // consumerInfo answers CONSUMER.INFO.<stream>.<name>.
 func (a *API) consumerInfo(ctx context.Context, r request, stream, name string) any {
 	resp := consumerInfoResponse{apiResponse: apiResponse{Type: typeConsumerInfo}}
-	switch {
-	case !emptyRequest(r.msg.Data):
-		resp.Error = errNotEmptyRequest
-	case a.streams[stream] == nil:
-		resp.Error = errStreamNotFound
-	default:
+	if resp.Error = a.checkConsumerRequest(r, stream); resp.Error == nil {
 		info, err := a.cfg.Engine.ConsumerInfo(ctx, r.tenant, stream, name)
 		if err != nil {
 			resp.Error = engineError(err)
@@ -128,12 +135,7 @@ func (a *API) consumerInfo(ctx context.Context, r request, stream, name string) 
 // deleteConsumer answers CONSUMER.DELETE.<stream>.<name>.
 func (a *API) deleteConsumer(ctx context.Context, r request, stream, name string) any {
 	resp := consumerDeleteResponse{apiResponse: apiResponse{Type: typeConsumerDelete}}
-	switch {
-	case !emptyRequest(r.msg.Data):
-		resp.Error = errNotEmptyRequest
-	case a.streams[stream] == nil:
-		resp.Error = errStreamNotFound
-	default:
+	if resp.Error = a.checkConsumerRequest(r, stream); resp.Error == nil {
 		if err := a.cfg.Engine.DeleteConsumer(ctx, r.tenant, stream, name); err != nil {
 			resp.Error = engineError(err)
 		} else {

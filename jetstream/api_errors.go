@@ -24,7 +24,6 @@ var (
 	errDurableNotSet       = &apiError{400, 10018, "consumer expected to be durable but a durable name was not set"}
 	errDurableMismatch     = &apiError{400, 10017, "consumer name in subject does not match durable name in request"}
 	errEphemeralDurable    = &apiError{400, 10020, "consumer expected to be ephemeral but a durable name was set in request"}
-	errNameAndDurable      = &apiError{400, 10132, "Consumer Durable and Name have to be equal if both are provided"}
 	errPathSeparators      = &apiError{400, 10127, "Consumer name can not contain path separators"}
 	errMultipleFilters     = &apiError{400, 10137, "consumer with multiple subject filters cannot use subject based API"}
 	errFilterMismatch      = &apiError{400, 10131, "Consumer create request did not match filtered subject from create subject"}
