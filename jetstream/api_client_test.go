@@ -3,11 +3,14 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // nats.go's jetstream package, unchanged, against the API: what it checks
@@ -120,4 +123,89 @@ func sortedCopy(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+// The pull requests nats.go's calls send reach the engine as it meant
+// them: Fetch, FetchNoWait, FetchBytes, Messages, Consume and Next.
+func TestNatsGoPullRequestsReachTheEngine(t *testing.T) {
+	h := newHarness(t, nil)
+	js, err := jetstream.NewWithDomain(h.nc, h.api.cfg.Domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled := func(n int) []PullRequest {
+		t.Helper()
+		testkit.WaitFor(t, fmt.Sprintf("%d pull requests", n), 10*time.Second, func() bool {
+			pulls, _ := h.engine.recorded()
+			return len(pulls) >= n
+		})
+		pulls, _ := h.engine.recorded()
+		var out []PullRequest
+		for _, p := range pulls {
+			if p.stream != "ORDERS" || p.name != "workers" || !strings.HasPrefix(p.inbox, "_INBOX.") {
+				t.Fatalf("pull %+v", p)
+			}
+			out = append(out, p.req)
+		}
+		return out
+	}
+	if _, err := c.Fetch(3, jetstream.FetchMaxWait(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := pulled(1)[0]; got != (PullRequest{Batch: 3, Expires: 2 * time.Second}) {
+		t.Errorf("Fetch(3, FetchMaxWait(2s)): %+v", got)
+	}
+	if _, err := c.FetchNoWait(10); err != nil {
+		t.Fatal(err)
+	}
+	if got := pulled(2)[1]; got != (PullRequest{Batch: 10, NoWait: true}) {
+		t.Errorf("FetchNoWait(10): %+v", got)
+	}
+	if _, err := c.FetchBytes(4096, jetstream.FetchMaxWait(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := pulled(3)[2]; got.MaxBytes != 4096 || got.Expires != time.Second || got.Batch < 1 {
+		t.Errorf("FetchBytes(4096): %+v", got)
+	}
+	it, err := c.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := make(chan error, 1)
+	go func() { _, err := it.Next(); next <- err }() // the iterator pulls on its first Next
+	got := pulled(4)[3]
+	it.Stop()
+	if err := <-next; !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		t.Errorf("Messages().Next after Stop: %v", err)
+	}
+	if got != (PullRequest{Batch: 500, Expires: 30 * time.Second, Heartbeat: 15 * time.Second}) {
+		t.Errorf("Messages(): %+v", got)
+	}
+	cc, err := c.Consume(func(jetstream.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = pulled(5)[4]
+	cc.Stop()
+	if got != (PullRequest{Batch: 500, Expires: 30 * time.Second, Heartbeat: 15 * time.Second}) {
+		t.Errorf("Consume(): %+v", got)
+	}
+	// Next blocks until a message, its expiry or the connection's end:
+	// the last, once its request is seen.
+	done := make(chan error, 1)
+	go func() { _, err := c.Next(); done <- err }()
+	got = pulled(6)[5]
+	h.nc.Close()
+	if err := <-done; err == nil {
+		t.Error("Next returned a message from an engine that delivers none")
+	}
+	if got != (PullRequest{Batch: 1, Expires: 30 * time.Second, Heartbeat: 5 * time.Second}) {
+		t.Errorf("Next(): %+v", got)
+	}
 }
