@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/internal/every"
+	"github.com/queenbridge/queenbridge/internal/gate"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/rs/zerolog"
 )
@@ -51,7 +52,8 @@ type APIConfig struct {
 	// timeout).
 	Timeout time.Duration
 	// Workers bounds the requests served at once (each may wait on
-	// PostgreSQL); more wait in the subscription. Default 32.
+	// PostgreSQL); a few more wait in a queue, then in the subscription.
+	// Default 32.
 	Workers int
 	// Now is the clock of the answers' timestamps. Default time.Now.
 	Now func() time.Time
@@ -66,12 +68,11 @@ type API struct {
 	cfg     APIConfig
 	prefix  string // "$JS.API." or "$JS.<domain>.API."
 	streams map[string]*Stream
-	sem     chan struct{} // a slot per request being served
+	gate    *gate.Gate // admits requests until Stop; its workers serve them
 	n       apiCounters
 
-	ctx    context.Context // cancelled when Stop gives up waiting
+	ctx    context.Context // the engine calls'; cancelled by Stop
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the requests being served
 	subs   subscriptions
 	stop   sync.Once
 	err    error
@@ -97,7 +98,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if strings.ContainsAny(cfg.Domain, ".*> \t") {
 		return nil, fmt.Errorf("jetstream: domain %q must be one subject token", cfg.Domain)
 	}
-	a := &API{cfg: cfg, prefix: "$JS.API.", streams: map[string]*Stream{}, sem: make(chan struct{}, cfg.Workers)}
+	a := &API{cfg: cfg, prefix: "$JS.API.", streams: map[string]*Stream{}, gate: gate.New()}
 	if cfg.Domain != "" {
 		a.prefix = "$JS." + cfg.Domain + ".API."
 	}
@@ -116,8 +117,9 @@ func (a *API) Subjects() []string { return []string{a.prefix + ">", AckSubjects}
 // Start subscribes to the API and the ack subjects in QueueGroup. Pull
 // requests and acks are handed to the engine on the subscription's
 // delivery goroutine (the engine only queues them); every other request is
-// served on a goroutine of its own, at most Workers at once.
+// served by one of Workers workers.
 func (a *API) Start(context.Context) error {
+	a.gate.StartWorkers(a.cfg.Workers)
 	handlers := []nats.MsgHandler{a.handleAPI, a.handleAck}
 	for i, subj := range a.Subjects() {
 		if err := a.subs.add(a.cfg.NATS, subj, handlers[i]); err != nil {
@@ -127,21 +129,18 @@ func (a *API) Start(context.Context) error {
 	return nil
 }
 
-// Stop drains the subscriptions and waits, within ctx, for the requests
-// being served; past ctx it cancels their engine calls. Idempotent.
+// Stop drains the subscriptions, admits no more requests and waits,
+// within ctx, for those being served; then it cancels the engine calls
+// still running and stops the workers. Idempotent.
 func (a *API) Stop(ctx context.Context) error {
 	a.stop.Do(func() {
 		errs := a.subs.drain(ctx)
-		done := make(chan struct{})
-		go func() { a.wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			a.cancel()
-			<-done
-			errs = append(errs, fmt.Errorf("jetstream: API requests: %w", ctx.Err()))
+		a.gate.Close()
+		if err := a.gate.Wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("jetstream: API requests: %w", err))
 		}
 		a.cancel()
+		a.gate.StopWorkers()
 		a.err = errors.Join(errs...)
 	})
 	return a.err
@@ -179,14 +178,15 @@ func (a *API) handleAPI(m *nats.Msg) {
 		return
 	}
 	r.tenant = tenant
-	a.sem <- struct{}{}
-	a.wg.Add(1)
-	go func() {
-		defer func() { <-a.sem; a.wg.Done() }()
+	served := a.gate.Go(func() {
+		defer a.gate.Done()
 		ctx, cancel := context.WithTimeout(a.ctx, a.cfg.Timeout)
 		defer cancel()
 		a.answer(m.Reply, a.serve(ctx, r))
-	}()
+	})
+	if !served { // stopping
+		a.answer(m.Reply, apiResponse{Type: typeFor(r.tokens), Error: errUnavailable})
+	}
 }
 
 // tenant is the requester's tenant: in the accounts mode the account the

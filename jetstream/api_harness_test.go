@@ -30,6 +30,9 @@ type fakeEngine struct {
 	pulls     []fakePull
 	acks      []fakeAck
 	failNext  error // the next call's error, once
+	// hold, when set, is called by Consumers outside the lock before it
+	// answers: a test's way to keep a request in flight.
+	hold func(ctx context.Context)
 }
 
 type fakePull struct {
@@ -112,7 +115,13 @@ func (e *fakeEngine) DeleteConsumer(_ context.Context, tenant tenancy.TenantID, 
 	return nil
 }
 
-func (e *fakeEngine) Consumers(_ context.Context, tenant tenancy.TenantID, stream string) ([]ConsumerInfo, error) {
+func (e *fakeEngine) Consumers(ctx context.Context, tenant tenancy.TenantID, stream string) ([]ConsumerInfo, error) {
+	e.mu.Lock()
+	hold := e.hold
+	e.mu.Unlock()
+	if hold != nil {
+		hold(ctx)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.takeFail(); err != nil {
@@ -193,6 +202,8 @@ type harness struct {
 	status *fakeStatus
 	nc     *nats.Conn // the clients' connection
 	prefix string     // "$JS.<domain>.API."
+	// stopped: the test stopped the API itself and checked Stop's error.
+	stopped bool
 }
 
 var testStreams = []Stream{
@@ -229,7 +240,7 @@ func newHarness(t *testing.T, accounts *auth.Accounts) *harness {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := h.api.Stop(ctx); err != nil {
+		if err := h.api.Stop(ctx); err != nil && !h.stopped {
 			t.Error(err)
 		}
 	})

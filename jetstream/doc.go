@@ -60,9 +60,9 @@
 // subscription; handle runs there, never waits for a verdict, and returns.
 // The API's two subscriptions hand pulls and acks to the engine on their
 // delivery goroutines (the engine only queues them) and serve every other
-// request on a goroutine of its own, at most APIConfig.Workers at once,
-// each bounded by APIConfig.Timeout; API.Stop drains the subscriptions and
-// waits for them.
+// request on a worker of its own (internal/gate: APIConfig.Workers of
+// them), each engine call bounded by APIConfig.Timeout; API.Stop drains
+// the subscriptions, admits no more and waits for what it admitted.
 // The answer is published by whichever goroutine settles the verdict (a
 // fusion shard's, a worker's, or the delivery goroutine itself for a
 // refusal). Stop drains the subscriptions and waits for the drains; the
