@@ -18,12 +18,7 @@ import (
 // its strict enums, the error codes it maps to its own errors) passes.
 func TestNatsGoJetStreamCallsPass(t *testing.T) {
 	h := newHarness(t, nil)
-	js, err := jetstream.NewWithDomain(h.nc, h.api.cfg.Domain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	js, ctx := h.jetStream(t)
 
 	s, err := js.Stream(ctx, "ORDERS")
 	if err != nil {
@@ -129,12 +124,7 @@ func sortedCopy(s []string) []string {
 // them: Fetch, FetchNoWait, FetchBytes, Messages, Consume and Next.
 func TestNatsGoPullRequestsReachTheEngine(t *testing.T) {
 	h := newHarness(t, nil)
-	js, err := jetstream.NewWithDomain(h.nc, h.api.cfg.Domain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	js, ctx := h.jetStream(t)
 	c, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
@@ -208,4 +198,17 @@ func TestNatsGoPullRequestsReachTheEngine(t *testing.T) {
 	if got != (PullRequest{Batch: 1, Expires: 30 * time.Second, Heartbeat: 5 * time.Second}) {
 		t.Errorf("Next(): %+v", got)
 	}
+}
+
+// jetStream is nats.go's JetStream client on the harness's domain, and a
+// context that ends with the test.
+func (h *harness) jetStream(t *testing.T) (jetstream.JetStream, context.Context) {
+	t.Helper()
+	js, err := jetstream.NewWithDomain(h.nc, h.api.cfg.Domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return js, ctx
 }
