@@ -46,3 +46,9 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+// nats-server is released with the no-op build of the Antithesis SDK; a
+// test-only dependency (jsm.go, for the nats CLI's schemas) asks for the
+// active one, which minimal version selection would pick for the embedded
+// server too. Keep the server's.
+replace github.com/antithesishq/antithesis-sdk-go => github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op
