@@ -59,8 +59,7 @@ type Config struct {
 type Intake struct {
 	cfg     Config
 	filters []*filter
-	subs    []*nats.Subscription
-	closed  []<-chan nats.SubStatus // per subscription: closed after its drain
+	subs    subscriptions
 	n       counters
 	stop    sync.Once
 	stopErr error
@@ -105,12 +104,9 @@ func (in *Intake) Streams() []Stream { return in.cfg.Streams }
 func (in *Intake) Start(context.Context) error {
 	for _, f := range in.filters {
 		f := f
-		sub, err := in.cfg.NATS.QueueSubscribe(f.text, QueueGroup, func(m *nats.Msg) { in.handle(f, m) })
-		if err != nil {
+		if err := in.subs.add(in.cfg.NATS, f.text, func(m *nats.Msg) { in.handle(f, m) }); err != nil {
 			return fmt.Errorf("jetstream: subscribe to %s (stream %s): %w", f.text, f.stream.Name, err)
 		}
-		in.subs = append(in.subs, sub)
-		in.closed = append(in.closed, sub.StatusChanged(nats.SubscriptionClosed))
 	}
 	return nil
 }
@@ -122,20 +118,7 @@ func (in *Intake) Start(context.Context) error {
 // deliver here go to the other bridges of the queue group. Idempotent.
 func (in *Intake) Stop(ctx context.Context) error {
 	in.stop.Do(func() {
-		var errs []error
-		for _, sub := range in.subs {
-			if err := sub.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				errs = append(errs, fmt.Errorf("jetstream: drain %s: %w", sub.Subject, err))
-			}
-		}
-		for i, ch := range in.closed {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				errs = append(errs, fmt.Errorf("jetstream: drain %s: %w", in.subs[i].Subject, ctx.Err()))
-			}
-		}
-		in.stopErr = errors.Join(errs...)
+		in.stopErr = errors.Join(in.subs.drain(ctx)...)
 	})
 	return in.stopErr
 }
