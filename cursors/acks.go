@@ -1,7 +1,6 @@
 package cursors
 
 import (
-	"errors"
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/every"
@@ -16,19 +15,22 @@ import (
 // times out. An ack for a consumer living on another bridge goes there
 // through the Forwarder.
 func (e *JSEngine) Ack(tenant tenancy.TenantID, ref AckRef, kind AckKind, delay time.Duration, reason, reply string) {
-	c, err := e.consumer(tenant, ref.Stream, ref.Consumer)
+	err := e.with(tenant, ref.Stream, ref.Consumer, func(c *consumer, err error, _ bool) {
+		if err == nil {
+			c.ack(ref, kind, delay, reason, reply)
+		}
+	})
 	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
 		err = e.cfg.Forwarder.ForwardAck(id, tenant, ref, kind, delay, reason, reply)
 	}
-	if err != nil {
-		if !errors.Is(err, ErrConsumerNotFound) && ackLog.Allow() {
-			e.cfg.Logger.Warn().Err(err).Str("consumer", ref.Consumer).Msg("acknowledgement not applied")
-		}
-		return
+	if err != nil && ackLog.Allow() {
+		e.cfg.Logger.Warn().Err(err).Str("consumer", ref.Consumer).Msg("acknowledgement not applied")
 	}
-	if c == nil {
-		return // forwarded
-	}
+}
+
+// ack applies an acknowledgement to the live consumer.
+func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, reply string) {
+	e := c.e
 	now := e.cfg.Clock.Now()
 	c.mu.Lock()
 	if c.deleted {

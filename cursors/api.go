@@ -58,9 +58,7 @@ func (e *JSEngine) CreateConsumer(ctx context.Context, tenant tenancy.TenantID, 
 	e.tellOwner(tenant, stream, name)
 	if conf.InactiveThreshold > 0 {
 		// Live at once, so that its inactivity is timed from now.
-		if c, err := e.consumer(tenant, stream, name); err == nil {
-			return c.info(), nil
-		}
+		_ = e.with(tenant, stream, name, func(*consumer, error, bool) {})
 	}
 	return e.storedInfo(ctx, stored)
 }

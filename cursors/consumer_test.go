@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,9 +140,8 @@ func TestInactiveConsumerIsDeleted(t *testing.T) {
 		_, err := h.store.GetConsumer(t.Context(), tenant, "ORDERS", "eph")
 		return errors.Is(err, ErrConsumerMissing)
 	})
-	if err := h.e.Pull(tenant, "ORDERS", "eph", PullRequest{}, "inbox"); !errors.Is(err, ErrConsumerNotFound) {
-		t.Fatalf("pull of a deleted consumer: %v", err)
-	}
+	h.pull("eph", PullRequest{}, "inbox")
+	h.waitStatus("inbox", "503")
 }
 
 // fakeForwarder records forwards; mu guards calls.
@@ -207,5 +207,30 @@ func TestConsumerInfoCounts(t *testing.T) {
 	}
 	if in.NumAckPending != 4 || in.NumWaiting != 1 || in.Delivered.Consumer != 4 || in.Delivered.Stream != 4 || in.NumPending != 0 || in.Config.AckWait != 30*time.Second {
 		t.Fatalf("info: %+v", in)
+	}
+}
+
+// A consumer whose ownership moved to another bridge leaves this one:
+// its parked requests hear 409 Leadership Change and pull again there.
+func TestOwnershipMoveHandsOff(t *testing.T) {
+	var moved atomic.Bool
+	owner := func(tenancy.TenantID, string, string) (bool, string) {
+		if moved.Load() {
+			return false, "b2"
+		}
+		return true, ""
+	}
+	h := newHarness(t, func(c *Config) { c.Owner = owner })
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.1")
+	h.settle("C")
+	moved.Store(true)
+	h.clock.Advance(time.Second) // the poll: a pass
+	h.waitStatus("inbox.1", "409 Leadership Change")
+	if err := h.e.Pull(tenant, "ORDERS", "C", PullRequest{}, "inbox.2"); err != (ErrNotOwner{ID: "b2"}) {
+		t.Fatalf("pull after the move: %v", err)
+	}
+	if n := h.e.Stats().Consumers; n != 0 {
+		t.Fatalf("%d consumers live after the move", n)
 	}
 }

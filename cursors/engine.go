@@ -137,8 +137,8 @@ type JSEngine struct {
 	mu      sync.Mutex
 	live    map[consumerKey]*consumer
 	byQueue map[queueKey][]*consumer
-	byInbox map[string]map[*consumer]struct{} // inboxes of parked requests
-	loading map[consumerKey]chan struct{}
+	byInbox map[string]map[*consumer]struct{}              // inboxes of parked requests
+	loading map[consumerKey][]func(*consumer, error, bool) // loads under way, and what waits for each
 	started bool
 	stopped bool
 
@@ -201,7 +201,7 @@ func NewEngine(cfg Config) (*JSEngine, error) {
 		live:    map[consumerKey]*consumer{},
 		byQueue: map[queueKey][]*consumer{},
 		byInbox: map[string]map[*consumer]struct{}{},
-		loading: map[consumerKey]chan struct{}{},
+		loading: map[consumerKey][]func(*consumer, error, bool){},
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.flush = newFlusher(e)
@@ -298,52 +298,65 @@ func (e *JSEngine) stream(stream string) ([]string, error) {
 	return f, nil
 }
 
-// consumer returns the live consumer, loading it from the Store on first
-// use on this bridge. Concurrent first uses wait for one load.
-func (e *JSEngine) consumer(tenant tenancy.TenantID, stream, name string) (*consumer, error) {
+// with runs fn with the live consumer: at once when it lives here, else
+// once a load from the Store ended, on the loading goroutine (later
+// true; fn gets the load's error: ErrConsumerNotFound, ErrStopped, a
+// Store failure). So a
+// pull or an ack never waits for PostgreSQL on its caller's goroutine
+// (the API's subscription). A stream not declared, or a consumer living on
+// another bridge, is an error at once.
+func (e *JSEngine) with(tenant tenancy.TenantID, stream, name string, fn func(c *consumer, err error, later bool)) error {
 	if _, err := e.stream(stream); err != nil {
-		return nil, err
+		return err
 	}
 	if err := e.owned(tenant, stream, name); err != nil {
-		return nil, err
+		return err
 	}
 	k := consumerKey{tenant, stream, name}
-	for {
-		e.mu.Lock()
-		if e.stopped || !e.started {
-			e.mu.Unlock()
-			return nil, ErrStopped
-		}
-		if c := e.live[k]; c != nil {
-			e.mu.Unlock()
-			return c, nil
-		}
-		if wait, ok := e.loading[k]; ok {
-			e.mu.Unlock()
-			<-wait
-			continue
-		}
-		wait := make(chan struct{})
-		e.loading[k] = wait
+	e.mu.Lock()
+	if e.stopped || !e.started {
 		e.mu.Unlock()
-		c, err := e.load(k)
-		e.mu.Lock()
-		delete(e.loading, k)
-		close(wait)
-		if err == nil {
-			if e.stopped {
-				e.mu.Unlock()
-				return nil, ErrStopped
-			}
-			e.live[k] = c
-			e.nlive.Store(int64(len(e.live)))
-			q := queueKey{tenant, stream}
-			e.byQueue[q] = append(e.byQueue[q], c)
-			e.bg.Add(1)
-			go c.run()
-		}
+		return ErrStopped
+	}
+	if c := e.live[k]; c != nil {
 		e.mu.Unlock()
-		return c, err
+		fn(c, nil, false)
+		return nil
+	}
+	waiting, ok := e.loading[k]
+	e.loading[k] = append(waiting, fn)
+	if !ok {
+		e.bg.Add(1)
+		go e.loadLive(k)
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// loadLive loads a consumer, makes it live, and runs what waited for it.
+func (e *JSEngine) loadLive(k consumerKey) {
+	defer e.bg.Done()
+	c, err := e.load(k)
+	e.mu.Lock()
+	fns := e.loading[k]
+	delete(e.loading, k)
+	if err == nil && e.stopped {
+		err = ErrStopped
+	}
+	if err == nil {
+		e.live[k] = c
+		e.nlive.Store(int64(len(e.live)))
+		q := queueKey{k.tenant, k.stream}
+		e.byQueue[q] = append(e.byQueue[q], c)
+		e.bg.Add(1)
+		go c.run()
+	}
+	e.mu.Unlock()
+	if err != nil && !errors.Is(err, ErrConsumerNotFound) && !errors.Is(err, ErrStopped) {
+		e.cfg.Logger.Warn().Err(err).Str("consumer", k.name).Msg("consumer not loaded")
+	}
+	for _, fn := range fns {
+		fn(c, err, true)
 	}
 }
 

@@ -390,12 +390,13 @@ func (h *harness) pull(name string, req PullRequest, inbox string) {
 // everything the test did so far.
 func (h *harness) settle(name string) {
 	h.t.Helper()
-	h.e.mu.Lock()
-	c := h.e.live[consumerKey{tenant, "ORDERS", name}]
-	h.e.mu.Unlock()
-	if c == nil {
-		h.t.Fatalf("consumer %s is not live", name)
-	}
+	var c *consumer
+	testkit.WaitFor(h.t, "consumer "+name+" live", 10*time.Second, func() bool {
+		h.e.mu.Lock()
+		defer h.e.mu.Unlock()
+		c = h.e.live[consumerKey{tenant, "ORDERS", name}]
+		return c != nil
+	})
 	ch := make(chan struct{})
 	select {
 	case c.settle <- ch:

@@ -18,6 +18,13 @@ func (c *consumer) run() {
 	var settled []chan struct{}
 	retry := false
 	for {
+		if self, _ := c.e.cfg.Owner(c.key.tenant, c.key.stream, "$js."+c.key.name); !self {
+			// Ownership moved (bridges came or went): the new owner loads
+			// the consumer; requests parked here pull again there at once.
+			c.e.forget(c)
+			c.stop(descLeadership, 409, false)
+			return
+		}
 		c.takeHot()
 		c.refreshParts()
 		now := clock.Now()

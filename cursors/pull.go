@@ -1,6 +1,7 @@
 package cursors
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -22,18 +23,48 @@ type pullReq struct {
 	checked   bool // interest in inbox seen during this fill
 }
 
-// Pull parks a pull request, or answers it at once (statuses included)
-// through the Deliverer; the messages go to inbox. An unknown consumer is
-// ErrConsumerNotFound (the API answers 503). A consumer living on another
-// bridge gets the request through the Forwarder (ErrNotOwner without one).
+// Pull parks a pull request, or answers it (statuses included) through
+// the Deliverer; the messages go to inbox. It never waits for PostgreSQL:
+// a consumer not live here yet is loaded first, and the request parks
+// then. A consumer deleted while live here is ErrConsumerNotFound (the API
+// answers 503); one found missing by the load gets the 503 from here. A
+// consumer living on another bridge gets the request through the
+// Forwarder (ErrNotOwner without one).
 func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error {
-	c, err := e.consumer(tenant, stream, name)
+	var parked error
+	err := e.with(tenant, stream, name, func(c *consumer, err error, later bool) {
+		if err == nil {
+			err = c.park(req, inbox)
+		}
+		if !later {
+			parked = err
+			return
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrConsumerNotFound):
+			e.publish(inbox, "", noResponders, nil)
+		default:
+			// Stopping, or the Store failed: the client pulls again.
+			e.publish(inbox, "", statusHeader(408, descTimeout, true, max(req.Batch, 1), req.MaxBytes), nil)
+		}
+	})
 	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
 		return e.cfg.Forwarder.ForwardPull(id, tenant, stream, name, req, inbox)
 	}
 	if err != nil {
 		return err
 	}
+	return parked
+}
+
+// noResponders is the status nats-server's no responders carries: what a
+// pull of a consumer that does not exist gets.
+var noResponders = []byte("NATS/1.0 503\r\n\r\n")
+
+// park takes a pull request.
+func (c *consumer) park(req PullRequest, inbox string) error {
+	e := c.e
 	if req.Batch <= 0 {
 		req.Batch = 1
 	}

@@ -35,6 +35,7 @@ const (
 	descMaxBytes        = "Message Size Exceeds MaxBytes"
 	descBatchCompleted  = "Batch Completed"
 	descDeleted         = "Consumer Deleted"
+	descLeadership      = "Leadership Change"
 	descMaxWaiting      = "Exceeded MaxWaiting"
 	descMaxRequestBatch = "Exceeded MaxRequestBatch of "
 	descMaxRequestBytes = "Exceeded MaxRequestMaxBytes of "
