@@ -15,17 +15,29 @@ import (
 // times out. An ack for a consumer living on another bridge goes there
 // through the Forwarder.
 func (e *JSEngine) Ack(tenant tenancy.TenantID, ref AckRef, kind AckKind, delay time.Duration, reason, reply string) {
-	err := e.with(tenant, ref.Stream, ref.Consumer, func(c *consumer, err error, _ bool) {
-		if err == nil {
-			c.ack(ref, kind, delay, reason, reply)
-		}
-	})
+	err := e.ack(tenant, ref, kind, delay, reason, reply)
 	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
 		err = e.cfg.Forwarder.ForwardAck(id, tenant, ref, kind, delay, reason, reply)
 	}
 	if err != nil && ackLog.Allow() {
 		e.cfg.Logger.Warn().Err(err).Str("consumer", ref.Consumer).Msg("acknowledgement not applied")
 	}
+}
+
+// AckForwarded takes an acknowledgement another bridge forwarded here,
+// the consumer's owner. It never forwards again: ErrNotOwner when
+// ownership moved on meanwhile (the message comes back after its ack
+// wait, from the new owner).
+func (e *JSEngine) AckForwarded(tenant tenancy.TenantID, ref AckRef, kind AckKind, delay time.Duration, reason, reply string) error {
+	return e.ack(tenant, ref, kind, delay, reason, reply)
+}
+
+func (e *JSEngine) ack(tenant tenancy.TenantID, ref AckRef, kind AckKind, delay time.Duration, reason, reply string) error {
+	return e.with(tenant, ref.Stream, ref.Consumer, func(c *consumer, err error, _ bool) {
+		if err == nil {
+			c.ack(ref, kind, delay, reason, reply)
+		}
+	})
 }
 
 // ack applies an acknowledgement to the live consumer.

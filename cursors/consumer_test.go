@@ -174,9 +174,15 @@ func (f *fakeForwarder) ForwardChanged(owner string, _ tenancy.TenantID, _, name
 func TestAnotherBridgesConsumerIsForwarded(t *testing.T) {
 	owner := func(tenancy.TenantID, string, string) (bool, string) { return false, "b2" }
 	h := newHarness(t, func(c *Config) { c.Owner = owner })
-	if err := h.e.Pull(tenant, "ORDERS", "C", PullRequest{}, "inbox"); err != (ErrNotOwner{ID: "b2"}) {
+		if err := h.e.Pull(tenant, "ORDERS", "C", PullRequest{}, "inbox"); err != (ErrNotOwner{ID: "b2"}) {
 		t.Fatalf("pull without a forwarder: %v", err)
 	}
+	// A forwarded pull reaching a bridge that no longer owns the consumer
+	// is not forwarded again: its client hears 409 and pulls again.
+	if err := h.e.PullForwarded(tenant, "ORDERS", "C", PullRequest{}, "inbox.fw"); err != (ErrNotOwner{ID: "b2"}) {
+		t.Fatalf("forwarded pull to a bridge that is not the owner: %v", err)
+	}
+	h.waitStatus("inbox.fw", "409 Leadership Change")
 	fw := &fakeForwarder{}
 	h2 := newHarness(t, func(c *Config) { c.Owner = owner; c.Forwarder = fw })
 	h2.create(ConsumerConfig{Durable: "C"})

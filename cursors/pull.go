@@ -31,6 +31,26 @@ type pullReq struct {
 // consumer living on another bridge gets the request through the
 // Forwarder (ErrNotOwner without one).
 func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error {
+	err := e.pull(tenant, stream, name, req, inbox)
+	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
+		return e.cfg.Forwarder.ForwardPull(id, tenant, stream, name, req, inbox)
+	}
+	return err
+}
+
+// PullForwarded takes a pull request another bridge forwarded here, the
+// consumer's owner. It never forwards again: when ownership moved on
+// meanwhile, the request is answered 409 Leadership Change (its client
+// pulls again and reaches the new owner) and ErrNotOwner returned.
+func (e *JSEngine) PullForwarded(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error {
+	err := e.pull(tenant, stream, name, req, inbox)
+	if _, ok := IsNotOwner(err); ok {
+		e.publish(inbox, "", statusHeader(409, descLeadership, false, 0, 0), nil)
+	}
+	return err
+}
+
+func (e *JSEngine) pull(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error {
 	var parked error
 	err := e.with(tenant, stream, name, func(c *consumer, err error, later bool) {
 		if err == nil {
@@ -49,9 +69,6 @@ func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRe
 			e.publish(inbox, "", statusHeader(408, descTimeout, true, max(req.Batch, 1), req.MaxBytes), nil)
 		}
 	})
-	if id, ok := IsNotOwner(err); ok && e.cfg.Forwarder != nil {
-		return e.cfg.Forwarder.ForwardPull(id, tenant, stream, name, req, inbox)
-	}
 	if err != nil {
 		return err
 	}
