@@ -174,7 +174,7 @@ func (f *fakeForwarder) ForwardChanged(owner string, _ tenancy.TenantID, _, name
 func TestAnotherBridgesConsumerIsForwarded(t *testing.T) {
 	owner := func(tenancy.TenantID, string, string) (bool, string) { return false, "b2" }
 	h := newHarness(t, func(c *Config) { c.Owner = owner })
-		if err := h.e.Pull(tenant, "ORDERS", "C", PullRequest{}, "inbox"); err != (ErrNotOwner{ID: "b2"}) {
+	if err := h.e.Pull(tenant, "ORDERS", "C", PullRequest{}, "inbox"); err != (ErrNotOwner{ID: "b2"}) {
 		t.Fatalf("pull without a forwarder: %v", err)
 	}
 	// A forwarded pull reaching a bridge that no longer owns the consumer

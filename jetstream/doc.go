@@ -45,8 +45,11 @@
 // engine's, behind the Engine interface declared here with the plain
 // types it speaks (ConsumerConfig, ConsumerInfo, StreamState,
 // PullRequest, AckRef, AckKind and typed errors); the API converts the
-// JSON to and from them and maps the errors to JetStream's codes. In the
-// accounts mode each request is its account's tenant's, so a tenant sees
+// JSON to and from them and maps the errors to JetStream's codes. A
+// consumer lives on one bridge; Forwards carries the pulls, acks and
+// definition changes that reach another bridge to the owner
+// (<prefix>.v1.js.<bridge id>.{next,ack,changed}), which answers the
+// requester itself. In the accounts mode each request is its account's tenant's, so a tenant sees
 // and reaches its own consumers only.
 //
 // What it does not own: everything after the item is made. It hands each
