@@ -49,8 +49,8 @@
 // consumer lives on one bridge; Forwards carries the pulls, acks and
 // definition changes that reach another bridge to the owner
 // (<prefix>.v1.js.<bridge id>.{next,ack,changed}), which answers the
-// requester itself. In the accounts mode each request is its account's tenant's, so a tenant sees
-// and reaches its own consumers only.
+// requester itself. In the accounts mode each request is its account's
+// tenant's, so a tenant sees and reaches its own consumers only.
 //
 // What it does not own: everything after the item is made. It hands each
 // message to a Pusher (bridge.Bridge.PushItem), which runs the push path
