@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -54,6 +55,9 @@ func (c *Conn) greet(ctx context.Context, nc net.Conn, u *url.URL) (*session, er
 	var info serverInfo
 	if err := json.Unmarshal(o.arg, &info); err != nil {
 		return nil, fmt.Errorf("the hub's INFO: %w", err)
+	}
+	if !info.InfoOnConnect && info.LeafNodeURLs == nil {
+		return nil, errors.New("this is not a leafnode listener (a client port?): its INFO is a client's")
 	}
 	s.maxPayload, s.headers = info.MaxPayload, info.Headers
 	if c.cfg.TLS != nil || u.Scheme == "tls" || info.TLSRequired {

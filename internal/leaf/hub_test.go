@@ -32,13 +32,14 @@ func startHub(t *testing.T) *hub {
 		leaf: strings.TrimPrefix(ns.LeafURL(), "nats-leaf://"), password: ns.LeafPassword()}
 }
 
-// restart stops the server and starts it again on the same addresses
-// with the same leaf password.
-func (h *hub) restart(t *testing.T) {
+func (h *hub) stop() { h.ns.Stop() }
+
+// start starts the stopped server again on the same addresses with the
+// same leaf password.
+func (h *hub) start(t *testing.T) {
 	t.Helper()
-	h.ns.Stop()
 	var err error
-	// The ports were just released; another process may take one in
+	// The ports were released by stop; another process may take one in
 	// between, which fails the test with the listener's error.
 	h.ns, err = embedded.StartNATS(embedded.NATSConfig{Listen: h.client, LeafListen: h.leaf, LeafPassword: h.password})
 	if err != nil {

@@ -127,6 +127,11 @@ type serverInfo struct {
 	Headers     bool   `json:"headers"`
 	MaxPayload  int64  `json:"max_payload"`
 	TLSRequired bool   `json:"tls_required"`
+	// A leafnode listener's INFO says info_on_connect (or lists leafnode
+	// URLs); a client port's does neither, and the hub would take the
+	// CONNECT there and refuse the first LMSG.
+	InfoOnConnect bool     `json:"info_on_connect"`
+	LeafNodeURLs  []string `json:"leafnode_urls"`
 }
 
 // connectInfo is the leaf's CONNECT (server/leafnode.go leafConnectInfo):
