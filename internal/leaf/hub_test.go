@@ -23,7 +23,12 @@ type hub struct {
 
 func startHub(t *testing.T) *hub {
 	t.Helper()
-	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1"})
+	return startHubWith(t, embedded.NATSConfig{Listen: "127.0.0.1:-1"})
+}
+
+func startHubWith(t *testing.T, cfg embedded.NATSConfig) *hub {
+	t.Helper()
+	ns, err := embedded.StartNATS(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/leaf"
 )
 
@@ -20,9 +21,16 @@ const (
 // A message sent with reply `$JS.ACK.…@<subject>` reaches the inbox it
 // was sent to, shown on <subject> with the ack subject as its reply and
 // its headers as sent: what nats.go's JetStream pull consumers require of
-// every delivery.
+// every delivery. The same with JetStream on in the hub, as where the
+// bridge's wire tests run beside a real stream.
 func TestPublishDeliversWithAJetStreamAckReply(t *testing.T) {
-	h := startHub(t)
+	t.Run("plain", func(t *testing.T) { deliversWithAckReply(t, startHub(t)) })
+	t.Run("jetstream", func(t *testing.T) {
+		deliversWithAckReply(t, startHubWith(t, embedded.NATSConfig{Listen: "127.0.0.1:-1", JetStreamDir: t.TempDir()}))
+	})
+}
+
+func deliversWithAckReply(t *testing.T, h *hub) {
 	c := h.dial(t)
 	nc := h.natsClient(t)
 	inbox := subscribe(t, nc, c, "_INBOX.x")
