@@ -2,6 +2,7 @@ package leaf_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,10 +124,5 @@ func (l *lostLog) add(s string) {
 func (l *lostLog) has(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, x := range l.seen {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(l.seen, s)
 }

@@ -1,6 +1,9 @@
 package leaf
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // interest is the hub's subscriptions in the leaf's account as its LS+ and
 // LS- announce them. The hub counts for us: it sends LS+ for a plain
@@ -98,7 +101,7 @@ func (in *interest) queueGroups(dst []string, subject string) []string {
 	}
 	add := func(s *subjectSubs) {
 		for q := range s.queues {
-			if !contains(dst, q) {
+			if !slices.Contains(dst, q) {
 				dst = append(dst, q)
 			}
 		}
@@ -131,15 +134,6 @@ func (in *interest) lostSince(old *interest) []string {
 		}
 	}
 	return lost
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func hasWildcard(subject string) bool {

@@ -1,6 +1,9 @@
 package leaf
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestMatch(t *testing.T) {
 	for _, tc := range []struct {
@@ -62,7 +65,7 @@ func TestInterestSet(t *testing.T) {
 	old.add("gone", "", 0)
 	old.add("z.>", "", 0)
 	got := next.lostSince(old)
-	if len(got) != 2 || !contains(got, "gone") || !contains(got, "z.>") {
+	if len(got) != 2 || !slices.Contains(got, "gone") || !slices.Contains(got, "z.>") {
 		t.Fatalf("lost %v, want gone and z.>", got)
 	}
 }
