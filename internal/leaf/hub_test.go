@@ -22,12 +22,12 @@ type hub struct {
 	password     string
 }
 
-func startHub(t *testing.T) *hub {
+func startHub(t testing.TB) *hub {
 	t.Helper()
 	return startHubWith(t, embedded.NATSConfig{Listen: "127.0.0.1:-1"})
 }
 
-func startHubWith(t *testing.T, cfg embedded.NATSConfig) *hub {
+func startHubWith(t testing.TB, cfg embedded.NATSConfig) *hub {
 	t.Helper()
 	ns, err := embedded.StartNATS(cfg)
 	if err != nil {
@@ -42,7 +42,7 @@ func (h *hub) stop() { h.ns.Stop() }
 
 // start starts the stopped server again on the same addresses with the
 // same leaf password.
-func (h *hub) start(t *testing.T) {
+func (h *hub) start(t testing.TB) {
 	t.Helper()
 	var err error
 	// The ports were released by stop; another process may take one in
@@ -58,7 +58,7 @@ func (h *hub) config() leaf.Config {
 	return leaf.Config{URL: "nats-leaf://" + h.leaf, User: embedded.LeafUser, Password: h.password, Name: "leaf-test"}
 }
 
-func (h *hub) dial(t *testing.T) *leaf.Conn {
+func (h *hub) dial(t testing.TB) *leaf.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -71,7 +71,7 @@ func (h *hub) dial(t *testing.T) *leaf.Conn {
 }
 
 // client is a plain nats.go connection to the hub.
-func (h *hub) natsClient(t *testing.T, opts ...nats.Option) *nats.Conn {
+func (h *hub) natsClient(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect("nats://"+h.client, opts...)
 	if err != nil {
@@ -83,7 +83,7 @@ func (h *hub) natsClient(t *testing.T, opts ...nats.Option) *nats.Conn {
 
 // subscribe subscribes nc to subject and waits until the leaf has heard
 // of it (the hub's LS+ comes asynchronously).
-func subscribe(t *testing.T, nc *nats.Conn, c *leaf.Conn, subject string) chan *nats.Msg {
+func subscribe(t testing.TB, nc *nats.Conn, c *leaf.Conn, subject string) chan *nats.Msg {
 	t.Helper()
 	ch := make(chan *nats.Msg, 10000)
 	if _, err := nc.ChanSubscribe(subject, ch); err != nil {
@@ -97,7 +97,7 @@ func subscribe(t *testing.T, nc *nats.Conn, c *leaf.Conn, subject string) chan *
 	return ch
 }
 
-func receive(t *testing.T, ch chan *nats.Msg) *nats.Msg {
+func receive(t testing.TB, ch chan *nats.Msg) *nats.Msg {
 	t.Helper()
 	select {
 	case m := <-ch:
