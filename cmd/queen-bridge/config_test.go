@@ -79,6 +79,7 @@ func TestLeafSettings(t *testing.T) {
 		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_PASSWORD": secret}, "QUEEN_NATS_LEAF_URL, which is not set"},
 		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://u:" + secret + "@127.0.0.1"}, "QUEEN_NATS_LEAF_URL: leaf: URL"},
 		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "http://127.0.0.1:7422"}, "scheme"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://u:" + secret + "@127.0.0.1:7422/%zz"}, "invalid URL escape"},
 	} {
 		for _, name := range []string{"QUEEN_NATS_URL", "QUEEN_NATS_LEAF_URL", "QUEEN_NATS_LEAF_USER", "QUEEN_NATS_LEAF_PASSWORD"} {
 			t.Setenv(name, tc.env[name])

@@ -2,6 +2,7 @@ package leaf
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -45,6 +46,12 @@ func ParseURL(raw string) ([]*url.URL, error) {
 		}
 		u, err := url.Parse(part)
 		if err != nil {
+			// url.Error repeats the whole URL, password and all: keep
+			// only its reason.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
 			return nil, fmt.Errorf("leaf: URL %q: %w", redact(part), err)
 		}
 		switch u.Scheme {
