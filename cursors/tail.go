@@ -1,4 +1,4 @@
-package readside
+package cursors
 
 import (
 	"sort"

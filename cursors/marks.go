@@ -1,7 +1,8 @@
-package readside
+package cursors
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,24 +11,33 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
-// marks is what this bridge knows about the partitions of the queues that
+// Marks is what this bridge knows about the partitions of the queues that
 // are consumed through it: which partitions exist, a count of the
 // announcements each received (this bridge's pushes and peers'
-// MESSAGE_AVAILABLE), and per consumer group the count at which a pop last
-// found the partition empty, and until when a lease taken here (or a claim
-// in progress here) holds it. A partition is a candidate for a group's
-// any-partition pop when it has been announced since it was last found
-// empty, and no lease or claim here holds it. The first pop of a queue and
-// group reads the database once (PendingPartitions); after that the list
-// is kept from announcements.
+// MESSAGE_AVAILABLE, which the read side hands it: Heard), and per consumer
+// group the count at which a pop last found the partition empty, and until
+// when a lease taken here (or a claim in progress here) holds it. A
+// partition is a candidate for a group's any-partition pop when it has been
+// announced since it was last found empty, and no lease or claim here holds
+// it. The first pop of a queue and group reads the database once
+// (PendingPartitions); after that the list is kept from announcements.
 //
 // Pops and acks (one goroutine each) and announcers read and write it: a
 // mutex guards the maps, held for map operations only, never across a
 // database call.
-type marks struct {
+type Marks struct {
+	db     MarksStore
 	mu     sync.Mutex
 	queues map[queueKey]*queueMarks
-	n      atomic.Int64 // queues tracked: announcements skip the lock while 0
+	n      atomic.Int64  // queues tracked: announcements skip the lock while 0
+	rotate atomic.Uint64 // where the next any-partition pop starts in its candidates
+}
+
+// MarksStore is what the marks ask of the database: the partitions of a
+// queue with messages past a group's cursor, read once per queue and
+// group. *pgwire.DB satisfies it.
+type MarksStore interface {
+	PendingPartitions(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]pgwire.PartitionMark, error)
 }
 
 type queueKey struct {
@@ -57,28 +67,48 @@ type groupMarks struct {
 // this bridge's candidates.
 const leaseHint = time.Second
 
-func newMarks() *marks { return &marks{queues: map[queueKey]*queueMarks{}} }
-
-// candidate is a partition an any-partition pop may claim.
-type candidate struct {
-	p   *partMark
-	id  int64
-	seq uint64 // seq when it was chosen
+// NewMarks makes the marks of a bridge; db answers the first pop of each
+// queue and group.
+func NewMarks(db MarksStore) (*Marks, error) {
+	if db == nil {
+		return nil, errors.New("cursors: NewMarks needs a database (MarksStore)")
+	}
+	return &Marks{db: db, queues: map[queueKey]*queueMarks{}}, nil
 }
 
-// bump records an announcement of k (a push committed to it).
-func (m *marks) bump(k Key) {
+// Candidate is a partition an any-partition pop may claim.
+type Candidate struct {
+	ID   int64  // the partition's id; 0 while no pop here has learnt it (claim by Name)
+	Name string // the partition's name
+	p    *partMark
+	seq  uint64 // the partition's announcements when it was chosen
+}
+
+// Heard records an announcement of a partition (a push committed to it,
+// here or on a peer); the read side calls it for every announcement it
+// makes or takes (readside.Listener).
+func (m *Marks) Heard(tenant tenancy.TenantID, queue, partition string) {
+	m.tracked(tenant, queue, func(q *queueMarks) { q.part(partition, 0).seq++ })
+}
+
+// tracked runs fn under mu on the marks of a queue consumed through this
+// bridge; nothing when it is not one. While no queue is, it takes no lock:
+// announcements of every push pass here.
+func (m *Marks) tracked(tenant tenancy.TenantID, queue string, fn func(q *queueMarks)) {
 	if m.n.Load() == 0 {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q := m.queues[queueKey{k.Tenant, k.Queue}]
-	if q == nil {
-		return
+	if q := m.queues[queueKey{tenant, queue}]; q != nil {
+		fn(q)
 	}
-	q.part(k.Partition, 0).seq++
 }
+
+// Listening reports whether any queue is consumed through this bridge, so
+// that the read side need not decode a peer's announcement nobody here
+// would use.
+func (m *Marks) Listening() bool { return m.n.Load() > 0 }
 
 // part returns the mark of a partition, made when new. Under mu.
 func (q *queueMarks) part(name string, id int64) *partMark {
@@ -103,17 +133,23 @@ func (q *queueMarks) group(g string) *groupMarks {
 	return gm
 }
 
-// candidates lists the partitions of a queue that may have messages past the
-// group's cursor, starting at a rotating position so that consumers spread
-// over them. The first call for a queue and group reads the database.
-func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant tenancy.TenantID, queue, group string, start uint64) ([]candidate, error) {
+// Candidates lists the partitions of a queue that may have messages past
+// the group's cursor, starting at a rotating position so that consumers
+// spread over them. The first call for a queue and group reads the
+// database once; announcements keep the list after that.
+func (m *Marks) Candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]Candidate, error) {
+	return m.candidates(ctx, tenant, queue, group, m.rotate.Add(1)*7919)
+}
+
+// candidates lists the candidates from position start on.
+func (m *Marks) candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string, start uint64) ([]Candidate, error) {
 	qk := queueKey{tenant, queue}
 	m.mu.Lock()
 	q := m.queues[qk]
 	loaded := q != nil && q.groups[group] != nil && q.groups[group].loaded
 	m.mu.Unlock()
 	if !loaded {
-		if err := m.load(ctx, db, qk, group); err != nil {
+		if err := m.load(ctx, qk, group); err != nil {
 			return nil, err
 		}
 	}
@@ -125,7 +161,7 @@ func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant tenancy.Te
 	}
 	gm := q.group(group)
 	now := time.Now()
-	var out []candidate
+	var out []Candidate
 	n := len(q.list)
 	for i := 0; i < n; i++ {
 		p := q.list[(int(start%uint64(n))+i)%n]
@@ -138,14 +174,14 @@ func (m *marks) candidates(ctx context.Context, db *pgwire.DB, tenant tenancy.Te
 			}
 			delete(gm.leased, p)
 		}
-		out = append(out, candidate{p: p, id: p.id, seq: p.seq})
+		out = append(out, Candidate{ID: p.id, Name: p.name, p: p, seq: p.seq})
 	}
 	return out, nil
 }
 
 // load reads the partitions with messages past the group's cursors; the
 // queue's other known partitions count as drained for the group.
-func (m *marks) load(ctx context.Context, db *pgwire.DB, qk queueKey, group string) error {
+func (m *Marks) load(ctx context.Context, qk queueKey, group string) error {
 	m.mu.Lock()
 	q := m.queues[qk]
 	if q == nil {
@@ -160,7 +196,7 @@ func (m *marks) load(ctx context.Context, db *pgwire.DB, qk queueKey, group stri
 		before[p] = p.seq
 	}
 	m.mu.Unlock()
-	pending, err := db.PendingPartitions(ctx, qk.tenant, qk.queue, group)
+	pending, err := m.db.PendingPartitions(ctx, qk.tenant, qk.queue, group)
 	if err != nil {
 		return err
 	}
@@ -184,8 +220,13 @@ func (m *marks) load(ctx context.Context, db *pgwire.DB, qk queueKey, group stri
 	return nil
 }
 
-// outcome records what a pop of candidate c found.
-func (m *marks) outcome(tenant tenancy.TenantID, queue, group string, c candidate, res pgwire.PopResult) {
+// Outcome records what a claim of candidate c found, so that later pops
+// pass over a partition found empty or leased here; it ends c's
+// reservation (Reserve): a zero PopResult (an error) frees it.
+func (m *Marks) Outcome(tenant tenancy.TenantID, queue, group string, c Candidate, res pgwire.PopResult) {
+	if c.p == nil { // not one of Candidates'
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queues[queueKey{tenant, queue}]
@@ -224,13 +265,17 @@ func (m *marks) outcome(tenant tenancy.TenantID, queue, group string, c candidat
 	}
 }
 
-// reserve marks candidate c as taken by a claim in progress here, for at
+// Reserve marks candidate c as taken by a claim in progress here, for at
 // most leaseHint, so that the group's concurrent pops choose other
 // partitions instead of racing for one row (the loser's claim waits for
 // the winner's, then matches nothing: a statement spent, and its hot-tail
 // cursor forgotten). False when a lease or another claim here holds it
-// already. The outcome of the claim replaces the reservation.
-func (m *marks) reserve(tenant tenancy.TenantID, queue, group string, c candidate) bool {
+// already, and the pop passes it over. Every reserved candidate gets an
+// Outcome, which replaces the reservation.
+func (m *Marks) Reserve(tenant tenancy.TenantID, queue, group string, c Candidate) bool {
+	if c.p == nil { // not one of Candidates'
+		return true
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := m.queues[queueKey{tenant, queue}]
@@ -246,9 +291,10 @@ func (m *marks) reserve(tenant tenancy.TenantID, queue, group string, c candidat
 	return true
 }
 
-// drop forgets a deleted queue: its partitions' ids are of partitions that
-// no longer exist. A load in progress fills a list nobody keeps.
-func (m *marks) drop(tenant tenancy.TenantID, queue string) {
+// Drop forgets a deleted queue (here or by a peer): its partitions' ids
+// are of partitions that no longer exist. A load in progress fills a list
+// nobody keeps.
+func (m *Marks) Drop(tenant tenancy.TenantID, queue string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.queues[queueKey{tenant, queue}]; ok {
@@ -257,25 +303,20 @@ func (m *marks) drop(tenant tenancy.TenantID, queue string) {
 	}
 }
 
-// released records that a lease on a partition ended; again: its messages
-// after the cursor are deliverable again (a failed or retried ack).
-func (m *marks) released(tenant tenancy.TenantID, queue, partition, group string, again bool) {
-	if m.n.Load() == 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queues[queueKey{tenant, queue}]
-	if q == nil {
-		return
-	}
-	p := q.parts[partition]
-	if p == nil {
-		return
-	}
-	gm := q.group(group)
-	delete(gm.leased, p)
-	if again {
-		delete(gm.drained, p)
-	}
+// Released records that a lease on a partition ended; again: its messages
+// after the cursor are deliverable again (a failed or retried ack, a seek).
+// The caller announces the partition (readside.Reads.Announce): it may hold
+// more than the lease delivered, or what it handed back.
+func (m *Marks) Released(tenant tenancy.TenantID, queue, partition, group string, again bool) {
+	m.tracked(tenant, queue, func(q *queueMarks) {
+		p := q.parts[partition]
+		if p == nil {
+			return
+		}
+		gm := q.group(group)
+		delete(gm.leased, p)
+		if again {
+			delete(gm.drained, p)
+		}
+	})
 }
