@@ -28,7 +28,7 @@ import (
 type Marks struct {
 	db     MarksStore
 	mu     sync.Mutex
-	queues map[queueKey]*queueMarks
+	queues map[queueRef]*queueMarks
 	n      atomic.Int64  // queues tracked: announcements skip the lock while 0
 	rotate atomic.Uint64 // where the next any-partition pop starts in its candidates
 }
@@ -40,7 +40,8 @@ type MarksStore interface {
 	PendingPartitions(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]pgwire.PartitionMark, error)
 }
 
-type queueKey struct {
+// queueRef names a queue of a tenant (the marks' and the tail's maps).
+type queueRef struct {
 	tenant tenancy.TenantID
 	queue  string
 }
@@ -73,7 +74,7 @@ func NewMarks(db MarksStore) (*Marks, error) {
 	if db == nil {
 		return nil, errors.New("cursors: NewMarks needs a database (MarksStore)")
 	}
-	return &Marks{db: db, queues: map[queueKey]*queueMarks{}}, nil
+	return &Marks{db: db, queues: map[queueRef]*queueMarks{}}, nil
 }
 
 // Candidate is a partition an any-partition pop may claim.
@@ -100,7 +101,7 @@ func (m *Marks) tracked(tenant tenancy.TenantID, queue string, fn func(q *queueM
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q := m.queues[queueKey{tenant, queue}]; q != nil {
+	if q := m.queues[queueRef{tenant, queue}]; q != nil {
 		fn(q)
 	}
 }
@@ -143,7 +144,7 @@ func (m *Marks) Candidates(ctx context.Context, tenant tenancy.TenantID, queue, 
 
 // candidates lists the candidates from position start on.
 func (m *Marks) candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string, start uint64) ([]Candidate, error) {
-	qk := queueKey{tenant, queue}
+	qk := queueRef{tenant, queue}
 	m.mu.Lock()
 	q := m.queues[qk]
 	loaded := q != nil && q.groups[group] != nil && q.groups[group].loaded
@@ -181,7 +182,7 @@ func (m *Marks) candidates(ctx context.Context, tenant tenancy.TenantID, queue, 
 
 // load reads the partitions with messages past the group's cursors; the
 // queue's other known partitions count as drained for the group.
-func (m *Marks) load(ctx context.Context, qk queueKey, group string) error {
+func (m *Marks) load(ctx context.Context, qk queueRef, group string) error {
 	m.mu.Lock()
 	q := m.queues[qk]
 	if q == nil {
@@ -229,7 +230,7 @@ func (m *Marks) Outcome(tenant tenancy.TenantID, queue, group string, c Candidat
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q := m.queues[queueKey{tenant, queue}]
+	q := m.queues[queueRef{tenant, queue}]
 	if q == nil {
 		return
 	}
@@ -278,7 +279,7 @@ func (m *Marks) Reserve(tenant tenancy.TenantID, queue, group string, c Candidat
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q := m.queues[queueKey{tenant, queue}]
+	q := m.queues[queueRef{tenant, queue}]
 	if q == nil {
 		return true // dropped since it was listed: the claim finds what is there
 	}
@@ -297,8 +298,8 @@ func (m *Marks) Reserve(tenant tenancy.TenantID, queue, group string, c Candidat
 func (m *Marks) Drop(tenant tenancy.TenantID, queue string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.queues[queueKey{tenant, queue}]; ok {
-		delete(m.queues, queueKey{tenant, queue})
+	if _, ok := m.queues[queueRef{tenant, queue}]; ok {
+		delete(m.queues, queueRef{tenant, queue})
 		m.n.Add(-1)
 	}
 }

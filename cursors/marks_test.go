@@ -356,7 +356,7 @@ func TestDropForgetsTheQueue(t *testing.T) {
 		t.Fatalf("%d queues marked, want both tenants'", m.n.Load())
 	}
 	m.Drop(other, "gone")
-	if m.n.Load() != 1 || m.queues[queueKey{other, "gone"}] != nil || m.queues[queueKey{queue: "gone"}] == nil {
+	if m.n.Load() != 1 || m.queues[queueRef{other, "gone"}] != nil || m.queues[queueRef{queue: "gone"}] == nil {
 		t.Fatalf("after dropping the other tenant's queue: %d marked", m.n.Load())
 	}
 	m.Drop([16]byte{}, "gone")
