@@ -370,3 +370,33 @@ func waitForStatementLockWaits(t *testing.T, db *pgwire.DB, prefix string, n int
 			AND wait_event_type = 'Lock' AND starts_with(query, $1)`, prefix) == n
 	})
 }
+
+// The acknowledgement state lives on the cursor row and no index covers
+// it: every commit of a pair is a heap-only (HOT) update of that row, with
+// sets of offsets on it or not. Counted by PostgreSQL's statistics of the
+// test's own database, which report the updates within a few seconds.
+func TestCommitAcksUpdatesStayHeapOnly(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	res := push(t, db, write("js.hot", "p", "m1"))
+	c := putConsumer(t, db, jsConsumer("js.hot", "C", pgwire.JSDeliverAll, `{}`), pgwire.JSActionCreate)
+	const commits = 30
+	for i := 1; i <= commits; i++ {
+		u := pgwire.JSAckUpdate{ConsumerID: c.ID, PartitionID: res[0].PartitionID, Floor: int64(i)}
+		if i%2 == 0 {
+			u.Acked, u.Deliveries = []int64{int64(i + 2), int64(i + 4)}, map[int64]int{int64(i + 3): 2}
+		}
+		commitAcks(t, db, u)
+	}
+	var upd, hot int64
+	testkit.WaitFor(t, "the statistics to report the commits' updates", time.Minute, func() bool {
+		if err := db.Pool().QueryRow(context.Background(), `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+			WHERE schemaname = 'queen' AND relname = 'consumer_cursors'`).Scan(&upd, &hot); err != nil {
+			t.Fatal(err)
+		}
+		return upd >= commits
+	})
+	if upd != commits || hot != upd {
+		t.Fatalf("%d updates of cursor rows, %d of them heap-only; want %d, all heap-only", upd, hot, commits)
+	}
+}
