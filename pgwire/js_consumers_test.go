@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -289,5 +290,53 @@ func TestTouchConsumers(t *testing.T) {
 	gb, _ := db.GetConsumer(ctx, tenancy.TenantID{}, "js.touch", "B")
 	if !ga.LastActiveAt.Equal(a.LastActiveAt) || !gb.LastActiveAt.After(b.LastActiveAt) {
 		t.Fatalf("last active: A %v -> %v (untouched), B %v -> %v (touched)", a.LastActiveAt, ga.LastActiveAt, b.LastActiveAt, gb.LastActiveAt)
+	}
+}
+
+// Creates of one name at once, on a queue not made yet: with one config,
+// every one answers the same consumer; with a config each, one is created
+// and every other is refused with ErrConsumerExists.
+func TestPutConsumerConcurrentCreates(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const n = 8
+	for _, sameConfig := range []bool{true, false} {
+		q := fmt.Sprint("js.race.", sameConfig)
+		ids := make([]int64, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			config := `{"same": true}`
+			if !sameConfig {
+				config = fmt.Sprintf(`{"k": %d}`, i)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				c, err := db.PutConsumer(context.Background(), jsConsumer(q, "C", pgwire.JSDeliverAll, config), pgwire.JSActionCreate)
+				ids[i], errs[i] = c.ID, err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		created, refused := map[int64]bool{}, 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				created[ids[i]] = true
+			case errors.Is(err, pgwire.ErrConsumerExists):
+				refused++
+			default:
+				t.Fatalf("same config %v: create %d: %v", sameConfig, i, err)
+			}
+		}
+		if len(created) != 1 || (sameConfig && refused != 0) || (!sameConfig && refused != n-1) {
+			t.Fatalf("same config %v: consumers answered %v, %d refused", sameConfig, created, refused)
+		}
+		if rows := count(t, db.Pool(), `SELECT count(*) FROM queen.jetstream_consumers j JOIN queen.queues q ON q.id = j.queue_id WHERE q.name = $1`, q); rows != 1 {
+			t.Fatalf("same config %v: %d definitions", sameConfig, rows)
+		}
 	}
 }
