@@ -36,6 +36,12 @@ type Config struct {
 	// JetStream are the streams whose JetStream publishes the bridge takes
 	// (QUEEN_JETSTREAM); they need NATS. Default none.
 	JetStream []jetstream.Stream
+	// LeafURL is the leafnode listener of the NATS server
+	// (QUEEN_NATS_LEAF_URL, or the embedded server's own), for messages a
+	// client may not send (JetStream consumers' deliveries, whose ack
+	// replies the server refuses from a client); LeafUser and LeafPassword
+	// log in to it. Default "": none.
+	LeafURL, LeafUser, LeafPassword string
 	// HTTPAddr is the HTTP API's listen address; "" or "off": none
 	// (QUEEN_HTTP_ADDR). Default "".
 	HTTPAddr string

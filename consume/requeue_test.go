@@ -59,7 +59,8 @@ type requeueRig struct {
 
 func newRequeueRig(t *testing.T, max int) *requeueRig {
 	db := testkit.OpenDB(t, testenv.NewDatabase(t), 4)
-	c, err := New(Config{DB: db, Reads: startReads(t, db), Payloads: plainPayloads{}, Pushes: plainPreparer{}, RequeueMax: max})
+	reads, marks := startSides(t, db)
+	c, err := New(Config{DB: db, Reads: reads, Marks: marks, Payloads: plainPayloads{}, Pushes: plainPreparer{}, RequeueMax: max})
 	if err != nil {
 		t.Fatal(err)
 	}

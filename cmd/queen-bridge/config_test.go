@@ -61,3 +61,39 @@ func TestOldNameIsLoggedAsDeprecated(t *testing.T) {
 		}
 	}
 }
+
+// The leafnode settings name an external server's listener: with
+// QUEEN_NATS_URL, a user and password only beside a URL, a URL that
+// parses; an error never shows the password.
+func TestLeafSettings(t *testing.T) {
+	const secret = "leaf-pw-6623"
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // "" loads
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://127.0.0.1:7422",
+			"QUEEN_NATS_LEAF_USER": "queen-leaf", "QUEEN_NATS_LEAF_PASSWORD": secret}, ""},
+		{map[string]string{"QUEEN_NATS_URL": "nats://a:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://a:7422, nats-leaf://b:7422"}, ""},
+		{map[string]string{"QUEEN_NATS_LEAF_URL": "nats-leaf://127.0.0.1:7422"}, "QUEEN_NATS_LEAF_URL is the leafnode listener of an external NATS"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_PASSWORD": secret}, "QUEEN_NATS_LEAF_URL, which is not set"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://u:" + secret + "@127.0.0.1"}, "QUEEN_NATS_LEAF_URL: leaf: URL"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "http://127.0.0.1:7422"}, "scheme"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://u:" + secret + "@127.0.0.1:7422/%zz"}, "invalid URL escape"},
+	} {
+		for _, name := range []string{"QUEEN_NATS_URL", "QUEEN_NATS_LEAF_URL", "QUEEN_NATS_LEAF_USER", "QUEEN_NATS_LEAF_PASSWORD"} {
+			t.Setenv(name, tc.env[name])
+		}
+		c, err := load(nil)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.want == "" && (c.natsLeafURL != tc.env["QUEEN_NATS_LEAF_URL"] || c.natsLeafUser != tc.env["QUEEN_NATS_LEAF_USER"] || c.natsLeafPassword != tc.env["QUEEN_NATS_LEAF_PASSWORD"]):
+			t.Errorf("%v: loaded %q %q", tc.env, c.natsLeafURL, c.natsLeafUser)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want an error saying %q", tc.env, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), secret):
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}

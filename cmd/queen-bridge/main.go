@@ -121,6 +121,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	// bridge, a nats-server), and its failure is known at once, without
 	// waiting for the embedded cluster's start (initdb on a first run).
 	natsURL, natsWhere := cfg.natsURL, "external "+auth.URL(cfg.natsURL)
+	leafURL, leafUser, leafPassword := cfg.natsLeafURL, cfg.natsLeafUser, cfg.natsLeafPassword
 	natsOpts := append([]nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}, natsAuth...)
 	if natsURL == "" {
 		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen, ConfigFile: cfg.natsConfig})
@@ -132,6 +133,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		}
 		defer ns.Stop()
 		natsURL, natsWhere = ns.ClientURL(), "embedded "+ns.ClientURL()
+		leafURL, leafUser, leafPassword = ns.LeafURL(), embedded.LeafUser, ns.LeafPassword()
 		// The bridge's own connection to its embedded server is in-process
 		// (a pipe, not loopback TCP): no socket system calls on either side
 		// for every request and answer. Clients still use the TCP listener.
@@ -211,6 +213,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,
 		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond, ForwardGather: time.Duration(cfg.forwardGatherUS) * time.Microsecond, JetStream: streams,
+		LeafURL: leafURL, LeafUser: leafUser, LeafPassword: leafPassword,
 	}, meters)
 	if err != nil {
 		return err
