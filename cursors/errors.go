@@ -3,6 +3,8 @@ package cursors
 import (
 	"errors"
 	"fmt"
+
+	"github.com/queenbridge/queenbridge/pgwire"
 )
 
 // Outcomes the JetStream API maps to JetStream's error codes.
@@ -13,11 +15,11 @@ var (
 	// answers 503 as JetStream does when nothing serves it).
 	ErrConsumerNotFound = errors.New("consumer not found")
 	// ErrConsumerExists: a create (action "create") of a name defined
-	// with another configuration (400/10148).
-	ErrConsumerExists = errors.New("consumer already exists")
+	// with another configuration (400/10148). The Store's own.
+	ErrConsumerExists = pgwire.ErrConsumerExists
 	// ErrConsumerMissing: an update (action "update") of a name that is
-	// not defined (404/10149).
-	ErrConsumerMissing = errors.New("consumer does not exist")
+	// not defined (404/10149). The Store's own.
+	ErrConsumerMissing = pgwire.ErrConsumerMissing
 	// ErrInvalidConfig: a configuration the engine refuses; errors.Is
 	// matches every *ConfigError.
 	ErrInvalidConfig = errors.New("invalid consumer configuration")

@@ -2,11 +2,9 @@ package cursors
 
 import (
 	"context"
-	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Store is the consumer state in PostgreSQL the engine needs (pgwire.DB
@@ -43,91 +41,35 @@ type Store interface {
 
 // Deliver policies as the Store spells them (ConsumerStart.Policy).
 var storePolicies = map[DeliverPolicy]string{
-	DeliverAll: "all", DeliverNew: "new", DeliverByStartTime: "by_start_time", DeliverLast: "last",
-	DeliverLastPerSubject: "last_per_subject", DeliverByStartSequence: "by_start_sequence",
+	DeliverAll: pgwire.JSDeliverAll, DeliverNew: pgwire.JSDeliverNew, DeliverByStartTime: pgwire.JSDeliverByStartTime,
+	DeliverLast: pgwire.JSDeliverLast, DeliverLastPerSubject: pgwire.JSDeliverLastPerSubject,
+	DeliverByStartSequence: pgwire.JSDeliverByStartSequence,
 }
 
-// ConsumerStart is where a created consumer's floors start.
-type ConsumerStart struct {
-	Policy      string    // all, new, by_start_time, last, last_per_subject, by_start_sequence
-	Time        time.Time // by_start_time
-	PartitionID int64     // by_start_sequence: the partition the filter pins
-	Offset      int64     // by_start_sequence: the first offset to deliver
-}
-
-// StoredConsumer is a consumer definition as stored.
-type StoredConsumer struct {
-	ID      int64
-	Tenant  tenancy.TenantID
-	Queue   string // the stream
-	Name    string
-	Durable bool
-	// Config is the engine's encoding of ConsumerConfig (JSON).
-	Config                  []byte
-	Start                   ConsumerStart
-	CreatedAt, LastActiveAt time.Time
-}
-
-// PartitionState is one partition of a consumer's queue and the
-// consumer's state on it.
-type PartitionState struct {
-	ID   int64
-	Name string
-	// Last is the partition's last offset (0: none); First the first
-	// offset retention left (Last+1 when none is left).
-	Last, First int64
-	Floor       int64 // every offset ≤ Floor is acknowledged
-	Seeded      bool  // the consumer has a cursor row here
-	Acked       []int64
-	Deliveries  map[int64]int // of offsets delivered more than once
-}
-
-// ReadRange asks for up to Limit messages of a partition after offset
-// After (MaxBytes of payload, 0: no bound).
-type ReadRange struct {
-	PartitionID int64
-	After       int64
-	Limit       int
-	MaxBytes    int64
-}
-
-// ReadRun answers a ReadRange: its messages in offset order, and Next, the
-// offset read up to (offsets in (After, Next] not among the messages are
-// gone: tombstoned or removed by retention).
-type ReadRun struct {
-	PartitionID int64
-	Messages    []StoredMsg
-	Next        int64
-	Full        bool // MaxBytes stopped the run
-}
-
-// StoredMsg is one message read back, with its segment's time.
-type StoredMsg struct {
-	Offset    int64
-	Frame     segment.Frame
-	CreatedAt time.Time
-}
-
-// AckUpdate is the acknowledgement state of one (consumer, partition)
-// pair: the whole state above the floor (so a retried commit is
-// idempotent), plus dead letters to write once.
-type AckUpdate struct {
-	ConsumerID  int64
-	PartitionID int64
-	Floor       int64
-	Acked       []int64       // ascending, all above Floor
-	Deliveries  map[int64]int // offsets above Floor delivered more than once
-	Dead        []DeadLetter
-}
-
-// DeadLetter is a message that goes to the queue's dead letters: max
-// deliveries reached, or terminated (+TERM).
-type DeadLetter struct {
-	Offset        int64
-	TransactionID string
-	Error         string // why: the +TERM reason, or max_deliver
-	Deliveries    int
-}
+// The Store's records are pgwire's: the engine reads and writes them as
+// pgwire.DB answers and takes them.
+type (
+	// ConsumerStart is where a created consumer's floors start.
+	ConsumerStart = pgwire.JSStart
+	// StoredConsumer is a consumer definition as stored; its Config is the
+	// engine's encoding of ConsumerConfig (JSON).
+	StoredConsumer = pgwire.JSConsumer
+	// PartitionState is one partition of a consumer's queue and the
+	// consumer's state on it.
+	PartitionState = pgwire.JSPartition
+	// ReadRange asks for messages of a partition after an offset.
+	ReadRange = pgwire.JSRange
+	// ReadRun answers a ReadRange: offsets in (After, Next] not among its
+	// messages are gone (tombstoned, or removed by retention).
+	ReadRun = pgwire.JSRun
+	// StoredMsg is one message read back, with its segment's time.
+	StoredMsg = pgwire.Message
+	// AckUpdate is the acknowledgement state of one (consumer, partition)
+	// pair: the whole state above the floor, plus dead letters to write.
+	AckUpdate = pgwire.JSAckUpdate
+	// DeadLetter is a message that goes to the queue's dead letters.
+	DeadLetter = pgwire.JSDeadLetter
+)
 
 // Deliverer sends to NATS inboxes with any reply (*leaf.Conn satisfies it).
 type Deliverer interface {
