@@ -28,6 +28,7 @@ import (
 	"github.com/queenbridge/queenbridge/push"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Bridge is the front door: the NATS micro service and the HTTP API. It
@@ -45,6 +46,7 @@ type Bridge struct {
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
+	jsc      *jsConsumers      // JetStream pull consumers; nil without streams or a leafnode listener
 	tokens   *auth.Tokens      // HTTP bearer tokens; none: HTTP is open
 	accounts *auth.Accounts    // NATS account -> tenant; none: single-account mode
 
@@ -96,13 +98,23 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		b.reads.Dropped(tenant, queue)
 		marks.Drop(tenant, queue)
 		tail.Drop(tenant, queue, partitions)
+		b.jsc.dropped(tenant, queue)
 		cfg.Fusion.Forget(tenant, queue)
 	}
 	if b.queues, err = queues.New(queues.Config{DB: cfg.DB, Peers: link, EncryptionKeys: cfg.EncryptionKeys,
 		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger, OnDrop: dropped}); err != nil {
 		return nil, err
 	}
-	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist, Listener: marks}); err != nil {
+	if b.jsc, err = b.newJSConsumers(); err != nil {
+		return nil, err
+	}
+	// The read side's announcements steer the marks and wake the JetStream
+	// consumers.
+	var heard readside.Listener = marks
+	if b.jsc != nil {
+		heard = listeners{marks, b.jsc.engine}
+	}
+	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist, Listener: heard}); err != nil {
 		return nil, err
 	}
 	if b.keeper, err = durability.New(durability.Config{DB: cfg.DB, Fusion: cfg.Fusion, Spool: cfg.Spool, Peers: link,
@@ -149,7 +161,10 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}}); err != nil {
 		return nil, err
 	}
-	cfg.Fusion.SetOnCommitted(tail.Committed)
+	cfg.Fusion.SetOnCommitted(func(writes []segment.Write, results []segment.Result) {
+		tail.Committed(writes, results)
+		b.jsc.committed(writes, results)
+	})
 	m.RegisterJetStream(b.js)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
@@ -185,6 +200,10 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return err
 		}
 		if err := b.router.Start(); err != nil {
+			return err
+		}
+		// After the router: the engine asks it who owns a consumer.
+		if err := b.jsc.start(ctx, &b.cfg, b.id); err != nil {
 			return err
 		}
 		// A round trip, so that the server has every subscription (the
@@ -230,6 +249,11 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		// server delivered here is written; it sends the rest to the
 		// other bridges of the queue group.
 		if err := b.js.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		// JetStream consumers: their parked requests hear 408 and pull
+		// again from another bridge; acknowledgements taken are stored.
+		if err := b.jsc.stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 		b.gate.Close()

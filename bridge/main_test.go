@@ -69,6 +69,7 @@ type nodeOpts struct {
 	beat     time.Duration                 // Config.Heartbeat
 	fwdTO    time.Duration                 // Config.ForwardTimeout
 	streams  []jetstream.Stream            // Config.JetStream
+	leaf     [3]string                     // Config.LeafURL, LeafUser, LeafPassword
 	subMode  string                        // Config.DefaultSubscriptionMode
 }
 
@@ -120,7 +121,8 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
 		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParked: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
-		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams, DefaultSubscriptionMode: o.subMode}, m)
+		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams, DefaultSubscriptionMode: o.subMode,
+		LeafURL: o.leaf[0], LeafUser: o.leaf[1], LeafPassword: o.leaf[2]}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,3 +240,17 @@ func TestOwnershipMoveHandsOff(t *testing.T) {
 		t.Fatalf("%d consumers live after the move", n)
 	}
 }
+
+// A deleted queue takes its consumers with it: parked requests hear 409
+// Consumer Deleted.
+func TestDroppedQueueStopsItsConsumers(t *testing.T) {
+	h := newHarness(t, nil)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.1")
+	h.settle("C")
+	h.e.Dropped(tenant, "ORDERS")
+	h.waitStatus("inbox.1", "409 Consumer Deleted")
+	if n := h.e.Stats().Consumers; n != 0 {
+		t.Fatalf("%d consumers live after the drop", n)
+	}
+}

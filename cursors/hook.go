@@ -176,3 +176,15 @@ func (c *consumer) partByName(name string) *pstate {
 // frameSubject is the subject and header block a frame keeps: none yet,
 // so the subject is rebuilt from the stream's filter and the partition.
 func frameSubject(*segment.Frame) (string, []byte) { return "", nil }
+
+// Dropped forgets the live consumers of a deleted queue (its definitions
+// went with it): their parked requests hear 409 Consumer Deleted.
+func (e *JSEngine) Dropped(tenant tenancy.TenantID, queue string) {
+	for _, c := range e.queueConsumers(tenant, queue) {
+		c.mu.Lock()
+		c.deleted = true
+		c.mu.Unlock()
+		e.forget(c)
+		c.stop(descDeleted, 409, false)
+	}
+}

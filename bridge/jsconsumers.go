@@ -1,0 +1,190 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenbridge/queenbridge/cursors"
+	"github.com/queenbridge/queenbridge/internal/leaf"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/jetstream"
+	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/segment"
+)
+
+// jsConsumers are the rooms that serve JetStream pull consumers on the
+// declared streams: the engine (cursors), the API and the forwards to
+// other bridges (jetstream), and the leaf connection they deliver on. Made
+// by New when streams and a leafnode listener are configured, started by
+// Start, stopped by Stop.
+type jsConsumers struct {
+	engine   *cursors.JSEngine
+	api      *jetstream.API
+	forwards *jetstream.Forwards
+	link     *leafLink
+}
+
+// newJSConsumers builds them; nil without streams or a leafnode URL.
+func (b *Bridge) newJSConsumers() (*jsConsumers, error) {
+	cfg := &b.cfg
+	if len(cfg.JetStream) == 0 || cfg.LeafURL == "" || cfg.NATS == nil {
+		return nil, nil
+	}
+	if _, err := leaf.ParseURL(cfg.LeafURL); err != nil {
+		return nil, fmt.Errorf("bridge: leafnode URL: %w", err)
+	}
+	j := &jsConsumers{link: &leafLink{}}
+	streams := make(map[string][]string, len(cfg.JetStream))
+	for _, s := range cfg.JetStream {
+		streams[s.Name] = s.Filters
+	}
+	var err error
+	j.engine, err = cursors.NewEngine(cursors.Config{
+		Store: cfg.DB, Deliverer: j.link, Streams: streams, Plain: b.queues.Plain, Logger: cfg.Logger,
+		Owner: func(tenant tenancy.TenantID, stream, key string) (bool, string) {
+			id := b.router.Owner(tenant, stream, key)
+			return id == "", id
+		},
+		Forwarder: jsForwarder{j},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if j.forwards, err = jetstream.NewForwards(jetstream.ForwardConfig{NATS: cfg.NATS, Prefix: cfg.Prefix, ID: b.id,
+		Engine: j.engine, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if j.api, err = jetstream.NewAPI(jetstream.APIConfig{NATS: cfg.NATS, Streams: cfg.JetStream, Engine: j.engine, Status: j.link,
+		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// start dials the leafnode listener, then starts the engine, the forwards
+// and the API (last: a request it takes finds the rest running).
+func (j *jsConsumers) start(ctx context.Context, cfg *Config, id string) error {
+	if j == nil {
+		return nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conn, err := leaf.Dial(dctx, leaf.Config{URL: cfg.LeafURL, User: cfg.LeafUser, Password: cfg.LeafPassword,
+		Name: "queen-bridge-" + id, Logger: cfg.Logger})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bridge: leafnode connection: %w", err)
+	}
+	j.link.set(conn)
+	for _, room := range []interface{ Start(context.Context) error }{j.engine, j.forwards, j.api} {
+		if err := room.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends intake first (the API's subscriptions, then the forwards),
+// then the engine (parked requests hear 408 and pull again elsewhere; the
+// last acknowledgements are stored), then the leaf connection.
+func (j *jsConsumers) stop(ctx context.Context) error {
+	if j == nil {
+		return nil
+	}
+	var errs []error
+	for _, room := range []interface{ Stop(context.Context) error }{j.api, j.forwards, j.engine} {
+		if err := room.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c := j.link.conn.Load(); c != nil {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dropped forgets the live consumers of a deleted queue.
+func (j *jsConsumers) dropped(tenant tenancy.TenantID, queue string) {
+	if j != nil {
+		j.engine.Dropped(tenant, queue)
+	}
+}
+
+// listeners hand the read side's announcements to each of them.
+type listeners []readside.Listener
+
+func (ls listeners) Heard(tenant tenancy.TenantID, queue, partition string) {
+	for _, l := range ls {
+		l.Heard(tenant, queue, partition)
+	}
+}
+
+func (ls listeners) Listening() bool {
+	for _, l := range ls {
+		if l.Listening() {
+			return true
+		}
+	}
+	return false
+}
+
+// committed is the fusion's commit hook's part for the engine.
+func (j *jsConsumers) committed(writes []segment.Write, results []segment.Result) {
+	if j != nil {
+		j.engine.Committed(writes, results)
+	}
+}
+
+// leafLink is the engine's Deliverer and the API's status publisher: the
+// leaf connection once start dialled it (the engine is made before).
+type leafLink struct {
+	conn atomic.Pointer[leaf.Conn]
+	lost atomic.Pointer[func(string)]
+}
+
+func (l *leafLink) set(c *leaf.Conn) {
+	l.conn.Store(c)
+	if fn := l.lost.Load(); fn != nil {
+		c.OnInterestLost(*fn)
+	}
+}
+
+func (l *leafLink) Publish(subject, reply string, header, body []byte) error {
+	c := l.conn.Load()
+	if c == nil {
+		return leaf.ErrNotConnected
+	}
+	return c.Publish(subject, reply, header, body)
+}
+
+func (l *leafLink) Interested(subject string) bool {
+	c := l.conn.Load()
+	return c != nil && c.Interested(subject)
+}
+
+func (l *leafLink) OnInterestLost(fn func(string)) {
+	l.lost.Store(&fn)
+	if c := l.conn.Load(); c != nil {
+		c.OnInterestLost(fn)
+	}
+}
+
+// jsForwarder is the engine's Forwarder: the forwards, made after the
+// engine they serve.
+type jsForwarder struct{ j *jsConsumers }
+
+func (f jsForwarder) ForwardPull(owner string, tenant tenancy.TenantID, stream, name string, req cursors.PullRequest, inbox string) error {
+	return f.j.forwards.ForwardPull(owner, tenant, stream, name, req, inbox)
+}
+
+func (f jsForwarder) ForwardAck(owner string, tenant tenancy.TenantID, ack cursors.AckRef, kind cursors.AckKind, delay time.Duration, reason, reply string) error {
+	return f.j.forwards.ForwardAck(owner, tenant, ack, kind, delay, reason, reply)
+}
+
+func (f jsForwarder) ForwardChanged(owner string, tenant tenancy.TenantID, stream, name string) error {
+	return f.j.forwards.ForwardChanged(owner, tenant, stream, name)
+}
