@@ -23,3 +23,7 @@ func (b *Bridge) RoomRoutes() map[string]bool {
 	}
 	return out
 }
+
+// JSForwardsSent is how many pulls, acks and definition changes this
+// bridge forwarded to consumers' owners.
+func (b *Bridge) JSForwardsSent() uint64 { return b.jsc.forwards.Stats().Sent }

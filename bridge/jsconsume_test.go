@@ -12,9 +12,10 @@ import (
 	"github.com/queenbridge/queenbridge/jetstream"
 )
 
-// consumerNode is a bridge with one stream, on a NATS server of its own
-// whose leafnode listener it delivers on, and a client connection.
-func consumerNode(t *testing.T) (stream, subjectPrefix string, j js.JetStream) {
+// consumerNodes are n bridges sharing one stream, one database and a NATS
+// server of their own, whose leafnode listener they deliver on, and a
+// client connection.
+func consumerNodes(t *testing.T, n int) (nodes []*node, stream, subjectPrefix string, j js.JetStream) {
 	t.Helper()
 	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"})
 	if err != nil {
@@ -23,8 +24,14 @@ func consumerNode(t *testing.T) (stream, subjectPrefix string, j js.JetStream) {
 	t.Cleanup(ns.Stop)
 	tag := randHex(4)
 	stream = "ORDERS_" + tag
-	newNode(t, nodeOpts{natsURL: ns.ClientURL(), streams: []jetstream.Stream{{Name: stream, Filters: []string{"js" + tag + ".>"}}},
-		leaf: [3]string{ns.LeafURL(), embedded.LeafUser, ns.LeafPassword()}})
+	for i := 0; i < n; i++ {
+		o := nodeOpts{natsURL: ns.ClientURL(), streams: []jetstream.Stream{{Name: stream, Filters: []string{"js" + tag + ".>"}}},
+			leaf: [3]string{ns.LeafURL(), embedded.LeafUser, ns.LeafPassword()}, prefix: "q" + tag, beat: 250 * time.Millisecond}
+		if i > 0 {
+			o.dsn = nodes[0].db.Pool().Config().ConnConfig.ConnString()
+		}
+		nodes = append(nodes, newNode(t, o))
+	}
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +40,12 @@ func consumerNode(t *testing.T) (stream, subjectPrefix string, j js.JetStream) {
 	if j, err = js.New(nc); err != nil {
 		t.Fatal(err)
 	}
-	return stream, "js" + tag, j
+	return nodes, stream, "js" + tag, j
+}
+
+func consumerNode(t *testing.T) (stream, subjectPrefix string, j js.JetStream) {
+	_, stream, subjectPrefix, j = consumerNodes(t, 1)
+	return stream, subjectPrefix, j
 }
 
 // A durable pull consumer made with nats.go reads what its producer
@@ -100,5 +112,54 @@ func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
 	}
 	for m := range empty.Messages() {
 		t.Fatalf("an acknowledged message came again: %q", m.Data())
+	}
+}
+
+// Two bridges: a consumer lives on one; pulls and acks reaching the other
+// are forwarded to it. Every message is delivered once and acknowledged.
+func TestJetStreamConsumerOnTwoBridges(t *testing.T) {
+	nodes, stream, pfx, j := consumerNodes(t, 2)
+	waitUntil(t, "both bridges to see two", 20*time.Second, func() bool {
+		return metricValue(t, nodes[0], "queen_ownership_bridges") == 2 && metricValue(t, nodes[1], "queen_ownership_bridges") == 2
+	})
+	ctx := jsCtx(t)
+	const total = 24
+	for i := 0; i < total; i++ {
+		if _, err := j.Publish(ctx, fmt.Sprintf("%s.p%d", pfx, i%4), []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := j.CreateOrUpdateConsumer(ctx, stream, js.ConsumerConfig{Durable: "C", AckPolicy: js.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for pulls := 0; len(seen) < total; pulls++ {
+		if pulls > 4*total {
+			t.Fatalf("%d of %d messages after %d pulls", len(seen), total, pulls)
+		}
+		batch, err := cons.Fetch(1, js.FetchMaxWait(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if seen[string(m.Data())] {
+				t.Fatalf("%q delivered twice", m.Data())
+			}
+			seen[string(m.Data())] = true
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatalf("double ack of %q: %v", m.Data(), err)
+			}
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if nodes[0].br.JSForwardsSent()+nodes[1].br.JSForwardsSent() == 0 {
+		t.Fatal("no pull or ack reached the bridge that does not own the consumer")
+	}
+	info, err := cons.Info(ctx)
+	if err != nil || info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Fatalf("at the end: %+v %v", info, err)
 	}
 }
