@@ -56,8 +56,9 @@ func (e *JSEngine) CreateConsumer(ctx context.Context, tenant tenancy.TenantID, 
 		return c.info(), nil
 	}
 	e.tellOwner(tenant, stream, name)
-	if conf.InactiveThreshold > 0 {
-		// Live at once, so that its inactivity is timed from now.
+		if conf.InactiveThreshold > 0 {
+		// Live at once on its owner, so that its inactivity is timed from
+		// now.
 		_ = e.with(tenant, stream, name, func(*consumer, error, bool) {})
 	}
 	return e.storedInfo(ctx, stored)
@@ -141,11 +142,14 @@ func (e *JSEngine) DeleteConsumer(ctx context.Context, tenant tenancy.TenantID, 
 // updated or deleted) to the live consumer here, if any: its Forwarder
 // calls it on the owner.
 func (e *JSEngine) ConsumerChanged(ctx context.Context, tenant tenancy.TenantID, stream, name string) error {
-	e.mu.Lock()
+		e.mu.Lock()
 	c := e.live[consumerKey{tenant, stream, name}]
 	e.mu.Unlock()
 	if c == nil {
-		return nil // loaded afresh on its next use
+		// Loaded afresh on its next use; one that times its inactivity
+		// is made live now, so that its time runs here.
+		e.liveIfIdleTimed(ctx, tenant, stream, name)
+		return nil
 	}
 	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
 	if errors.Is(err, ErrConsumerMissing) {
@@ -165,6 +169,17 @@ func (e *JSEngine) ConsumerChanged(ctx context.Context, tenant tenancy.TenantID,
 	}
 	c.update(def, conf)
 	return nil
+}
+
+// liveIfIdleTimed makes a consumer with an inactive threshold live here.
+func (e *JSEngine) liveIfIdleTimed(ctx context.Context, tenant tenancy.TenantID, stream, name string) {
+	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
+	if err != nil {
+		return
+	}
+	if conf, err := decodeConfig(name, def.Config); err == nil && conf.withDefaults().InactiveThreshold > 0 {
+		_ = e.with(tenant, stream, name, func(*consumer, error, bool) {})
+	}
 }
 
 // tellOwner tells the bridge owning a consumer that its definition

@@ -254,3 +254,19 @@ func TestDroppedQueueStopsItsConsumers(t *testing.T) {
 		t.Fatalf("%d consumers live after the drop", n)
 	}
 }
+
+// An ephemeral consumer created on another bridge is made live on its
+// owner when told, so that its inactivity is timed there.
+func TestChangedEphemeralIsTimedOnTheOwner(t *testing.T) {
+	h := newHarness(t, nil)
+	h.store.PutConsumer(t.Context(), StoredConsumer{Queue: "ORDERS", Name: "eph", Config: encodeConfig(ConsumerConfig{Name: "eph"}.withDefaults())}, "")
+	if err := h.e.ConsumerChanged(t.Context(), tenant, "ORDERS", "eph"); err != nil {
+		t.Fatal(err)
+	}
+	h.settle("eph")
+	h.clock.Advance(defaultEphemeralIdle)
+	testkit.WaitFor(t, "the idle consumer deleted", 10*time.Second, func() bool {
+		_, err := h.store.GetConsumer(t.Context(), tenant, "ORDERS", "eph")
+		return errors.Is(err, ErrConsumerMissing)
+	})
+}
