@@ -56,7 +56,7 @@ func (e *JSEngine) CreateConsumer(ctx context.Context, tenant tenancy.TenantID, 
 		return c.info(), nil
 	}
 	e.tellOwner(tenant, stream, name)
-		if conf.InactiveThreshold > 0 {
+	if conf.InactiveThreshold > 0 {
 		// Live at once on its owner, so that its inactivity is timed from
 		// now.
 		_ = e.with(tenant, stream, name, func(*consumer, error, bool) {})
@@ -142,7 +142,7 @@ func (e *JSEngine) DeleteConsumer(ctx context.Context, tenant tenancy.TenantID, 
 // updated or deleted) to the live consumer here, if any: its Forwarder
 // calls it on the owner.
 func (e *JSEngine) ConsumerChanged(ctx context.Context, tenant tenancy.TenantID, stream, name string) error {
-		e.mu.Lock()
+	e.mu.Lock()
 	c := e.live[consumerKey{tenant, stream, name}]
 	e.mu.Unlock()
 	if c == nil {
