@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,50 @@ func TestJetStreamConsumerOnTwoBridges(t *testing.T) {
 	info, err := cons.Info(ctx)
 	if err != nil || info.NumAckPending != 0 || info.NumPending != 0 {
 		t.Fatalf("at the end: %+v %v", info, err)
+	}
+}
+
+// Consume, nats.go's continuous pull: messages published while it runs
+// reach it (from the bridge's memory), each acknowledged once.
+func TestJetStreamConsumeReceivesNewMessages(t *testing.T) {
+	stream, pfx, j := consumerNode(t)
+	ctx := jsCtx(t)
+	cons, err := j.CreateOrUpdateConsumer(ctx, stream, js.ConsumerConfig{Durable: "live", AckPolicy: js.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards got: the handler runs on nats.go's goroutine
+	got := map[string]int{}
+	cc, err := cons.Consume(func(m js.Msg) {
+		mu.Lock()
+		got[string(m.Data())]++
+		mu.Unlock()
+		_ = m.Ack()
+	}, js.PullMaxMessages(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	const total = 40
+	for i := 0; i < total; i++ {
+		if _, err := j.Publish(ctx, fmt.Sprintf("%s.p%d", pfx, i%3), []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, "every message consumed", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == total
+	})
+	testkit.WaitFor(t, "every ack stored", 30*time.Second, func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for body, n := range got {
+		if n != 1 {
+			t.Fatalf("%s consumed %d times", body, n)
+		}
 	}
 }
