@@ -156,3 +156,66 @@ func TestSmallSegmentsStayRaw(t *testing.T) {
 		}
 	}
 }
+
+// natsFrames are JetStream publishes (a subject and a header block) mixed
+// with a Queen push (neither).
+func natsFrames() []segment.Frame {
+	return []segment.Frame{
+		{TransactionID: "m-1", Subject: "orders.eu.42", Header: []byte("NATS/1.0\r\nNats-Msg-Id: m-1\r\nX-Trace: abc\r\n\r\n"), Payload: []byte(`{"n":1}`)},
+		{TransactionID: "q-2", Payload: []byte(`{"n":2}`), Flags: segment.FlagBase64},
+		{TransactionID: "m-3", Subject: "orders.us.7", Payload: []byte(`{"n":3}`)},
+		{TransactionID: "m-4", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Payload: nil, Flags: segment.FlagEncrypted | segment.FlagKeyed},
+	}
+}
+
+func TestFramesCarryTheirNATSSubjectAndHeader(t *testing.T) {
+	frames := natsFrames()
+	for _, pad := range []int{0, 200} { // raw and zstd
+		in := append([]segment.Frame(nil), frames...)
+		for i := 0; i < pad; i++ {
+			in = append(in, segment.Frame{TransactionID: fmt.Sprint("pad-", i), Subject: "orders.pad", Payload: []byte(`{"order":"padding padding padding"}`)})
+		}
+		blob := segment.Pack(nil, in)
+		all, err := segment.UnpackAll(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, want := range frames {
+			one, err := segment.Unpack(blob, k) // skips the frames before k
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFlags := want.Flags
+			if want.Subject != "" || want.Header != nil {
+				wantFlags |= segment.FlagNATS
+			}
+			for _, got := range []segment.Frame{one, all[k]} {
+				if got.Subject != want.Subject || !bytes.Equal(got.Header, want.Header) || (got.Header == nil) != (want.Header == nil) ||
+					got.Flags != wantFlags || got.TransactionID != want.TransactionID || !bytes.Equal(got.Payload, want.Payload) {
+					t.Fatalf("pad %d, frame %d: got %+v, want %+v with flags %08b", pad, k, got, want, wantFlags)
+				}
+			}
+		}
+		if got, err := segment.Unpack(blob, len(in)-1); err != nil || (pad > 0 && got.Subject != "orders.pad") {
+			t.Fatalf("last frame: %+v %v", got, err)
+		}
+	}
+	// The subject and header are no part of the deduplication identity.
+	a, b := frames[0], frames[0]
+	b.Subject, b.Header = "other.subject", nil
+	if !bytes.Equal(segment.AppendHashes(nil, []segment.Frame{a}), segment.AppendHashes(nil, []segment.Frame{b})) {
+		t.Fatal("the hash of a frame depends on its subject or header")
+	}
+}
+
+// A frame whose flags claim NATS fields that are not there is corrupt.
+func TestUnpackRejectsATruncatedNATSFrame(t *testing.T) {
+	raw := segment.Pack(nil, []segment.Frame{{TransactionID: "x", Payload: []byte("1")}})
+	raw[3] |= segment.FlagNATS // the first frame's flags, after format, codec and count
+	if _, err := segment.UnpackAll(raw); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("UnpackAll: %v, want ErrCorrupt", err)
+	}
+	if _, err := segment.Unpack(raw, 0); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("Unpack: %v, want ErrCorrupt", err)
+	}
+}

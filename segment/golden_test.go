@@ -67,7 +67,7 @@ func TestSegmentsOfTheFirstFormatStillRead(t *testing.T) {
 				}
 				for _, got := range []segment.Frame{one, all[k]} {
 					if got.ID != want.ID || got.TransactionID != want.TransactionID || got.TraceID != want.TraceID ||
-						got.Flags != want.Flags || !bytes.Equal(got.Payload, want.Payload) {
+						got.Flags != want.Flags || !bytes.Equal(got.Payload, want.Payload) || got.Subject != "" || got.Header != nil {
 						t.Fatalf("frame %d: got %+v want %+v", k, got, want)
 					}
 				}
