@@ -46,8 +46,9 @@ type Frame struct {
 	Header []byte
 }
 
-// hasNATS says whether f carries a subject or header (FlagNATS).
-func (f *Frame) hasNATS() bool { return f.Subject != "" || len(f.Header) > 0 }
+// HasNATS says whether f carries a subject or header: whether it is packed
+// with FlagNATS.
+func (f *Frame) HasNATS() bool { return f.Subject != "" || len(f.Header) > 0 }
 
 // HashSize is the width of one entry of the hash blob.
 const HashSize = 16
@@ -78,7 +79,7 @@ func packedSize(frames []Frame) int {
 	for i := range frames {
 		f := &frames[i]
 		n += 1 + 16 + 3*binary.MaxVarintLen64 + len(f.TransactionID) + len(f.TraceID) + len(f.Payload)
-		if f.hasNATS() {
+		if f.HasNATS() {
 			n += 2*binary.MaxVarintLen64 + len(f.Subject) + len(f.Header)
 		}
 	}
@@ -89,7 +90,7 @@ func appendFrames(dst []byte, frames []Frame) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(frames)))
 	for i := range frames {
 		f := &frames[i]
-		nats := f.hasNATS()
+		nats := f.HasNATS()
 		flags := f.Flags &^ FlagNATS
 		if nats {
 			flags |= FlagNATS
@@ -156,7 +157,7 @@ func (r *frameReader) frame(f *Frame) {
 		if h := r.bytes(r.uvarint()); len(h) > 0 {
 			f.Header = h
 		}
-		if !f.hasNATS() { // two empty fields: as Pack would have written it
+		if !f.HasNATS() { // two empty fields: as Pack would have written it
 			f.Flags &^= FlagNATS
 		}
 	}
