@@ -24,6 +24,34 @@ func sampleFrames(n, payloadSize int) []segment.Frame {
 	return frames
 }
 
+// checkUnpacked fails unless blob holds exactly the frames want, read by
+// UnpackAll and frame by frame by Unpack; FlagNATS is expected where a
+// frame has a subject or header.
+func checkUnpacked(t *testing.T, blob []byte, want []segment.Frame) {
+	t.Helper()
+	all, err := segment.UnpackAll(blob)
+	if err != nil || len(all) != len(want) {
+		t.Fatalf("UnpackAll: %d frames (%v), want %d", len(all), err, len(want))
+	}
+	for k, w := range want {
+		one, err := segment.Unpack(blob, k) // skips the frames before k
+		if err != nil {
+			t.Fatalf("Unpack(%d): %v", k, err)
+		}
+		flags := w.Flags &^ segment.FlagNATS
+		if w.HasNATS() {
+			flags |= segment.FlagNATS
+		}
+		for _, got := range []segment.Frame{one, all[k]} {
+			if got.ID != w.ID || got.TransactionID != w.TransactionID || got.TraceID != w.TraceID || got.Flags != flags ||
+				!bytes.Equal(got.Payload, w.Payload) || got.Subject != w.Subject || !bytes.Equal(got.Header, w.Header) ||
+				(got.Header == nil) != (len(w.Header) == 0) {
+				t.Fatalf("frame %d: got %+v, want %+v with flags %08b", k, got, w, flags)
+			}
+		}
+	}
+}
+
 func TestPackUnpackRoundTrip(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -46,22 +74,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 			if err != nil || n != len(tc.frames) {
 				t.Fatalf("Count = %d, %v; want %d", n, err, len(tc.frames))
 			}
-			all, err := segment.UnpackAll(blob)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, want := range tc.frames {
-				one, err := segment.Unpack(blob, k)
-				if err != nil {
-					t.Fatalf("Unpack(%d): %v", k, err)
-				}
-				for _, got := range []segment.Frame{one, all[k]} {
-					if got.ID != want.ID || got.TransactionID != want.TransactionID || got.TraceID != want.TraceID ||
-						got.Flags != want.Flags || !bytes.Equal(got.Payload, want.Payload) {
-						t.Fatalf("frame %d: got %+v want %+v", k, got, want)
-					}
-				}
-			}
+			checkUnpacked(t, blob, tc.frames)
 			if _, err := segment.Unpack(blob, len(tc.frames)); err == nil {
 				t.Fatal("Unpack past the last frame must fail")
 			}
@@ -175,30 +188,7 @@ func TestFramesCarryTheirNATSSubjectAndHeader(t *testing.T) {
 		for i := 0; i < pad; i++ {
 			in = append(in, segment.Frame{TransactionID: fmt.Sprint("pad-", i), Subject: "orders.pad", Payload: []byte(`{"order":"padding padding padding"}`)})
 		}
-		blob := segment.Pack(nil, in)
-		all, err := segment.UnpackAll(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, want := range frames {
-			one, err := segment.Unpack(blob, k) // skips the frames before k
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantFlags := want.Flags
-			if want.Subject != "" || want.Header != nil {
-				wantFlags |= segment.FlagNATS
-			}
-			for _, got := range []segment.Frame{one, all[k]} {
-				if got.Subject != want.Subject || !bytes.Equal(got.Header, want.Header) || (got.Header == nil) != (want.Header == nil) ||
-					got.Flags != wantFlags || got.TransactionID != want.TransactionID || !bytes.Equal(got.Payload, want.Payload) {
-					t.Fatalf("pad %d, frame %d: got %+v, want %+v with flags %08b", pad, k, got, want, wantFlags)
-				}
-			}
-		}
-		if got, err := segment.Unpack(blob, len(in)-1); err != nil || (pad > 0 && got.Subject != "orders.pad") {
-			t.Fatalf("last frame: %+v %v", got, err)
-		}
+		checkUnpacked(t, segment.Pack(nil, in), in)
 	}
 	// The subject and header are no part of the deduplication identity.
 	a, b := frames[0], frames[0]
