@@ -129,14 +129,23 @@ func TestUnpackRejectsCorruptBlobs(t *testing.T) {
 	}
 }
 
+// BenchmarkPack packs Queen pushes, and JetStream publishes (nats=true:
+// each frame with a subject and a header block holding its Nats-Msg-Id).
 func BenchmarkPack(b *testing.B) {
-	for _, n := range []int{1, 10, 100} {
-		frames := sampleFrames(n, 200)
+	for _, c := range []struct {
+		n    int
+		nats bool
+	}{{1, false}, {10, false}, {100, false}, {1, true}, {10, true}, {100, true}} {
+		frames := sampleFrames(c.n, 200)
 		size := 0
-		for _, f := range frames {
-			size += len(f.Payload)
+		for i := range frames {
+			if c.nats {
+				frames[i].Subject = fmt.Sprintf("orders.eu.%d", i%16)
+				frames[i].Header = []byte("NATS/1.0\r\nNats-Msg-Id: " + frames[i].TransactionID + "\r\n\r\n")
+			}
+			size += len(frames[i].Payload)
 		}
-		b.Run(fmt.Sprintf("frames=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("frames=%d/nats=%v", c.n, c.nats), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			buf := make([]byte, 0, 64<<10)
