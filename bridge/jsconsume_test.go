@@ -57,7 +57,7 @@ func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
 	stream, pfx, j := consumerNode(t)
 	ctx := jsCtx(t)
 	for i := 1; i <= 3; i++ {
-		if _, err := j.Publish(ctx, pfx+".eu", []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+		if _, err := j.Publish(ctx, pfx+".eu", []byte(fmt.Sprintf(`{"n":%d}`, i)), js.WithMsgID(fmt.Sprint("m", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,8 +79,8 @@ func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
 	for i, m := range got {
 		meta, err := m.Metadata()
 		if err != nil || meta.Sequence.Stream != uint64(i+1) || meta.Sequence.Consumer != uint64(i+1) || meta.NumDelivered != 1 ||
-			m.Subject() != pfx+".eu" || string(m.Data()) != fmt.Sprintf(`{"n":%d}`, i+1) {
-			t.Fatalf("message %d: %q %q %+v %v", i, m.Subject(), m.Data(), meta, err)
+			m.Subject() != pfx+".eu" || string(m.Data()) != fmt.Sprintf(`{"n":%d}`, i+1) || m.Headers().Get("Nats-Msg-Id") != fmt.Sprint("m", i+1) {
+			t.Fatalf("message %d: %q %q %v %+v %v", i, m.Subject(), m.Data(), m.Headers(), meta, err)
 		}
 	}
 	if err := got[0].DoubleAck(ctx); err != nil {

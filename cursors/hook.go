@@ -173,9 +173,10 @@ func (c *consumer) partByName(name string) *pstate {
 	return nil
 }
 
-// frameSubject is the subject and header block a frame keeps: none yet,
-// so the subject is rebuilt from the stream's filter and the partition.
-func frameSubject(*segment.Frame) (string, []byte) { return "", nil }
+// frameSubject is the subject and header block a frame keeps ("" and nil
+// for a frame written before they were stored, or a Queen push: the
+// subject is then rebuilt from the stream's filter and the partition).
+func frameSubject(f *segment.Frame) (string, []byte) { return f.Subject, f.Header }
 
 // Dropped forgets the live consumers of a deleted queue (its definitions
 // went with it): their parked requests hear 409 Consumer Deleted.

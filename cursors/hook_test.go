@@ -1,10 +1,12 @@
 package cursors
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // Another bridge's commit, announced, reaches a parked request without
@@ -83,5 +85,21 @@ func TestFullBufferReadsInOrder(t *testing.T) {
 		if r := ackRef(t, p); r.Offset != int64(i+1) {
 			t.Fatalf("delivery %d is offset %d", i, r.Offset)
 		}
+	}
+}
+
+// A frame that keeps its subject and header block is delivered with them:
+// the reply's @subject, and the header as published.
+func TestStoredSubjectAndHeaderAreDelivered(t *testing.T) {
+	h := newHarness(t, nil)
+	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: m1\r\nX-Trace: t\r\n\r\n")
+	h.store.mu.Lock()
+	h.store.msgs[1] = []StoredMsg{{Offset: 1, Frame: segment.Frame{TransactionID: "m1", Subject: "orders.eu.vip", Header: hdr, Payload: []byte(`{"a":1}`)}}}
+	h.store.mu.Unlock()
+	h.create(ConsumerConfig{Durable: "C", FilterSubject: "orders.eu.vip"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.1")
+	m := h.waitMsgs("inbox.1", 1)[0]
+	if !strings.HasSuffix(m.reply, "@orders.eu.vip") || string(m.header) != string(hdr) || string(m.body) != `{"a":1}` {
+		t.Fatalf("delivered %q %q %q", m.reply, m.header, m.body)
 	}
 }

@@ -18,15 +18,16 @@ import (
 // pgwire.DB: the definitions, the reads, the fused ack writes and a
 // restart over real PostgreSQL.
 
-// pgPush commits n messages on partition (their subject is rebuilt:
-// orders.<partition>) and returns the write and its result, as fusion
-// hands them to the commit hook.
+// pgPush commits n messages on partition (subject orders.<partition>.x,
+// with a header) and returns the write and its result, as fusion hands
+// them to the commit hook.
 func pgPush(t *testing.T, db *pgwire.DB, partition string, n int) ([]segment.Write, []segment.Result) {
 	t.Helper()
 	frames := make([]segment.Frame, n)
 	for i := range frames {
 		tx := fmt.Sprintf("%s-%s", partition, uuid.NewString())
-		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(fmt.Sprintf(`{"tx":%q}`, tx))}
+		frames[i] = segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: tx, Payload: []byte(fmt.Sprintf(`{"tx":%q}`, tx)),
+			Subject: "orders." + partition + ".x", Header: []byte("NATS/1.0\r\nNats-Msg-Id: " + tx + "\r\n\r\n")}
 	}
 	w := []segment.Write{{Queue: "ORDERS", Partition: partition, Count: int32(n), Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}}
 	res, err := db.PushBundle(context.Background(), w)
@@ -52,7 +53,7 @@ func TestEngineOverPostgres(t *testing.T) {
 	got := h.waitMsgs("inbox.1", 3)
 	for i, p := range got {
 		r := ackRef(t, p)
-		if r.Offset != int64(i+1) || p.reply[len(p.reply)-len("@orders.eu"):] != "@orders.eu" {
+		if r.Offset != int64(i+1) || !strings.HasSuffix(p.reply, "@orders.eu.x") || p.headerValue("Nats-Msg-Id") == "" {
 			t.Fatalf("delivery %d: %+v %q", i, r, p.reply)
 		}
 		if !strings.HasPrefix(string(p.body), `{"tx":"eu-`) {
