@@ -76,6 +76,23 @@ func (s *Set) For(tenant tenancy.TenantID) (*Conn, bool) {
 	return c, ok
 }
 
+// Publish sends over tenant's connection (Conn.Publish);
+// ErrNoConnection when the set has none for tenant.
+func (s *Set) Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error {
+	c, ok := s.conns[tenant]
+	if !ok {
+		return fmt.Errorf("%w (tenant %s)", ErrNoConnection, tenant)
+	}
+	return c.Publish(subject, reply, header, body)
+}
+
+// Interested reports whether some subscription in tenant's account
+// matches subject; false when the set has no connection for tenant.
+func (s *Set) Interested(tenant tenancy.TenantID, subject string) bool {
+	c, ok := s.conns[tenant]
+	return ok && c.Interested(subject)
+}
+
 // Len is the number of connections.
 func (s *Set) Len() int { return len(s.conns) }
 

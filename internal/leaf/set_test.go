@@ -136,8 +136,12 @@ func TestSetDeliversInEachTenantsAccount(t *testing.T) {
 	}
 	testkit.WaitFor(t, "A's leaf to hear of _INBOX.a", 30*time.Second, func() bool { return a.Interested("_INBOX.a") })
 	inB := subscribe(t, ncB, b, "_INBOX.b")
-	if b.Interested("_INBOX.a") || a.Interested("_INBOX.b") {
+	if b.Interested("_INBOX.a") || a.Interested("_INBOX.b") || s.Interested(h.tB, "_INBOX.a") || !s.Interested(h.tA, "_INBOX.a") {
 		t.Fatal("a leaf sees the other account's inbox")
+	}
+	other := tenancy.TenantID(uuid.New())
+	if err := s.Publish(other, "_INBOX.a", "", nil, []byte("x")); !errors.Is(err, leaf.ErrNoConnection) || s.Interested(other, "_INBOX.a") {
+		t.Fatalf("a tenant without a login: publish %v", err)
 	}
 
 	// B's leaf publishes on _INBOX.a: its own account's subscriber of that
@@ -150,7 +154,7 @@ func TestSetDeliversInEachTenantsAccount(t *testing.T) {
 	if m := receive(t, sameName); string(m.Data) != "from-b" {
 		t.Fatalf("B's subscriber got %q", m.Data)
 	}
-	if err := a.Publish("_INBOX.a", ackReply+"@"+shown, nil, []byte("from-a")); err != nil {
+	if err := s.Publish(h.tA, "_INBOX.a", ackReply+"@"+shown, nil, []byte("from-a")); err != nil {
 		t.Fatal(err)
 	}
 	m := receive(t, inA)
