@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/leaf"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
