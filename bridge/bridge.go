@@ -203,7 +203,7 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return err
 		}
 		// After the router: the engine asks it who owns a consumer.
-		if err := b.jsc.start(ctx, &b.cfg, b.id); err != nil {
+		if err := b.jsc.start(ctx, &b.cfg); err != nil {
 			return err
 		}
 		// A round trip, so that the server has every subscription (the

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 
 // jsConsumers are the rooms that serve JetStream pull consumers on the
 // declared streams: the engine (cursors), the API and the forwards to
-// other bridges (jetstream), and the leaf connection they deliver on. Made
+// other bridges (jetstream), and the leaf connections they deliver on. Made
 // by New when streams and a leafnode listener are configured, started by
 // Start, stopped by Stop.
 type jsConsumers struct {
@@ -32,9 +31,6 @@ func (b *Bridge) newJSConsumers() (*jsConsumers, error) {
 	cfg := &b.cfg
 	if len(cfg.JetStream) == 0 || cfg.LeafURL == "" || cfg.NATS == nil {
 		return nil, nil
-	}
-	if _, err := leaf.ParseURL(cfg.LeafURL); err != nil {
-		return nil, fmt.Errorf("bridge: leafnode URL: %w", err)
 	}
 	j := &jsConsumers{link: &leafLink{}}
 	streams := make(map[string][]string, len(cfg.JetStream))
@@ -57,27 +53,27 @@ func (b *Bridge) newJSConsumers() (*jsConsumers, error) {
 		Engine: j.engine, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if j.api, err = jetstream.NewAPI(jetstream.APIConfig{NATS: cfg.NATS, Streams: cfg.JetStream, Engine: j.engine, Status: j.link,
+	if j.api, err = jetstream.NewAPI(jetstream.APIConfig{NATS: cfg.NATS, Streams: cfg.JetStream, Engine: j.engine, Status: apiStatus{j.link},
 		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
-// start dials the leafnode listener, then starts the engine, the forwards
-// and the API (last: a request it takes finds the rest running).
-func (j *jsConsumers) start(ctx context.Context, cfg *Config, id string) error {
+// start dials the leafnode listener (one connection per tenant account in
+// the accounts mode), then starts the engine, the forwards and the API
+// (last: a request it takes finds the rest running).
+func (j *jsConsumers) start(ctx context.Context, cfg *Config) error {
 	if j == nil {
 		return nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	conn, err := leaf.Dial(dctx, leaf.Config{URL: cfg.LeafURL, User: cfg.LeafUser, Password: cfg.LeafPassword,
-		Name: "queen-bridge-" + id, Logger: cfg.Logger})
+	set, err := dialLeaves(dctx, cfg)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("bridge: leafnode connection: %w", err)
+		return err
 	}
-	j.link.set(conn)
+	j.link.set(set)
 	for _, room := range []interface{ Start(context.Context) error }{j.engine, j.forwards, j.api} {
 		if err := room.Start(ctx); err != nil {
 			return err
@@ -99,8 +95,8 @@ func (j *jsConsumers) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if c := j.link.conn.Load(); c != nil {
-		if err := c.Close(); err != nil {
+	if set := j.link.leaves.Load(); set != nil {
+		if err := set.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -139,38 +135,47 @@ func (j *jsConsumers) committed(writes []segment.Write, results []segment.Result
 	}
 }
 
-// leafLink is the engine's Deliverer and the API's status publisher: the
-// leaf connection once start dialled it (the engine is made before).
+// leafLink is the engine's Deliverer: the leaf connections, one per
+// tenant account, once start dialled them (the engine is made before).
 type leafLink struct {
-	conn atomic.Pointer[leaf.Conn]
-	lost atomic.Pointer[func(string)]
+	leaves atomic.Pointer[leaf.Set]
+	lost   atomic.Pointer[func(tenancy.TenantID, string)]
 }
 
-func (l *leafLink) set(c *leaf.Conn) {
-	l.conn.Store(c)
+func (l *leafLink) set(s *leaf.Set) {
+	l.leaves.Store(s)
 	if fn := l.lost.Load(); fn != nil {
-		c.OnInterestLost(*fn)
+		s.OnInterestLost(*fn)
 	}
 }
 
-func (l *leafLink) Publish(subject, reply string, header, body []byte) error {
-	c := l.conn.Load()
-	if c == nil {
+func (l *leafLink) Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error {
+	s := l.leaves.Load()
+	if s == nil {
 		return leaf.ErrNotConnected
 	}
-	return c.Publish(subject, reply, header, body)
+	return s.Publish(tenant, subject, reply, header, body)
 }
 
-func (l *leafLink) Interested(subject string) bool {
-	c := l.conn.Load()
-	return c != nil && c.Interested(subject)
+func (l *leafLink) Interested(tenant tenancy.TenantID, subject string) bool {
+	s := l.leaves.Load()
+	return s != nil && s.Interested(tenant, subject)
 }
 
-func (l *leafLink) OnInterestLost(fn func(string)) {
+func (l *leafLink) OnInterestLost(fn func(tenancy.TenantID, string)) {
 	l.lost.Store(&fn)
-	if c := l.conn.Load(); c != nil {
-		c.OnInterestLost(fn)
+	if s := l.leaves.Load(); s != nil {
+		s.OnInterestLost(fn)
 	}
+}
+
+// apiStatus is the API's status publisher: the default tenant's leaf
+// connection (the API's refusals name no tenant; in the accounts mode a
+// refusal to another tenant's inbox is not sent).
+type apiStatus struct{ l *leafLink }
+
+func (a apiStatus) Publish(subject, reply string, header, body []byte) error {
+	return a.l.Publish(tenancy.TenantID{}, subject, reply, header, body)
 }
 
 // jsForwarder is the engine's Forwarder: the forwards, made after the

@@ -95,7 +95,7 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 	}
 	c.mu.Unlock()
 	if reply != "" {
-		e.flush.reply(reply)
+		e.flush.reply(c.key.tenant, reply)
 	}
 	c.wake()
 }

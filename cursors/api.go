@@ -269,11 +269,11 @@ func (e *JSEngine) partitionID(ctx context.Context, tenant tenancy.TenantID, str
 	return 0, invalid(codeBadRequest, "bad request: deliver_policy by_start_sequence: the filter's partition %q holds no message yet", partition)
 }
 
-// lostInboxes are the parked inboxes, with their consumers, that lost
-// interest with subject: that one, or, for a wildcard subject (the last
-// subscription of a wildcard went), those it matches that have no
+// lostInboxes are a tenant's parked inboxes, with their consumers, that
+// lost interest with subject: that one, or, for a wildcard subject (the
+// last subscription of a wildcard went), those it matches that have no
 // interest left.
-func (e *JSEngine) lostInboxes(subject string) map[string][]*consumer {
+func (e *JSEngine) lostInboxes(tenant tenancy.TenantID, subject string) map[string][]*consumer {
 	out := map[string][]*consumer{}
 	wild := strings.ContainsAny(subject, "*>")
 	add := func(inbox string, cs map[*consumer]struct{}) {
@@ -283,18 +283,18 @@ func (e *JSEngine) lostInboxes(subject string) map[string][]*consumer {
 	}
 	e.mu.Lock()
 	if !wild {
-		add(subject, e.byInbox[subject])
+		add(subject, e.byInbox[inboxKey{tenant, subject}])
 	} else {
-		for inbox, cs := range e.byInbox {
-			if subjectMatches(subject, inbox) {
-				add(inbox, cs)
+		for k, cs := range e.byInbox {
+			if k.tenant == tenant && subjectMatches(subject, k.inbox) {
+				add(k.inbox, cs)
 			}
 		}
 	}
 	e.mu.Unlock()
 	if wild {
 		for inbox := range out {
-			if e.cfg.Deliverer.Interested(inbox) {
+			if e.cfg.Deliverer.Interested(tenant, inbox) {
 				delete(out, inbox)
 			}
 		}
@@ -307,13 +307,13 @@ func (e *JSEngine) lostInboxes(subject string) map[string][]*consumer {
 // subjects.
 type lostQueue struct {
 	mu       sync.Mutex
-	subjects []string
+	subjects []inboxKey
 	signal   chan struct{}
 }
 
-func (q *lostQueue) push(subject string) {
+func (q *lostQueue) push(tenant tenancy.TenantID, subject string) {
 	q.mu.Lock()
-	q.subjects = append(q.subjects, subject)
+	q.subjects = append(q.subjects, inboxKey{tenant, subject})
 	q.mu.Unlock()
 	select {
 	case q.signal <- struct{}{}:
@@ -337,7 +337,7 @@ func (e *JSEngine) interestLoop() {
 		e.lost.subjects = nil
 		e.lost.mu.Unlock()
 		for _, s := range subjects {
-			for inbox, cs := range e.lostInboxes(s) {
+			for inbox, cs := range e.lostInboxes(s.tenant, s.inbox) {
 				for _, c := range cs {
 					c.dropInbox(inbox)
 				}

@@ -90,7 +90,7 @@ const (
 const interestGrace = 2 * time.Second
 
 func (c *consumer) interest(r *pullReq, now time.Time) int {
-	if c.e.cfg.Deliverer.Interested(r.inbox) {
+	if c.e.cfg.Deliverer.Interested(c.key.tenant, r.inbox) {
 		return interestYes
 	}
 	if now.Sub(r.parked) < interestGrace {
@@ -221,7 +221,7 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 	if c.cfg.HeadersOnly {
 		header, body = headersOnly(m.header, len(m.body)), nil
 	}
-	c.e.publish(r.inbox, reply, header, body)
+	c.e.publish(c.key.tenant, r.inbox, reply, header, body)
 	size := m.size()
 	r.left--
 	r.delivered++

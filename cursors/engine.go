@@ -137,7 +137,7 @@ type JSEngine struct {
 	mu      sync.Mutex
 	live    map[consumerKey]*consumer
 	byQueue map[queueKey][]*consumer
-	byInbox map[string]map[*consumer]struct{}              // inboxes of parked requests
+	byInbox map[inboxKey]map[*consumer]struct{}            // inboxes of parked requests
 	loading map[consumerKey][]func(*consumer, error, bool) // loads under way, and what waits for each
 	started bool
 	stopped bool
@@ -200,7 +200,7 @@ func NewEngine(cfg Config) (*JSEngine, error) {
 		epoch:   uint64(c.Clock.Now().UnixNano()),
 		live:    map[consumerKey]*consumer{},
 		byQueue: map[queueKey][]*consumer{},
-		byInbox: map[string]map[*consumer]struct{}{},
+		byInbox: map[inboxKey]map[*consumer]struct{}{},
 		loading: map[consumerKey][]func(*consumer, error, bool){},
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
@@ -263,8 +263,8 @@ func (e *JSEngine) Stop(ctx context.Context) error {
 }
 
 // publish sends through the Deliverer, counting what it refuses.
-func (e *JSEngine) publish(subject, reply string, header, body []byte) {
-	if err := e.cfg.Deliverer.Publish(subject, reply, header, body); err != nil {
+func (e *JSEngine) publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) {
+	if err := e.cfg.Deliverer.Publish(tenant, subject, reply, header, body); err != nil {
 		e.stats.publishErrors.Add(1)
 		if publishLog.Allow() {
 			e.cfg.Logger.Warn().Err(err).Str("subject", subject).Msg("delivery not sent")
@@ -412,26 +412,34 @@ func (e *JSEngine) forget(c *consumer) {
 	}
 }
 
+// inboxKey is a tenant's inbox: interest is per tenant account.
+type inboxKey struct {
+	tenant tenancy.TenantID
+	inbox  string
+}
+
 // parkInbox and unparkInbox index parked requests by inbox, for interest
 // lost.
 func (e *JSEngine) parkInbox(inbox string, c *consumer) {
+	k := inboxKey{c.key.tenant, inbox}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	m := e.byInbox[inbox]
+	m := e.byInbox[k]
 	if m == nil {
 		m = map[*consumer]struct{}{}
-		e.byInbox[inbox] = m
+		e.byInbox[k] = m
 	}
 	m[c] = struct{}{}
 }
 
 func (e *JSEngine) unparkInbox(inbox string, c *consumer) {
+	k := inboxKey{c.key.tenant, inbox}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if m := e.byInbox[inbox]; m != nil {
+	if m := e.byInbox[k]; m != nil {
 		delete(m, c)
 		if len(m) == 0 {
-			delete(e.byInbox, inbox)
+			delete(e.byInbox, k)
 		}
 	}
 }

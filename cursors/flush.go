@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
 // flusher makes acknowledgements durable by fused writes: it gathers the
@@ -26,7 +28,7 @@ type flusher struct {
 	mu      sync.Mutex
 	dirty   map[*consumer]struct{}
 	pairs   int // (consumer, partition) pairs marked since the last take
-	replies []string
+	replies []ackReply
 
 	once sync.Once // closes done
 }
@@ -52,10 +54,16 @@ func (f *flusher) mark(c *consumer) {
 	}
 }
 
+// ackReply is a tenant's double ack to answer.
+type ackReply struct {
+	tenant  tenancy.TenantID
+	subject string
+}
+
 // reply queues an answer to send after the next commit.
-func (f *flusher) reply(subject string) {
+func (f *flusher) reply(tenant tenancy.TenantID, subject string) {
 	f.mu.Lock()
-	f.replies = append(f.replies, subject)
+	f.replies = append(f.replies, ackReply{tenant, subject})
 	f.mu.Unlock()
 	f.poke()
 }
@@ -158,7 +166,7 @@ func (f *flusher) once1() bool {
 		f.e.stats.flushedUpdates.Add(uint64(len(sorted)))
 	}
 	for _, r := range replies {
-		f.e.publish(r, "", nil, nil)
+		f.e.publish(r.tenant, r.subject, "", nil, nil)
 	}
 	return true
 }

@@ -67,8 +67,13 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // published is one message the fake Deliverer was asked to send.
 type published struct {
+	tenant         tenancy.TenantID
 	subject, reply string
 	header, body   []byte
+}
+
+func (p published) String() string {
+	return fmt.Sprintf("%s reply %s header %q body %q", p.subject, p.reply, p.header, p.body)
 }
 
 func (p published) status() string {
@@ -94,23 +99,23 @@ type fakeDeliverer struct {
 	mu        sync.Mutex
 	sent      []published
 	uninterst map[string]bool
-	lost      func(string)
+	lost      func(tenancy.TenantID, string)
 }
 
-func (d *fakeDeliverer) Publish(subject, reply string, header, body []byte) error {
+func (d *fakeDeliverer) Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.sent = append(d.sent, published{subject, reply, slices.Clone(header), slices.Clone(body)})
+	d.sent = append(d.sent, published{tenant, subject, reply, slices.Clone(header), slices.Clone(body)})
 	return nil
 }
 
-func (d *fakeDeliverer) Interested(subject string) bool {
+func (d *fakeDeliverer) Interested(_ tenancy.TenantID, subject string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return !d.uninterst[subject]
 }
 
-func (d *fakeDeliverer) OnInterestLost(fn func(string)) {
+func (d *fakeDeliverer) OnInterestLost(fn func(tenancy.TenantID, string)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lost = fn
@@ -125,7 +130,7 @@ func (d *fakeDeliverer) loseInterest(subject string) {
 	d.uninterst[subject] = true
 	fn := d.lost
 	d.mu.Unlock()
-	fn(subject)
+	fn(tenant, subject)
 }
 
 // to is what went to subject, in order.

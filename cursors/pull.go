@@ -45,7 +45,7 @@ func (e *JSEngine) Pull(tenant tenancy.TenantID, stream, name string, req PullRe
 func (e *JSEngine) PullForwarded(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error {
 	err := e.pull(tenant, stream, name, req, inbox)
 	if _, ok := IsNotOwner(err); ok {
-		e.publish(inbox, "", statusHeader(409, descLeadership, false, 0, 0), nil)
+		e.publish(tenant, inbox, "", statusHeader(409, descLeadership, false, 0, 0), nil)
 	}
 	return err
 }
@@ -63,10 +63,10 @@ func (e *JSEngine) pull(tenant tenancy.TenantID, stream, name string, req PullRe
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrConsumerNotFound):
-			e.publish(inbox, "", noResponders, nil)
+			e.publish(tenant, inbox, "", noResponders, nil)
 		default:
 			// Stopping, or the Store failed: the client pulls again.
-			e.publish(inbox, "", statusHeader(408, descTimeout, true, max(req.Batch, 1), req.MaxBytes), nil)
+			e.publish(tenant, inbox, "", statusHeader(408, descTimeout, true, max(req.Batch, 1), req.MaxBytes), nil)
 		}
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func (c *consumer) wake() {
 
 // status sends a status message to r's inbox. Under mu.
 func (c *consumer) status(r *pullReq, code int, desc string, withPending bool) {
-	c.e.publish(r.inbox, "", statusHeader(code, desc, withPending, r.left, r.bytesLeft), nil)
+	c.e.publish(c.key.tenant, r.inbox, "", statusHeader(code, desc, withPending, r.left, r.bytesLeft), nil)
 	r.lastSent = c.e.cfg.Clock.Now()
 }
 
@@ -198,7 +198,7 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 				c.e.stats.interestLost.Add(1)
 				continue
 			}
-			c.e.publish(r.inbox, "", heartbeatHeader(c.cseq, c.lastStream), nil)
+			c.e.publish(c.key.tenant, r.inbox, "", heartbeatHeader(c.cseq, c.lastStream), nil)
 			r.lastSent = now
 			c.e.stats.heartbeats.Add(1)
 		}

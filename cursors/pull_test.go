@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
@@ -222,5 +223,30 @@ func TestWildcardInterestLost(t *testing.T) {
 	h.waitMsgs("_INBOX.b.1", 1)
 	if got := h.out.to("_INBOX.a.1"); len(got) != 0 {
 		t.Fatalf("a dropped request got %q", got)
+	}
+}
+
+// Deliveries, statuses and double-ack answers go over the consumer's
+// tenant's connection (its account), never another's.
+func TestDeliveriesNameTheirTenant(t *testing.T) {
+	h := newHarness(t, nil)
+	other := tenancy.TenantID{1}
+	h.add(1, 1)
+	if _, err := h.e.CreateConsumer(t.Context(), other, "ORDERS", ConsumerConfig{Durable: "T"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.Pull(other, "ORDERS", "T", PullRequest{Batch: 2, NoWait: true}, "inbox.t"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("inbox.t", "404 No Messages")
+	m := h.out.msgsTo("inbox.t")[0]
+	h.e.Ack(other, ackRef(t, m), AckAck, 0, "", "reply.t")
+	testkit.WaitFor(t, "the double ack answered", 10*time.Second, func() bool { return len(h.out.to("reply.t")) == 1 })
+	for _, subject := range []string{"inbox.t", "reply.t"} {
+		for _, p := range h.out.to(subject) {
+			if p.tenant != other {
+				t.Fatalf("%s went to tenant %v", subject, p.tenant)
+			}
+		}
 	}
 }

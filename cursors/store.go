@@ -71,13 +71,16 @@ type (
 	DeadLetter = pgwire.JSDeadLetter
 )
 
-// Deliverer sends to NATS inboxes with any reply (*leaf.Conn satisfies it).
+// Deliverer sends to a tenant's NATS inboxes with any reply (*leaf.Set
+// satisfies it: one leaf connection per tenant account, so a delivery
+// never lands in another tenant's account).
 type Deliverer interface {
 	// Publish sends one message; header is a full NATS header block or nil.
-	Publish(subject, reply string, header, body []byte) error
-	// Interested reports whether some subscription matches subject.
-	Interested(subject string) bool
+	Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error
+	// Interested reports whether some subscription of the tenant's
+	// account matches subject.
+	Interested(tenant tenancy.TenantID, subject string) bool
 	// OnInterestLost registers fn, called when the last interest in a
-	// literal subject goes; fn must not block.
-	OnInterestLost(fn func(subject string))
+	// subject of a tenant's account goes; fn must not block.
+	OnInterestLost(fn func(tenant tenancy.TenantID, subject string))
 }
