@@ -166,6 +166,9 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		b.jsc.committed(writes, results)
 	})
 	m.RegisterJetStream(b.js)
+	if b.jsc != nil {
+		m.RegisterJSConsumers(b.jsc.engine, b.jsc.forwards)
+	}
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
 	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Consumer: b.consumer, Queues: b.queues, Router: b.router,

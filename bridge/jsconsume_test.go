@@ -54,7 +54,7 @@ func consumerNode(t *testing.T) (stream, subjectPrefix string, j js.JetStream) {
 // as the stream sequence; a double ack is answered; a NAK comes back with
 // its delivery count; acknowledged messages never come again.
 func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
-	stream, pfx, j := consumerNode(t)
+	nodes, stream, pfx, j := consumerNodes(t, 1)
 	ctx := jsCtx(t)
 	for i := 1; i <= 3; i++ {
 		if _, err := j.Publish(ctx, pfx+".eu", []byte(fmt.Sprintf(`{"n":%d}`, i)), js.WithMsgID(fmt.Sprint("m", i))); err != nil {
@@ -107,12 +107,18 @@ func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 0 && info.AckFloor.Stream == 3
 	})
-	empty, err := cons.FetchNoWait(5)
+		empty, err := cons.FetchNoWait(5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for m := range empty.Messages() {
 		t.Fatalf("an acknowledged message came again: %q", m.Data())
+	}
+	if d, r := metricValue(t, nodes[0], "queen_js_deliveries_total"), metricValue(t, nodes[0], "queen_js_redeliveries_total"); d != 4 || r != 1 {
+		t.Fatalf("metrics: %v deliveries, %v redeliveries", d, r)
+	}
+	if c := metricValue(t, nodes[0], "queen_js_ack_commits_total"); c < 1 {
+		t.Fatalf("metrics: %v fused ack commits", c)
 	}
 }
 
