@@ -107,7 +107,7 @@ func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumAckPending == 0 && info.AckFloor.Stream == 3
 	})
-		empty, err := cons.FetchNoWait(5)
+	empty, err := cons.FetchNoWait(5)
 	if err != nil {
 		t.Fatal(err)
 	}

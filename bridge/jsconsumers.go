@@ -53,7 +53,7 @@ func (b *Bridge) newJSConsumers() (*jsConsumers, error) {
 		Engine: j.engine, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if j.api, err = jetstream.NewAPI(jetstream.APIConfig{NATS: cfg.NATS, Streams: cfg.JetStream, Engine: j.engine, Status: apiStatus{j.link},
+	if j.api, err = jetstream.NewAPI(jetstream.APIConfig{NATS: cfg.NATS, Streams: cfg.JetStream, Engine: j.engine, Status: j.link,
 		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
@@ -135,8 +135,9 @@ func (j *jsConsumers) committed(writes []segment.Write, results []segment.Result
 	}
 }
 
-// leafLink is the engine's Deliverer: the leaf connections, one per
-// tenant account, once start dialled them (the engine is made before).
+// leafLink is the engine's Deliverer and the API's status publisher: the
+// leaf connections, one per tenant account, once start dialled them (the
+// engine is made before).
 type leafLink struct {
 	leaves atomic.Pointer[leaf.Set]
 	lost   atomic.Pointer[func(tenancy.TenantID, string)]
@@ -167,15 +168,6 @@ func (l *leafLink) OnInterestLost(fn func(tenancy.TenantID, string)) {
 	if s := l.leaves.Load(); s != nil {
 		s.OnInterestLost(fn)
 	}
-}
-
-// apiStatus is the API's status publisher: the default tenant's leaf
-// connection (the API's refusals name no tenant; in the accounts mode a
-// refusal to another tenant's inbox is not sent).
-type apiStatus struct{ l *leafLink }
-
-func (a apiStatus) Publish(subject, reply string, header, body []byte) error {
-	return a.l.Publish(tenancy.TenantID{}, subject, reply, header, body)
 }
 
 // jsForwarder is the engine's Forwarder: the forwards, made after the

@@ -19,11 +19,12 @@ import (
 )
 
 // Publisher sends a message with a raw header block (a full
-// "NATS/1.0 ...\r\n\r\n" block, or nil): the leaf connection the engine
-// delivers on, so that the status messages the API sends to a pull
-// request's inbox keep their order with the engine's.
+// "NATS/1.0 ...\r\n\r\n" block, or nil) to a tenant's inbox: the leaf
+// connection of the tenant's account the engine delivers on, so that the
+// status messages the API sends to a pull request's inbox keep their
+// order with the engine's and reach the requester's account.
 type Publisher interface {
-	Publish(subject, reply string, header, body []byte) error
+	Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error
 }
 
 // APIConfig wires the JetStream API.
@@ -165,7 +166,8 @@ func (a *API) handleAPI(m *nats.Msg) {
 		// No stream here allows direct gets (allow_direct is false), so
 		// nats-server would have no responder: answer what a client hears
 		// then.
-		a.status(m.Reply, AppendNoResponders(nil))
+		tenant, _ := a.tenant(m)
+		a.status(tenant, m.Reply, AppendNoResponders(nil))
 		return
 	}
 	if m.Reply == "" {
@@ -262,12 +264,13 @@ func failed(v any) bool {
 
 func (r apiResponse) apiErr() *apiError { return r.Error }
 
-// status sends a status message (a header block, empty body) to reply.
-func (a *API) status(reply string, header []byte) {
+// status sends a status message (a header block, empty body) to the
+// tenant's reply.
+func (a *API) status(tenant tenancy.TenantID, reply string, header []byte) {
 	if reply == "" {
 		return
 	}
-	if err := a.cfg.Status.Publish(reply, "", header, nil); err != nil && statusLog.Allow() {
+	if err := a.cfg.Status.Publish(tenant, reply, "", header, nil); err != nil && statusLog.Allow() {
 		a.cfg.Logger.Warn().Str("target", "jetstream").Err(err).Msg("status message not sent")
 	}
 }

@@ -23,7 +23,7 @@ func (a *API) handleAck(m *nats.Msg) {
 	tenant, err := a.tenant(m)
 	if err != nil {
 		a.n.acksRefused.Add(1)
-		a.status(m.Reply, AppendBadRequest(nil, apiNotForAccount.Description))
+		a.status(tenant, m.Reply, AppendBadRequest(nil, apiNotForAccount.Description))
 		return
 	}
 	kind, delay, reason, err := ParseAckBody(m.Data)
@@ -33,14 +33,14 @@ func (a *API) handleAck(m *nats.Msg) {
 		// requester hears why it gets nothing.
 		a.n.acks.Add(1)
 		a.cfg.Engine.Ack(tenant, ref, AckAck, 0, "", "")
-		a.status(m.Reply, AppendBadRequest(nil, ErrAckNext.Error()))
+		a.status(tenant, m.Reply, AppendBadRequest(nil, ErrAckNext.Error()))
 		return
 	case err != nil:
 		a.n.acksRefused.Add(1)
 		if ackLog.Allow() {
 			a.cfg.Logger.Warn().Str("target", "jetstream").Err(err).Str("subject", m.Subject).Msg("acknowledgement not understood")
 		}
-		a.status(m.Reply, AppendBadRequest(nil, err.Error()))
+		a.status(tenant, m.Reply, AppendBadRequest(nil, err.Error()))
 		return
 	}
 	a.n.acks.Add(1)

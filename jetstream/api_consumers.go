@@ -207,13 +207,13 @@ func (a *API) pull(m *nats.Msg, stream, name string) {
 	tenant, err := a.tenant(m)
 	if err != nil || a.streams[stream] == nil {
 		a.n.pullsRefused.Add(1)
-		a.status(m.Reply, AppendNoResponders(nil))
+		a.status(tenant, m.Reply, AppendNoResponders(nil))
 		return
 	}
 	req, err := ParsePullRequest(m.Data)
 	if err != nil {
 		a.n.pullsRefused.Add(1)
-		a.status(m.Reply, AppendBadRequest(nil, err.Error()))
+		a.status(tenant, m.Reply, AppendBadRequest(nil, err.Error()))
 		return
 	}
 	if err := a.cfg.Engine.Pull(tenant, stream, name, req, m.Reply); err != nil {
@@ -221,6 +221,6 @@ func (a *API) pull(m *nats.Msg, stream, name string) {
 		if !errors.Is(err, ErrConsumerNotFound) && !errors.Is(err, ErrStreamNotFound) && pullLog.Allow() {
 			a.cfg.Logger.Warn().Str("target", "jetstream").Err(err).Str("stream", stream).Str("consumer", name).Msg("pull request not taken")
 		}
-		a.status(m.Reply, AppendNoResponders(nil))
+		a.status(tenant, m.Reply, AppendNoResponders(nil))
 	}
 }

@@ -175,7 +175,7 @@ type fakeStatus struct {
 
 type sentStatus struct{ subject, header string }
 
-func (s *fakeStatus) Publish(subject, _ string, header, _ []byte) error {
+func (s *fakeStatus) Publish(_ tenancy.TenantID, subject, _ string, header, _ []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent = append(s.sent, sentStatus{subject, string(header)})
