@@ -173,13 +173,30 @@ type fakeStatus struct {
 	sent []sentStatus
 }
 
-type sentStatus struct{ subject, header string }
+type sentStatus struct {
+	tenant          tenancy.TenantID
+	subject, header string
+}
 
-func (s *fakeStatus) Publish(_ tenancy.TenantID, subject, _ string, header, _ []byte) error {
+func (s *fakeStatus) Publish(tenant tenancy.TenantID, subject, _ string, header, _ []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sent = append(s.sent, sentStatus{subject, string(header)})
+	s.sent = append(s.sent, sentStatus{tenant, subject, string(header)})
 	return nil
+}
+
+// tenants are the tenants whose connections the statuses to subject went
+// over.
+func (s *fakeStatus) tenants(subject string) []tenancy.TenantID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []tenancy.TenantID
+	for _, m := range s.sent {
+		if m.subject == subject {
+			out = append(out, m.tenant)
+		}
+	}
+	return out
 }
 
 func (s *fakeStatus) to(subject string) []string {

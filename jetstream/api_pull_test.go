@@ -192,4 +192,8 @@ func TestAccountsSeparateTenants(t *testing.T) {
 	if pulls[0].tenant != tenantA || pulls[0].inbox != inboxA || acks[0].tenant != tenantB {
 		t.Errorf("pull %+v, ack %+v", pulls[0], acks[0])
 	}
+	// B's 503 goes over B's leaf connection: its inbox is in B's account.
+	if got := h.status.tenants(inboxB); len(got) != 1 || got[0] != tenantB {
+		t.Errorf("B's 503 went over the connections of %v", got)
+	}
 }
