@@ -267,3 +267,53 @@ func (db *DB) StreamCycle(ctx context.Context, req StreamCycleRequest) (StreamCy
 	return StreamCycleResult{Pushed: pushed, DLQ: out.dlq, Released: out.released, Cursor: out.cursor.Int64,
 		SourceQueue: out.queue.String, Partition: out.name.String, Ops: int(out.ops)}, nil
 }
+
+// StreamQueryStats is a registered streaming query of a source queue and
+// the size of its state (the console's queue page).
+type StreamQueryStats struct {
+	ID                   [16]byte
+	Name, Sink, Hash     string
+	Partitions, Rows     int64     // source partitions with state; state rows
+	Bytes                int64     // the state values' size, as stored
+	UpdatedAt, LastCycle time.Time // registration; the newest state write (zero: none)
+}
+
+// The state is counted per query through its primary key's (query) prefix.
+const streamQueriesOfSQL = `SELECT q.id, q.name, coalesce(q.sink_queue, ''), q.config_hash, q.updated_at,
+		s.parts, s.n, s.bytes, s.last
+	FROM queen.stream_queries q
+	CROSS JOIN LATERAL (
+		SELECT count(DISTINCT x.partition_id) AS parts, count(*) AS n, coalesce(sum(pg_column_size(x.value)), 0)::bigint AS bytes,
+		       max(x.updated_at) AS last
+		FROM queen.stream_state x WHERE x.query_id = q.id) s
+	WHERE q.tenant = $1 AND q.source_queue = $2
+	ORDER BY q.name`
+
+// StreamQueriesOf lists the tenant's streaming queries whose source is
+// queue, with their state's size.
+func (db *DB) StreamQueriesOf(ctx context.Context, tenant tenancy.TenantID, queue string) ([]StreamQueryStats, error) {
+	var out []StreamQueryStats
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0]
+		rows, err := conn.Query(ctx, streamQueriesOfSQL, tenantArg(tenant), queue)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s StreamQueryStats
+			var id pgtype.UUID
+			var last pgtype.Timestamptz
+			if err := rows.Scan(&id, &s.Name, &s.Sink, &s.Hash, &s.UpdatedAt, &s.Partitions, &s.Rows, &s.Bytes, &last); err != nil {
+				return err
+			}
+			s.ID, s.LastCycle = id.Bytes, last.Time
+			out = append(out, s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: streaming queries of %q: %w", queue, err)
+	}
+	return out, nil
+}
