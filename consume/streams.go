@@ -122,23 +122,12 @@ func (c *Consumer) cycle(ctx context.Context, tenant tenancy.TenantID, cy jsonap
 	fail := func(msg string) (int, []byte, string) {
 		return jsonapi.StatusOK, jsonapi.StreamCycleFailure(cy.QueryID, cy.PartitionID, msg), TxnRolledBack
 	}
-	var prep push.Prepared
-	if len(cy.Items) > 0 {
-		if c.cfg.Pushes == nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("cycles with sink pushes are not served here"), TxnRefused
-		}
-		var err error
-		prep, err = c.cfg.Pushes.PrepareTxn(ctx, tenant, cy.Items)
-		var rep *push.RepeatError
-		var bad *push.ItemError
-		switch {
-		case errors.As(err, &rep):
-			return fail(fmt.Sprintf("push_items[%d]: duplicate transactionId %q in %s/%s (repeats push_items[%d])", rep.Index, rep.TransactionID, rep.Queue, rep.Partition, rep.First))
-		case errors.As(err, &bad):
-			return fail(fmt.Sprintf("push_items[%d]: %s", bad.Index, bad.Err))
-		case err != nil:
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
-		}
+	prep, failure, err := c.preparePushes(ctx, tenant, cy.Items, pushItemLabel)
+	switch {
+	case err != nil:
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+	case failure != "":
+		return fail(failure)
 	}
 	req := pgwire.StreamCycleRequest{Tenant: tenant, Query: cy.QueryID, PartitionID: cy.PartitionID, Writes: prep.Writes, Release: cy.Release,
 		Ops: make([]pgwire.StreamOp, len(cy.Ops))}
@@ -153,7 +142,7 @@ func (c *Consumer) cycle(ctx context.Context, tenant tenancy.TenantID, cy jsonap
 		var abort *pgwire.StreamCycleError
 		switch {
 		case errors.As(err, &abort) && abort.Duplicate != nil:
-			return fail(cycleDuplicate(prep, abort.Duplicate))
+			return fail(duplicateItem(prep, abort.Duplicate, pushItemLabel))
 		case errors.As(err, &abort) && abort.Ack != nil && abort.Ack.Lease:
 			return fail("ACK operation failed: Invalid or expired lease")
 		case errors.As(err, &abort) && abort.Ack != nil:
@@ -188,13 +177,5 @@ func (c *Consumer) cycle(ctx context.Context, tenant tenancy.TenantID, cy jsonap
 	return jsonapi.StatusOK, jsonapi.AppendStreamCycle(nil, a), TxnCommitted
 }
 
-// cycleDuplicate says which sink push repeats a stored message.
-func cycleDuplicate(prep push.Prepared, d *pgwire.TxnDuplicateError) string {
-	for i, it := range prep.Items {
-		if it.Write == d.Write && it.Frame == d.Frame {
-			w := prep.Writes[d.Write]
-			return fmt.Sprintf("push_items[%d]: duplicate transactionId %q in %s/%s (offset %d)", i, it.TransactionID, w.Queue, w.Partition, d.Offset)
-		}
-	}
-	return fmt.Sprintf("duplicate transactionId in segment %d (offset %d)", d.Write, d.Offset)
-}
+// pushItemLabel names a cycle's push item i in errors.
+func pushItemLabel(i int) string { return fmt.Sprintf("push_items[%d]", i) }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
-	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
