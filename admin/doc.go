@@ -9,11 +9,11 @@
 //
 // What it asks of others: pgwire runs every read and write (counts come
 // from high-water marks, cursors and dead letters, never from a scan of
-// segments); consume owns the consumer state that group deletes and seeks
-// change (and tells the read side); queues
+// segments); consume makes the group deletes and seeks (and tells the
+// consumer state in cursors, and the read side); queues
 // forgets deleted queues (Settings.Dropped: here, on every peer through
-// queue.changed, and through its OnDrop hook in the read side, the hot tail
-// and fusion) and decrypts payloads; durability holds the maintenance
+// queue.changed, and through its OnDrop hook in the read side, the marks,
+// the hot tail and fusion) and decrypts payloads; durability holds the maintenance
 // switches (maintenance mode, pop maintenance) and the spool's figures.
 // Answers are rendered by jsonapi.
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/auth"
 	"github.com/queenbridge/queenbridge/console"
 	"github.com/queenbridge/queenbridge/consume"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/budget"
 	"github.com/queenbridge/queenbridge/internal/gate"
@@ -82,11 +83,18 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		return nil, err
 	}
 	b.accounts = auth.NewAccounts(cfg.NATSAccounts)
-	tail := readside.NewTail(cfg.TailCacheBytes)
+	// The consumer state: the hot tail (fed by fusion's commit hook below)
+	// and the marks (fed by the read side's announcements).
+	tail := cursors.NewTail(cfg.TailCacheBytes)
+	var marks *cursors.Marks
+	if marks, err = cursors.NewMarks(cfg.DB); err != nil {
+		return nil, err
+	}
 	// A deleted queue, here or on a peer, is forgotten by every room that
 	// keeps something of it.
 	dropped := func(tenant tenancy.TenantID, queue string, partitions []int64) {
 		b.reads.Dropped(tenant, queue)
+		marks.Drop(tenant, queue)
 		tail.Drop(tenant, queue, partitions)
 		cfg.Fusion.Forget(tenant, queue)
 	}
@@ -94,7 +102,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger, OnDrop: dropped}); err != nil {
 		return nil, err
 	}
-	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist}); err != nil {
+	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist, Listener: marks}); err != nil {
 		return nil, err
 	}
 	if b.keeper, err = durability.New(durability.Config{DB: cfg.DB, Fusion: cfg.Fusion, Spool: cfg.Spool, Peers: link,
@@ -122,7 +130,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Observer: m, MaxPartitionsPerRequest: cfg.MaxPartitionsPerRequest, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
 	}
-	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Payloads: b.queues,
+	if b.consumer, err = consume.New(consume.Config{DB: cfg.DB, Reads: b.reads, Marks: marks, Payloads: b.queues,
 		Maintenance: b.keeper.Maintenance, PopMaintenance: b.keeper.PopMaintenance, Observer: m, Tail: tail,
 		DefaultSubscriptionMode: cfg.DefaultSubscriptionMode, Pushes: b.pusher, Stopping: b.gate.Closed}); err != nil {
 		return nil, err

@@ -275,7 +275,7 @@ func TestRequeueDeadLetters(t *testing.T) {
 		t.Fatalf("%d dead letters", total)
 	}
 	// The group has read everything: its next pop finds nothing, and the
-	// read side marks the partition empty for it.
+	// marks hold the partition empty for it.
 	if again := n.popAs("tok-a", "rq", "", "consumerGroup", "g"); len(again.Messages) != 0 {
 		t.Fatalf("popped again %+v", again)
 	}

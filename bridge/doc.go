@@ -6,7 +6,8 @@
 // slots, refusing what arrives while stopping) and the wiring of the rooms.
 //
 // Everything else is a room's: the push call is push's, the consumer API
-// consume's, fetches readside's, queue settings queues', maintenance and
+// consume's, consumer state (the hot tail, the marks) cursors', fetches
+// and wake-ups readside's, queue settings queues', maintenance and
 // the spool durability's, several bridges ownership's; the wire JSON is
 // jsonapi's. The front door decodes with jsonapi, hands the request to a
 // room and carries the room's answer back; a request that does not decode

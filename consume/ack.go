@@ -148,7 +148,7 @@ func (c *Consumer) Ack(ctx context.Context, tenant tenancy.TenantID, acks []Ack)
 			c.noteAcked(g.pid, g.group, res.Cursor)
 		}
 		if err == nil && res.Released && res.Queue != "" {
-			c.cfg.Marks.Released(tenant, res.Queue, res.Partition, g.group, again)
+			c.leaseEnded(tenant, res.Queue, res.Partition, g.group, again)
 		}
 	}
 	return out

@@ -111,7 +111,7 @@ func TestAFailingAckGroupDoesNotStopTheOthers(t *testing.T) {
 	}
 }
 
-// The read side hears of a released lease, with again when an ack of the
+// The marks hear of a released lease, with again when an ack of the
 // group hands messages back: a retry always, a failure that did not go to
 // the dead letters. An ack the database refused hands nothing back.
 func TestReleasedLeasesAreToldWhetherMessagesCameBack(t *testing.T) {

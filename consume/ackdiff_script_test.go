@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
-	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -113,14 +113,14 @@ func (r *diffRun) pop() {
 	r.t.Helper()
 	k := 1 + r.rng.Intn(2)
 	req := PopRequest{Queue: r.queue, Batch: 1 + r.rng.Intn(6), Partitions: k, SubscriptionMode: "all"}
-	var cands []readside.Candidate
+	var cands []cursors.Candidate
 	how := "claims"
 	perm := r.rng.Perm(diffPartitions)[:k]
 	if k == 1 && r.rng.Intn(4) == 0 {
 		req.Partition, how = r.names[perm[0]], "named "+r.names[perm[0]]
 	} else {
 		for _, i := range perm {
-			c := readside.Candidate{Name: r.names[i]}
+			c := cursors.Candidate{Name: r.names[i]}
 			if r.rng.Intn(5) != 0 {
 				c.ID = r.pids[r.names[i]] // by id (the one-statement pop once the row exists), else by name
 			}

@@ -84,7 +84,7 @@ func (c *Consumer) ackWhole(ctx context.Context, tenant tenancy.TenantID, acks [
 		}
 		c.wholeAcks.Add(1)
 		c.noteAcked(g.pid, g.group, r.Cursor)
-		c.cfg.Marks.Released(tenant, r.Queue, r.Partition, g.group, st.handsBack(r.DeadLettered))
+		c.leaseEnded(tenant, r.Queue, r.Partition, g.group, st.handsBack(r.DeadLettered))
 		done[at[j]] = true
 	}
 	return done

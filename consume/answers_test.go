@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -55,7 +55,7 @@ func TestServePopWithNothingIsNoContent(t *testing.T) {
 func TestServePopAnswersWithTheLease(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByID[2] = delivers(2, "b", 1, 10)
 	status, body := r.c.ServePop(context.Background(), tenant,
@@ -133,7 +133,7 @@ func TestServePopFailures(t *testing.T) {
 func TestServePopAnswersWhatWasDeliveredBeforeAFailure(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByID[2] = fails(errors.New("timeout"))
 	status, body := r.c.ServePop(context.Background(), tenant, jsonapi.PopRequest{Queue: "q", Batch: 5, Partitions: 2}, 0)

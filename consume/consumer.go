@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
@@ -30,13 +31,13 @@ type Store interface {
 	Requeue(ctx context.Context, req pgwire.RequeueRequest) ([]segment.Result, error)
 }
 
-// Marks is what an any-partition pop asks of the read side: its candidate
-// partitions, a reservation of one while it is claimed, what the claim
-// found, and a lease's release; *readside.Reads satisfies it.
+// Marks is what an any-partition pop asks of the consumer state: its
+// candidate partitions, a reservation of one while it is claimed, what the
+// claim found, and a lease's release; *cursors.Marks satisfies it.
 type Marks interface {
-	Candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]readside.Candidate, error)
-	Reserve(tenant tenancy.TenantID, queue, group string, c readside.Candidate) bool
-	Outcome(tenant tenancy.TenantID, queue, group string, c readside.Candidate, res pgwire.PopResult)
+	Candidates(ctx context.Context, tenant tenancy.TenantID, queue, group string) ([]cursors.Candidate, error)
+	Reserve(tenant tenancy.TenantID, queue, group string, c cursors.Candidate) bool
+	Outcome(tenant tenancy.TenantID, queue, group string, c cursors.Candidate, res pgwire.PopResult)
 	Released(tenant tenancy.TenantID, queue, partition, group string, again bool)
 }
 
@@ -64,9 +65,11 @@ type Observer interface {
 type Config struct {
 	// DB runs the claims, acks and lease calls. Required.
 	DB Store
-	// Reads parks pops that found nothing. Required.
+	// Reads parks pops that found nothing and announces partitions whose
+	// lease ended. Required.
 	Reads *readside.Reads
-	// Marks steers any-partition pops and hears of releases. Default: Reads.
+	// Marks steers any-partition pops and hears of releases; the read side
+	// must hand it its announcements (readside.Config.Listener). Required.
 	Marks Marks
 	// Payloads decrypts payloads of encrypted queues, and says before a pop
 	// claims whether the queue's payloads may be sealed and whether this
@@ -83,7 +86,7 @@ type Config struct {
 	Observer Observer
 	// Tail serves pops of the segments this bridge just committed from
 	// memory (fed by the fusion's commit hook). Default: none.
-	Tail *readside.Tail
+	Tail *cursors.Tail
 	// DefaultSubscriptionMode is where a named group's first pop of a queue
 	// starts when the pop names no subscriptionMode
 	// (QUEEN_DEFAULT_SUBSCRIPTION_MODE): "all" (from the beginning), or
@@ -126,11 +129,8 @@ type Consumer struct {
 
 // New validates cfg and applies its defaults.
 func New(cfg Config) (*Consumer, error) {
-	if cfg.DB == nil || cfg.Reads == nil || cfg.Payloads == nil {
-		return nil, errors.New("consume: Config.DB, Config.Reads and Config.Payloads are required")
-	}
-	if cfg.Marks == nil {
-		cfg.Marks = cfg.Reads
+	if cfg.DB == nil || cfg.Reads == nil || cfg.Marks == nil || cfg.Payloads == nil {
+		return nil, errors.New("consume: Config.DB, Config.Reads, Config.Marks and Config.Payloads are required")
 	}
 	if cfg.Maintenance == nil {
 		cfg.Maintenance = func() bool { return false }
@@ -181,7 +181,7 @@ type Stats struct {
 	Released uint64
 	// Cancels counts pop cancels that reached their pop.
 	Cancels uint64
-	Tail    readside.TailStats
+	Tail    cursors.TailStats
 }
 
 // Stats returns a snapshot.

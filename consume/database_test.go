@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
@@ -27,11 +28,16 @@ func (plainPayloads) Sealed(context.Context, tenancy.TenantID, string) (bool, er
 	return false, nil
 }
 
-// startReads starts a read side over db, stopped when the test ends.
-func startReads(t *testing.T, db *pgwire.DB) *readside.Reads {
+// startSides starts a read side over db, stopped when the test ends, and
+// marks that hear its announcements, as the bridge wires them.
+func startSides(t *testing.T, db *pgwire.DB) (*readside.Reads, *cursors.Marks) {
 	t.Helper()
-	reads, err := readside.New(readside.Config{DB: db})
-	return testkit.Started(t, reads, err)
+	marks, err := cursors.NewMarks(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, err := readside.New(readside.Config{DB: db, Listener: marks})
+	return testkit.Started(t, reads, err), marks
 }
 
 // segmentOf is frames as one segment of partition, as fusion packs them.
@@ -56,7 +62,8 @@ func TestPopAndAckThroughPostgreSQL(t *testing.T) {
 	if err != nil || res[0].Status != segment.Queued {
 		t.Fatalf("push: %+v, %v", res, err)
 	}
-	c, err := New(Config{DB: db, Reads: startReads(t, db), Payloads: plainPayloads{}})
+	reads, marks := startSides(t, db)
+	c, err := New(Config{DB: db, Reads: reads, Marks: marks, Payloads: plainPayloads{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,16 +8,22 @@
 // PostgreSQL transaction, txn.go), the Streams SDK's queries, state reads
 // and cycles (a cycle is a transaction with the query's state changes
 // beside it, streams.go), and the admin routes' seeks and deletes
-// of a group's cursors (groups.go), which the read side's marks and the hot
-// tail must hear of. It answers with its own result types (Popped,
+// of a group's cursors (groups.go), which the marks and the hot tail
+// (cursors) must hear of. It answers with its own result types (Popped,
 // AckOutcome, DeadLetters), and renders them for the wire through jsonapi
 // (answers.go).
 //
 // What it asks of others: pgwire runs each claim, ack, extension and
 // dead-letter read (through the Store interface, which *pgwire.DB
-// satisfies); readside says which partitions an any-partition pop may
-// claim (its marks), parks a pop that found nothing until a push is
-// announced, and hears of released leases; queues decrypts payloads of
+// satisfies); cursors keeps the consumer state that steers pops: the hot
+// tail, from which a pop of a consumer keeping up is claimed without a
+// segment read, and the marks (the Marks interface, which *cursors.Marks
+// satisfies), which say which partitions an any-partition pop may claim
+// and hear of each claim's outcome and each released lease; readside
+// parks a pop that found nothing until a push is announced (the pop runs
+// its own loop and asks readside.Parking whether to look again: the read
+// side never calls back into this room) and announces the partitions of
+// released leases, here and to peers; queues decrypts payloads of
 // encrypted queues; push prepares a transaction's pushes (Preparer, which
 // *push.Pusher satisfies), exactly as a push's, and a requeue's pushes
 // the same way.

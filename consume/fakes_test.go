@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
@@ -193,7 +194,7 @@ type fakeMarks struct {
 	// mu guards every field: concurrent pops ask for candidates, reserve
 	// and report outcomes from their own goroutines.
 	mu        sync.Mutex
-	cands     []readside.Candidate
+	cands     []cursors.Candidate
 	candErr   error
 	candCalls int
 	outcomes  []outcome
@@ -207,7 +208,7 @@ type fakeMarks struct {
 }
 
 type outcome struct {
-	cand readside.Candidate
+	cand cursors.Candidate
 	res  pgwire.PopResult
 }
 
@@ -216,20 +217,20 @@ type release struct {
 	again                   bool
 }
 
-func (m *fakeMarks) Candidates(context.Context, tenancy.TenantID, string, string) ([]readside.Candidate, error) {
+func (m *fakeMarks) Candidates(context.Context, tenancy.TenantID, string, string) ([]cursors.Candidate, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.candCalls++
-	return append([]readside.Candidate(nil), m.cands...), m.candErr
+	return append([]cursors.Candidate(nil), m.cands...), m.candErr
 }
 
-func (m *fakeMarks) Outcome(_ tenancy.TenantID, _, _ string, c readside.Candidate, res pgwire.PopResult) {
+func (m *fakeMarks) Outcome(_ tenancy.TenantID, _, _ string, c cursors.Candidate, res pgwire.PopResult) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.outcomes = append(m.outcomes, outcome{c, res})
 }
 
-func (m *fakeMarks) Reserve(_ tenancy.TenantID, _, _ string, c readside.Candidate) bool {
+func (m *fakeMarks) Reserve(_ tenancy.TenantID, _, _ string, c cursors.Candidate) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.held[c.Name] {
@@ -314,7 +315,7 @@ func newRig(t *testing.T) *rig {
 
 // newRigWithTail is newRig whose Consumer has tail as its hot tail (nil:
 // none); its claims from memory go to the fake store's PopTail.
-func newRigWithTail(t *testing.T, tail *readside.Tail) *rig {
+func newRigWithTail(t *testing.T, tail *cursors.Tail) *rig {
 	t.Helper()
 	reads, err := readside.New(readside.Config{DB: new(pgwire.DB)})
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/readside"
 )
 
 // A pop whose answer cannot fit its bound hands back what does not fit, as
@@ -40,7 +40,7 @@ func TestPopAnswerThatDoesNotFitHandsTheClaimBack(t *testing.T) {
 	t.Run("second partition", func(t *testing.T) {
 		t.Parallel()
 		r := newRig(t)
-		r.marks.cands = []readside.Candidate{{ID: 1, Name: "p1"}, {ID: 2, Name: "p2"}}
+		r.marks.cands = []cursors.Candidate{{ID: 1, Name: "p1"}, {ID: 2, Name: "p2"}}
 		r.store.popByID[1] = delivers(1, "p1", 1, 100)
 		r.store.popByID[2] = delivers(2, "p2", 1, 5000)
 		status, out := r.c.ServePop(context.Background(), tenant, jsonapi.PopRequest{Queue: "q", Batch: 10, Partitions: 2}, 3000)

@@ -10,7 +10,7 @@ import (
 // The changes an operator makes to a consumer group's cursors (Queen's
 // admin routes, docs/admin-groups.md): they go through this room because cursors and
 // leases are its state, and two things besides the database must hear of
-// them. The read side's marks, so that an any-partition pop takes the
+// them. The marks (cursors.Marks), so that an any-partition pop takes the
 // partitions as claimable again (a seek backwards makes a drained partition
 // deliver again; a delete or a seek drops the lease this bridge's hint
 // remembers); announcing them also tells peers and wakes parked pops. And
@@ -46,11 +46,11 @@ func (c *Consumer) DeleteGroup(ctx context.Context, tenant tenancy.TenantID, gro
 	return parts, nil
 }
 
-// cursorsChanged tells the hot tail and the read side that the group's
-// cursors on parts moved or went.
+// cursorsChanged tells the hot tail and the marks that the group's cursors
+// on parts moved or went, and announces the partitions.
 func (c *Consumer) cursorsChanged(tenant tenancy.TenantID, group string, parts []pgwire.GroupPartition) {
 	for _, p := range parts {
 		c.cfg.Tail.SetCursor(p.PartitionID, group, -1)
-		c.cfg.Marks.Released(tenant, p.Queue, p.Partition, group, true)
+		c.leaseEnded(tenant, p.Queue, p.Partition, group, true)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
-// A seek or a delete tells the read side of every partition it changed,
+// A seek or a delete tells the marks of every partition it changed,
 // as a release that makes the partition deliverable again.
 func TestGroupChangesReleaseTheirPartitions(t *testing.T) {
 	t.Parallel()

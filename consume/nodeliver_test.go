@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -65,7 +65,8 @@ func newNoDeliveryRig(t *testing.T, payloads ...string) *noDeliveryRig {
 
 func (r *noDeliveryRig) consumer(p Payloads) *Consumer {
 	r.t.Helper()
-	c, err := New(Config{DB: r.db, Reads: startReads(r.t, r.db), Payloads: p})
+	reads, marks := startSides(r.t, r.db)
+	c, err := New(Config{DB: r.db, Reads: reads, Marks: marks, Payloads: p})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestAutoAckOfSealedQueueAnswersOnlyWhatWasAcknowledged(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	r.c.cfg.Payloads = keyedPayloads{sealed: true}
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByID[2] = delivers(2, "b", 1, 10)
 	r.store.ack = func(pid int64, items []pgwire.AckItem) (pgwire.AckResult, error) {

@@ -56,7 +56,7 @@ const maxClaimTries = 16
 
 // Pop claims partitions for a group and delivers messages after its
 // cursors. The any-partition pop takes its candidates from what this bridge
-// knows (the read side's marks), starting at a rotating position so that
+// knows (the marks, cursors.Marks), starting at a rotating position so that
 // consumers spread over the partitions. With a wait and nothing delivered
 // it parks, costing no query, like a parked read: woken by announcements of
 // the queue (or the partition), with the same pause after an empty wake.
@@ -75,20 +75,35 @@ func (c *Consumer) Pop(ctx context.Context, tenant tenancy.TenantID, req PopRequ
 	}
 	// The hot tail keeps the queue's commits from now on.
 	c.cfg.Tail.Want(tenant, req.Queue)
-	k := readside.Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition} // Partition "": the whole queue
-	parts, err := readside.Park(c.cfg.Reads, ctx, k, req.Wait, "pop", func() ([]pgwire.PopResult, bool, error) {
-		if c.cfg.PopMaintenance() {
-			return nil, false, nil
-		}
-		c.pops.Add(1)
-		parts, err := c.claimRound(ctx, tenant, req, out.Lease)
-		return parts, len(parts) > 0, err
-	})
+	parts, err := c.popParked(ctx, tenant, req, out.Lease)
 	out.Parts = parts
 	if err == nil || len(parts) > 0 {
 		c.cfg.Observer.Popped(out.Count())
 	}
 	return out, err
+}
+
+// popParked makes rounds of claims until one delivers, parking between
+// them on the queue's key (or the partition's) for up to req.Wait. The
+// read side only says when to look again (readside.Parking): the claims
+// run here, so the walk goes down and never back from the read side.
+func (c *Consumer) popParked(ctx context.Context, tenant tenancy.TenantID, req PopRequest, lease [16]byte) ([]pgwire.PopResult, error) {
+	park := c.cfg.Reads.Park(ctx, readside.Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}, req.Wait, "pop") // Partition "": the whole queue
+	defer park.Close()
+	for {
+		var parts []pgwire.PopResult
+		var err error
+		if !c.cfg.PopMaintenance() {
+			c.pops.Add(1)
+			parts, err = c.claimRound(ctx, tenant, req, lease)
+		}
+		if err != nil || len(parts) > 0 {
+			return parts, err
+		}
+		if again, err := park.Again(); !again {
+			return parts, err
+		}
+	}
 }
 
 // claimRound makes one round of claims: the named partition, or up to

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 )
 
 func TestPopOfANamedPartition(t *testing.T) {
@@ -85,7 +85,7 @@ func anyPop(r *rig, batch, partitions int, maxBytes int64) (Popped, error) {
 func TestAnyPartitionPopClaimsByIDOrNameAndStopsAtPartitions(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	r.marks.cands = []readside.Candidate{{ID: 7, Name: "a"}, {Name: "b"}, {ID: 9, Name: "c"}}
+	r.marks.cands = []cursors.Candidate{{ID: 7, Name: "a"}, {Name: "b"}, {ID: 9, Name: "c"}}
 	r.store.popByID[7] = delivers(7, "a", 2, 10)
 	r.store.popByKey["b"] = delivers(8, "b", 2, 10)
 	r.store.popByID[9] = delivers(9, "c", 2, 10)
@@ -128,7 +128,7 @@ func TestAnyPartitionPopStopsAtTheBatch(t *testing.T) {
 	r := newRig(t)
 	for i := int64(1); i <= 3; i++ {
 		name := fmt.Sprint("p", i)
-		r.marks.cands = append(r.marks.cands, readside.Candidate{ID: i, Name: name})
+		r.marks.cands = append(r.marks.cands, cursors.Candidate{ID: i, Name: name})
 		r.store.popByID[i] = delivers(i, name, 2, 10)
 	}
 	got, err := anyPop(r, 3, 10, 0)
@@ -155,7 +155,7 @@ func TestAnyPartitionPopGivesUpAfterMaxClaimTries(t *testing.T) {
 	statuses := []string{pgwire.PopEmpty, pgwire.PopLeased, pgwire.PopWindow, pgwire.PopMissing}
 	for i := int64(1); i <= 20; i++ {
 		name := fmt.Sprint("p", i)
-		r.marks.cands = append(r.marks.cands, readside.Candidate{ID: i, Name: name})
+		r.marks.cands = append(r.marks.cands, cursors.Candidate{ID: i, Name: name})
 		if i > maxClaimTries {
 			r.store.popByID[i] = delivers(i, name, 1, 10)
 		} else {
@@ -206,11 +206,11 @@ func TestAnyPartitionPopKeepsToHalfTheByteBound(t *testing.T) {
 			t.Parallel()
 			r := newRig(t)
 			// An empty first candidate delivers nothing and uses no bytes.
-			r.marks.cands = []readside.Candidate{{ID: 100, Name: "p0"}}
+			r.marks.cands = []cursors.Candidate{{ID: 100, Name: "p0"}}
 			r.store.popByID[100] = answers(pgwire.PopEmpty, 100, "p0")
 			for i := int64(1); i <= 5; i++ {
 				name := fmt.Sprint("p", i)
-				r.marks.cands = append(r.marks.cands, readside.Candidate{ID: i, Name: name})
+				r.marks.cands = append(r.marks.cands, cursors.Candidate{ID: i, Name: name})
 				r.store.popByID[i] = delivers(i, name, 1, 100)
 			}
 			got, err := anyPop(r, 100, 100, c.maxBytes)
@@ -238,7 +238,7 @@ func TestAnyPartitionPopWithoutAByteBound(t *testing.T) {
 	r := newRig(t)
 	for i := int64(1); i <= 3; i++ {
 		name := fmt.Sprint("p", i)
-		r.marks.cands = append(r.marks.cands, readside.Candidate{ID: i, Name: name})
+		r.marks.cands = append(r.marks.cands, cursors.Candidate{ID: i, Name: name})
 		r.store.popByID[i] = delivers(i, name, 2, 1000)
 	}
 	got, err := anyPop(r, 100, 3, 0)
@@ -265,7 +265,7 @@ func TestPopCountsLeaseExpiries(t *testing.T) {
 			return res, err
 		}
 	}
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}}
 	r.store.popByID[1] = expired(1, "a", 2)
 	r.store.popByID[2] = answers(pgwire.PopLeased, 2, "b")
 	r.store.popByID[3] = expired(3, "c", 1)
@@ -290,7 +290,7 @@ func TestAnyPartitionPopThatFailsMidRound(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	boom := errors.New("statement timeout")
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}, {ID: 4, Name: "d"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}, {ID: 3, Name: "c"}, {ID: 4, Name: "d"}}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByID[2] = delivers(2, "b", 1, 10)
 	r.store.popByID[3] = fails(boom)
@@ -319,7 +319,7 @@ func TestAnyPartitionPopThatFailsMidRound(t *testing.T) {
 func TestAnyPartitionPopPassesOverAReservedPartition(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
 	r.marks.held = map[string]bool{"a": true}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByID[2] = delivers(2, "b", 1, 10)
@@ -371,7 +371,7 @@ func TestPopInMaintenanceDeliversNothing(t *testing.T) {
 
 func popInMaintenance(t *testing.T, r *rig) {
 	t.Helper()
-	r.marks.cands = []readside.Candidate{{ID: 1, Name: "a"}}
+	r.marks.cands = []cursors.Candidate{{ID: 1, Name: "a"}}
 	r.store.popByID[1] = delivers(1, "a", 2, 10)
 	r.store.popByKey["a"] = delivers(1, "a", 2, 10)
 	for _, part := range []string{"", "a"} {

@@ -73,7 +73,7 @@ func (c *Consumer) release(ctx context.Context, claims []claim) error {
 			if c.cfg.Tail != nil {
 				c.cfg.Tail.SetCursor(cl.pid, cl.group, -1) // the tail noted the claim's end: learn it again
 			}
-			c.cfg.Marks.Released(cl.tenant, cl.queue, cl.partition, cl.group, true)
+			c.leaseEnded(cl.tenant, cl.queue, cl.partition, cl.group, true)
 			c.released.Add(1)
 			continue
 		}

@@ -6,9 +6,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 )
 
 // popOne pops one partition: from the hot tail when this bridge holds the
@@ -92,7 +92,7 @@ func (c *Consumer) claimTails(ctx context.Context, pr pgwire.PopRequest, claims 
 // claimTailRound is the part of an any-partition pop's round the hot tail
 // can serve: takes of the candidates it holds (within the round's bounds),
 // claimed together in one statement. Each candidate is reserved before it
-// is taken (readside.Reads.Reserve): one another pop here is claiming is
+// is taken (cursors.Marks.Reserve): one another pop here is claiming is
 // passed over. The first candidate the tail cannot
 // serve ends it: deepestFirst put it before those the tail can serve
 // because it is furthest behind, and the database serves it first (were
@@ -102,15 +102,15 @@ func (c *Consumer) claimTails(ctx context.Context, pr pgwire.PopRequest, claims 
 // of those, first, the tail has already refused (they go straight to
 // PostgreSQL; they are reserved, the others not yet).
 func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, req PopRequest, base pgwire.PopRequest,
-	cands []readside.Candidate) ([]pgwire.PopResult, []readside.Candidate, int, error) {
+	cands []cursors.Candidate) ([]pgwire.PopResult, []cursors.Candidate, int, error) {
 	if c.cfg.Tail == nil {
 		return nil, cands, 0, nil
 	}
 	cands = c.deepestFirst(req, cands)
 	var claims []pgwire.TailClaim
 	var msgs [][]pgwire.Message
-	var from []readside.Candidate
-	var rest []readside.Candidate
+	var from []cursors.Candidate
+	var rest []cursors.Candidate
 	refused := 0
 	left, bytesLeft := req.Batch, req.MaxBytes
 	for i, cand := range cands {
@@ -145,7 +145,7 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 		return nil, cands, 0, err
 	}
 	var out []pgwire.PopResult
-	var missed []readside.Candidate
+	var missed []cursors.Candidate
 	for i, r := range res {
 		if r.Status != pgwire.PopDelivered {
 			missed = append(missed, from[i])
@@ -159,7 +159,7 @@ func (c *Consumer) claimTailRound(ctx context.Context, tenant tenancy.TenantID, 
 }
 
 // unreserve frees reservations whose claims were not made or failed.
-func (c *Consumer) unreserve(tenant tenancy.TenantID, req PopRequest, cands []readside.Candidate) {
+func (c *Consumer) unreserve(tenant tenancy.TenantID, req PopRequest, cands []cursors.Candidate) {
 	for _, cand := range cands {
 		c.cfg.Marks.Outcome(tenant, req.Queue, req.Group, cand, pgwire.PopResult{})
 	}
@@ -189,14 +189,14 @@ const emptyRecheck = 16
 // One ordering in emptyRecheck takes the tail's zero as not known, so the
 // database looks (an empty pop there writes nothing and clears the mark)
 // and no partition waits forever behind others the tail keeps serving.
-func (c *Consumer) deepestFirst(req PopRequest, cands []readside.Candidate) []readside.Candidate {
+func (c *Consumer) deepestFirst(req PopRequest, cands []cursors.Candidate) []cursors.Candidate {
 	if req.Partitions >= len(cands) || len(cands) < 2 {
 		return cands
 	}
 	recheck := c.orderings.Add(1)%emptyRecheck == 0
 	n := min(len(cands), deepestWindow)
 	type deep struct {
-		cand  readside.Candidate
+		cand  cursors.Candidate
 		depth int64
 	}
 	window := make([]deep, n)
@@ -208,7 +208,7 @@ func (c *Consumer) deepestFirst(req PopRequest, cands []readside.Candidate) []re
 		window[i] = deep{cand, d}
 	}
 	slices.SortStableFunc(window, func(a, b deep) int { return cmp.Compare(b.depth, a.depth) })
-	out := make([]readside.Candidate, len(cands))
+	out := make([]cursors.Candidate, len(cands))
 	for i := range window {
 		out[i] = window[i].cand
 	}
@@ -251,7 +251,7 @@ func (c *Consumer) noteAcked(pid int64, group string, cursor int64) {
 // bound (at least one message) as popDecode cuts what PostgreSQL answered;
 // a cut take is shortened before it is claimed, so the claim records
 // exactly what goes out.
-func tailMessages(take *readside.TailTake, pr pgwire.PopRequest) ([]pgwire.Message, error) {
+func tailMessages(take *cursors.TailTake, pr pgwire.PopRequest) ([]pgwire.Message, error) {
 	msgs := make([]pgwire.Message, 0, take.Count)
 	var cost int64
 	for _, s := range take.Segments {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -127,7 +128,7 @@ type tailBridge struct {
 	db       *pgwire.DB
 	store    *watchStore
 	reads    *readside.Reads
-	tail     *readside.Tail
+	tail     *cursors.Tail
 	c        *Consumer
 }
 
@@ -135,10 +136,10 @@ type tailBridge struct {
 // tail: a bridge as it starts, or restarts.
 func newTailBridge(t *testing.T, db *pgwire.DB) *tailBridge {
 	t.Helper()
-	reads := startReads(t, db)
-	b := &tailBridge{t: t, db: db, store: &watchStore{DB: db, t: t}, reads: reads, tail: readside.NewTail(1 << 20)}
+	reads, marks := startSides(t, db)
+	b := &tailBridge{t: t, db: db, store: &watchStore{DB: db, t: t}, reads: reads, tail: cursors.NewTail(1 << 20)}
 	var err error
-	if b.c, err = New(Config{DB: b.store, Reads: reads, Payloads: plainPayloads{}, Tail: b.tail}); err != nil {
+	if b.c, err = New(Config{DB: b.store, Reads: reads, Marks: marks, Payloads: plainPayloads{}, Tail: b.tail}); err != nil {
 		t.Fatal(err)
 	}
 	return b

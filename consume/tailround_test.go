@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -34,7 +34,7 @@ var refusedNames = []string{"a", "b", "c", "d", "e", "f"}
 // not.
 func refusedRoundRig(t *testing.T, deliver map[int64]int, size int, failAt int64, fail error) *rig {
 	t.Helper()
-	tail := readside.NewTail(1 << 20)
+	tail := cursors.NewTail(1 << 20)
 	tail.Want(tenant, "q")
 	var writes []segment.Write
 	var results []segment.Result
@@ -55,7 +55,7 @@ func refusedRoundRig(t *testing.T, deliver map[int64]int, size int, failAt int64
 	r := newRigWithTail(t, tail)
 	for i, name := range refusedNames {
 		id := int64(i + 1)
-		r.marks.cands = append(r.marks.cands, readside.Candidate{ID: id, Name: name})
+		r.marks.cands = append(r.marks.cands, cursors.Candidate{ID: id, Name: name})
 		n, ok := deliver[id]
 		if !ok {
 			n = 1

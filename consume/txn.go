@@ -143,7 +143,7 @@ func (c *Consumer) committed(tenant tenancy.TenantID, prep push.Prepared, res pg
 		}
 		c.noteAcked(g.pid, g.group, r.Cursor)
 		if r.Released {
-			c.cfg.Marks.Released(tenant, r.Queue, r.Partition, g.group, false)
+			c.leaseEnded(tenant, r.Queue, r.Partition, g.group, false)
 		}
 	}
 }

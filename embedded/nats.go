@@ -40,12 +40,39 @@ type NATSConfig struct {
 	// SyncAlways makes JetStream fsync every message before its ack
 	// (sync_interval: always) instead of every two minutes. Default false.
 	SyncAlways bool
+	// LeafListen is host:port of the server's leafnode listener, the
+	// bridge's own way of delivering messages the server refuses from a
+	// client (replies under $JS.ACK.: JetStream consumers). It is for the
+	// bridge alone: loopback, and the one user LeafUser with a password
+	// made at start (LeafPassword). A port of -1 picks a free one.
+	// Default "127.0.0.1:-1".
+	LeafListen string
+	// LeafPassword is the leaf user's password. Default: 24 random bytes
+	// in hex, made at every start.
+	LeafPassword string
+	// LeafAccounts are accounts of ConfigFile that get a leaf user each,
+	// bound to the account, with a password made at start (LeafLogins):
+	// a leaf connection sees and reaches one account, so delivering to
+	// the inboxes of several accounts takes one connection per account.
+	// LeafUser stays, bound to the default account. Default none.
+	LeafAccounts []string
+}
+
+// LeafUser is the user of the embedded server's leafnode listener.
+const LeafUser = "queen-bridge"
+
+// LeafLogin is a user of the leafnode listener bound to one account.
+type LeafLogin struct {
+	Account, User, Password string
 }
 
 // NATS is a running in-process nats-server.
 type NATS struct {
-	srv  *server.Server
-	stop sync.Once
+	srv          *server.Server
+	leafURL      string
+	leafPassword string
+	leafLogins   []LeafLogin
+	stop         sync.Once
 }
 
 // StartNATS starts a nats-server in this process and waits until it accepts
@@ -57,9 +84,19 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	if cfg.ReadyTimeout == 0 {
 		cfg.ReadyTimeout = 10 * time.Second
 	}
+	if cfg.LeafListen == "" {
+		cfg.LeafListen = "127.0.0.1:-1"
+	}
+	if cfg.LeafPassword == "" {
+		cfg.LeafPassword = newPassword()
+	}
 	host, port, err := splitListen(cfg.Listen)
 	if err != nil {
 		return nil, err
+	}
+	leafHost, leafPort, err := splitListen(cfg.LeafListen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: leafnode listen: %w", err)
 	}
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
@@ -75,6 +112,16 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 	}
 	if cfg.JetStreamDir != "" {
 		opts.JetStream, opts.StoreDir, opts.SyncAlways = true, cfg.JetStreamDir, cfg.SyncAlways
+	}
+	if opts.LeafNode.Port != 0 {
+		// One leafnode listener per server, and the bridge's must have
+		// its own user and password.
+		return nil, errors.New("embedded nats: the configuration file sets a leafnodes listener; the embedded server's listener is the bridge's own (use an external server, QUEEN_NATS_URL, to take other leaf nodes)")
+	}
+	opts.LeafNode.Host, opts.LeafNode.Port = leafHost, leafPort
+	logins, err := leafUsers(opts, cfg)
+	if err != nil {
+		return nil, err
 	}
 	opts.NoSigs = true // the bridge owns signal handling
 	opts.NoLog = true
@@ -103,7 +150,14 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		}
 		return nil, fmt.Errorf("embedded nats: not ready on %s within %s", cfg.Listen, cfg.ReadyTimeout)
 	}
-	return &NATS{srv: srv}, nil
+	// A port of -1 is resolved when the listener opens; varz reports it.
+	vz, err := srv.Varz(nil)
+	if err != nil {
+		srv.Shutdown()
+		return nil, fmt.Errorf("embedded nats: leafnode port: %w", err)
+	}
+	leafURL := "nats-leaf://" + net.JoinHostPort(leafHost, strconv.Itoa(vz.LeafNode.Port))
+	return &NATS{srv: srv, leafURL: leafURL, leafPassword: cfg.LeafPassword, leafLogins: logins}, nil
 }
 
 func splitListen(listen string) (string, int, error) {
@@ -132,6 +186,17 @@ func (n *NATS) ClusterURL() string {
 	}
 	return "nats://" + addr.String()
 }
+
+// LeafURL is the nats-leaf:// URL of the server's leafnode listener
+// (loopback), without credentials: LeafUser and LeafPassword log in.
+func (n *NATS) LeafURL() string { return n.leafURL }
+
+// LeafPassword is LeafUser's password on the leafnode listener: a secret.
+func (n *NATS) LeafPassword() string { return n.leafPassword }
+
+// LeafLogins are the leaf users of NATSConfig.LeafAccounts, in its
+// order, each bound to its account: secrets.
+func (n *NATS) LeafLogins() []LeafLogin { return append([]LeafLogin(nil), n.leafLogins...) }
 
 // Server exposes the nats-server for tests that inspect routes or clients.
 func (n *NATS) Server() *server.Server { return n.srv }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queenbridge/queenbridge/consume"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/testkit"
@@ -57,7 +58,11 @@ func wire(t *testing.T) *bridge {
 	if b.keeper, err = durability.New(durability.Config{DB: b.db, Fusion: f, Spool: sp, MaintenancePoll: time.Hour, DrainInterval: 10 * time.Millisecond, RetentionInterval: -1}); err != nil {
 		t.Fatal(err)
 	}
-	if b.reads, err = readside.New(readside.Config{DB: b.db, DisableHotlist: true}); err != nil {
+	marks, err := cursors.NewMarks(b.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.reads, err = readside.New(readside.Config{DB: b.db, DisableHotlist: true, Listener: marks}); err != nil {
 		t.Fatal(err)
 	}
 	settings, err := queues.New(queues.Config{DB: b.db})
@@ -77,7 +82,7 @@ func wire(t *testing.T) *bridge {
 		}
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	}
-	consumer, err := consume.New(consume.Config{DB: b.db, Reads: b.reads, Payloads: settings, Maintenance: b.keeper.Maintenance, Observer: b.m})
+	consumer, err := consume.New(consume.Config{DB: b.db, Reads: b.reads, Marks: marks, Payloads: settings, Maintenance: b.keeper.Maintenance, Observer: b.m})
 	if err != nil {
 		t.Fatal(err)
 	}

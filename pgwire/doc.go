@@ -7,7 +7,7 @@
 // acknowledgements through consumer_ack_v1, in one statement), and a
 // requeue of dead letters (Requeue, requeue.go: the pushes as a
 // transaction's, with no acknowledgement, and the dead letters' removal, in
-// one statement).
+// one statement), and the state of JetStream pull consumers (below).
 //
 // It must not import fusion, spool or bridge, nor NATS, net/http or
 // Prometheus: it knows nothing of requests, takes segment.Write values and
@@ -21,7 +21,38 @@
 //
 // Lock order: partition rows are locked by ascending log_partitions.id inside
 // log_push_multi_v2 (its pre-lock); every other statement that locks
-// partition rows must do the same.
+// partition rows must do the same. In full: queue rows, then JetStream
+// consumer definitions (ascending id), then partition rows (ascending id),
+// then consumer rows (ascending partition id, group), then dead letters
+// (insert only).
+//
+// # JetStream consumers (migration 0018)
+//
+// A JetStream consumer is a consumer group of its stream's queue: its name
+// is the group, its ack floor on a partition the group's cursor_offset.
+// What is durable besides: its definition (queen.jetstream_consumers) and,
+// on its cursor rows, the offsets acknowledged above the floor and the
+// delivery counts of offsets delivered more than once. The statements,
+// each one round trip under withConn:
+//
+//   - PutConsumer (jetstream_consumer_put_v1): create, update or either;
+//     a created consumer's cursors seeded by its deliver policy in the
+//     same transaction, and its subscription, which seeds later partitions.
+//   - GetConsumer, ListConsumers, DeleteConsumer (the definition, its
+//     cursor rows and subscription), TouchConsumers (last active).
+//   - ConsumerPartitions (js_read.go): every partition of the consumer's
+//     queue with its last and first retained offset and the consumer's
+//     floor (the subscription's start where no cursor row is yet),
+//     acknowledged offsets and delivery counts. Reads only.
+//   - ReadAfter (js_read.go): the messages after offsets of many
+//     partitions, bounded per range by messages and bytes.
+//   - CommitAcks (js_acks.go): the acknowledgement state of many (consumer,
+//     partition) pairs and their dead letters, in one statement and one
+//     commit, joined with what is stored (consumer_acks_merge_v1: floors
+//     never move back, sets only grow), so an update from a bridge that
+//     lost the consumer undoes nothing. It holds the definitions (FOR KEY
+//     SHARE, ascending id) before it locks the cursor rows in ascending
+//     (partition, group), so a consumer deleted meanwhile gets no row back.
 //
 // Concurrency: DB is safe for concurrent use; pgxpool owns the connections.
 // Every statement runs under withConn (conn.go): bounded by AcquireTimeout

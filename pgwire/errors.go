@@ -15,6 +15,12 @@ var (
 	// ErrSegmentGone means no segment covers the offset asked for: retention
 	// removed it.
 	ErrSegmentGone = errors.New("pgwire: segment not found (removed by retention)")
+	// ErrConsumerExists: a JetStream consumer of that name exists with
+	// another configuration (PutConsumer, action create).
+	ErrConsumerExists = errors.New("pgwire: consumer exists with another configuration")
+	// ErrConsumerMissing: no JetStream consumer of that name (GetConsumer;
+	// PutConsumer, action update; ConsumerPartitions).
+	ErrConsumerMissing = errors.New("pgwire: consumer does not exist")
 )
 
 // IsTimeout reports whether err is a statement timeout.

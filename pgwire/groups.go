@@ -160,8 +160,9 @@ type SeekRequest struct {
 // segment.
 //
 // Every seeked row forgets its delivery: no lease, nothing delivered,
-// acknowledged or retried, no hash entries, so no acknowledgement of a
-// lease from before the seek matches it (the whole-batch compare-and-set
+// acknowledged or retried, no hash entries, no JetStream consumer's
+// acknowledged offsets or delivery counts (migration 0018), so no
+// acknowledgement of a lease from before the seek matches it (the whole-batch compare-and-set
 // checks the lease, consumer_ack_v1 the lease and the delivered range).
 // start_offset records the seek. The rows are written in ascending
 // partition id (the insert takes its input in that order and locks each
@@ -183,6 +184,7 @@ const seekSQL = `/* queen:group-seek */ WITH t AS MATERIALIZED (
     ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
         cursor_offset = EXCLUDED.cursor_offset, delivered_to = EXCLUDED.delivered_to, start_offset = EXCLUDED.start_offset,
         delivered_count = 0, acked_count = 0, retry_count = 0, delivered_hashes = NULL,
+        acked_above = NULL, delivery_offsets = NULL, delivery_counts = NULL,
         lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
     RETURNING c.partition_id, c.cursor_offset
 )

@@ -10,7 +10,7 @@ import (
 )
 
 // popTailSQL claims deliveries the bridge serves from its own memory (the
-// hot tail, readside.Tail), of one or many partitions, for one or many
+// hot tail, cursors.Tail), of one or many partitions, for one or many
 // pops (groups, leases, tenants: the claims of concurrent pops are fused
 // into one statement), in one statement: a compare-and-set of each cursor
 // row with no segment read. A claim applies only when its cursor is where

@@ -5,15 +5,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 )
 
 // What the pop's differential test reads back: what a tail takes, and the
 // cursor rows and subscriptions every side must agree on.
 
 // pdTake is what a tail side's hot tail would deliver.
-type pdTake struct{ readside.TailTake }
+type pdTake struct{ cursors.TailTake }
 
 // takeOf is what side s's tail takes for a pop of up to batch of pid for
 // group, as the consume room asks it.

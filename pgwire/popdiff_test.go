@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 )
 
 // The differential test of the pop. Three statements claim and deliver a
@@ -28,7 +28,7 @@ import (
 //     or by queue and partition name);
 //   - known: popKnownSQL, and consumer_pop_v1 where it answers "general"
 //     (which it must do exactly for a first pop or a windowBuffer queue);
-//   - tail-one, tail-arrays: a readside.Tail fed with the pushes' commits
+//   - tail-one, tail-arrays: a cursors.Tail fed with the pushes' commits
 //     and told the cursors as the consume room tells it; what it takes is
 //     claimed (popTailOneSQL for one claim on tail-one, popTailSQL
 //     otherwise), and a refused claim pops through PostgreSQL as the room
@@ -169,7 +169,7 @@ func (c *popCoverage) add(k string) {
 type popSide struct {
 	name string
 	db   *pgwire.DB
-	tail *readside.Tail // the tail sides'
+	tail *cursors.Tail // the tail sides'
 	// claimed: the row's last delivery was recorded by a tail claim (its
 	// delivered_hashes are the digest of the entries).
 	claimed map[pdRow]bool
@@ -213,7 +213,7 @@ func newPopDiff(ctx context.Context, t *testing.T, name string, seed int64, cov 
 	for _, n := range popDiffSides {
 		s := &popSide{name: n, db: newDB(t), claimed: map[pdRow]bool{}}
 		if strings.HasPrefix(n, "tail") {
-			s.tail = readside.NewTail(1 << 30)
+			s.tail = cursors.NewTail(1 << 30)
 		}
 		if n == "tail-arrays" {
 			s.db.ArraysOnly()

@@ -32,8 +32,8 @@ type Config struct {
 	CacheTTL time.Duration
 	// OnDrop is told of every deleted queue, deleted here (Dropped) or by
 	// a peer (its queue.changed broadcast), with its partitions' ids: what
-	// else on this bridge must forget it (the read side, the hot tail,
-	// fusion). Default none.
+	// else on this bridge must forget it (the read side, the marks, the hot
+	// tail, fusion). Default none.
 	OnDrop func(tenant tenancy.TenantID, queue string, partitions []int64)
 	// Logger for the bridge target. Default: disabled.
 	Logger zerolog.Logger

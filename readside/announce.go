@@ -61,13 +61,13 @@ type availableItem struct {
 	Partition string `json:"partition"`
 }
 
-// Announce tells local parked reads and peers that keys have new messages.
-// With no read parked here, the local part is skipped: a read parks before
+// Announce tells local parked reads, the Listener and peers that keys have
+// new messages. With no read parked here, the local part is skipped: a read parks before
 // its last look, so one that parks after this check finds the messages.
 func (r *Reads) Announce(keys []Key) {
 	local := r.parked.n.Load() > 0
 	for _, k := range keys {
-		r.marks.bump(k)
+		r.cfg.Listener.Heard(k.Tenant, k.Queue, k.Partition)
 		if local {
 			r.notify(k)
 		}
@@ -112,17 +112,18 @@ func (r *Reads) notify(k Key) {
 }
 
 // onAvailable feeds a peer's announcement into this bridge (its own are
-// dropped by the subscription). With no read parked here and no queue
-// consumed through this bridge it is counted and not decoded, as Announce
+// dropped by the subscription) and hands it to the Listener. With no read
+// parked here and a Listener that keeps nothing it would change (no queue
+// consumed through this bridge) it is counted and not decoded, as Announce
 // skips its local part: a read parks before its
 // last look, so one that parks after this check finds the peer's messages,
 // which were committed before they were announced. With several bridges
 // under load this spares each the decoding of all the others' writes.
 func (r *Reads) onAvailable(m *nats.Msg) {
 	local := r.parked.n.Load() > 0
-	if !local && r.marks.n.Load() == 0 {
-		// Nothing here would use it: no parked read to wake, and no queue
-		// consumed through this bridge whose candidates it would mark.
+	if !local && !r.cfg.Listener.Listening() {
+		// Nothing here would use it: no parked read to wake, and nothing
+		// the Listener keeps that it would change.
 		r.peerAnnouncements.Add(1)
 		return
 	}
@@ -137,7 +138,7 @@ func (r *Reads) onAvailable(m *nats.Msg) {
 			continue
 		}
 		k := Key{Tenant: tenant, Queue: it.Queue, Partition: it.Partition}
-		r.marks.bump(k)
+		r.cfg.Listener.Heard(k.Tenant, k.Queue, k.Partition)
 		if local {
 			r.notify(k)
 		}

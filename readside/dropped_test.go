@@ -7,9 +7,7 @@ import (
 )
 
 // A deleted queue's parked reads and pops answer at once, empty; those of
-// other queues, and of the same name under another tenant, stay parked;
-// the queue's marks are forgotten, so its partitions' old ids are not
-// claimed again.
+// other queues, and of the same name under another tenant, stay parked.
 func TestDroppedAnswersParkedLooksAtOnce(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
@@ -21,10 +19,6 @@ func TestDroppedAnswersParkedLooksAtOnce(t *testing.T) {
 	stays := &looker{}
 	staysDone := parkLook(t, r, context.Background(), Key{Queue: "gone", Partition: "p"}, time.Hour, stays)
 
-	push(t, db, "gone", "p", "a")
-	if _, err := r.marks.candidates(context.Background(), db, [16]byte{}, "gone", "g", 0); err != nil {
-		t.Fatal(err)
-	}
 	r.Dropped(tenant, "gone")
 	for name, done := range map[string]<-chan lookResult{"read": readDone, "pop": popDone} {
 		if res := answer(t, done, "Dropped"); res.err != nil || res.v != 0 {
@@ -39,14 +33,8 @@ func TestDroppedAnswersParkedLooksAtOnce(t *testing.T) {
 		t.Fatalf("another tenant's look answered: %+v", res)
 	default:
 	}
-	if r.marks.n.Load() != 1 {
-		t.Fatalf("%d queues marked, want the default tenant's", r.marks.n.Load())
-	}
 	r.Dropped([16]byte{}, "gone")
 	if res := answer(t, staysDone, "Dropped"); res.err != nil || res.v != 0 {
 		t.Fatalf("stays: %+v", res)
-	}
-	if r.marks.n.Load() != 0 || len(r.marks.queues) != 0 {
-		t.Fatal("a dropped queue's marks are kept")
 	}
 }

@@ -234,3 +234,63 @@ func TestEmptyWakesArePaced(t *testing.T) {
 		t.Fatalf("%d wakes for %d looks", w, l.calls.Load())
 	}
 }
+
+// A caller that runs its own loop over Parking (as a pop does) is parked
+// only from its first Again on, looks again when its key is announced,
+// unparks on Close, and hears of its context's end as an error naming the
+// call; the read side runs none of its code.
+func TestParkingLetsTheCallerLoop(t *testing.T) {
+	t.Parallel()
+	r := startReads(t, Config{DB: newDB(t), DisableHotlist: true})
+	k := Key{Queue: "q"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := r.Park(ctx, k, time.Hour, "pop")
+	if n := r.Stats().Parked; n != 0 {
+		t.Fatalf("%d parked before the first Again", n)
+	}
+	if again, err := p.Again(); !again || err != nil {
+		t.Fatalf("the first Again: %v %v, want to look again at once", again, err)
+	}
+	if n := r.Stats().Parked; n != 1 {
+		t.Fatalf("%d parked after the first Again", n)
+	}
+	woke := make(chan error, 1)
+	go func() {
+		again, err := p.Again()
+		if !again {
+			err = errors.Join(errors.New("Again said stop"), err)
+		}
+		woke <- err
+	}()
+	r.Announce([]Key{{Queue: "q", Partition: "p"}})
+	select {
+	case err := <-woke:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an announcement of the queue did not wake the parked caller")
+	}
+	go func() {
+		again, err := p.Again()
+		if again {
+			err = errors.New("Again said look again after the context ended")
+		}
+		woke <- err
+	}()
+	cancel()
+	select {
+	case err := <-woke:
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "pop abandoned") {
+			t.Fatalf("after the context's end: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the context's end did not answer the parked caller")
+	}
+	p.Close()
+	p.Close()
+	if n := r.Stats().Parked; n != 0 {
+		t.Fatalf("%d parked after Close", n)
+	}
+}

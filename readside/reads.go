@@ -22,7 +22,26 @@ type Config struct {
 	// DisableHotlist makes announcements wake parked reads directly instead
 	// of through the 5 ms hot-list tick (QUEEN_HOTLIST=0). Default false.
 	DisableHotlist bool
+	// Listener hears every announcement this bridge makes or takes from a
+	// peer (*cursors.Marks steers any-partition pops with them). Default
+	// none.
+	Listener Listener
 }
+
+// Listener hears of announcements: Heard for each partition announced,
+// here or by a peer; Listening reports whether it keeps anything an
+// announcement would change, so that with nothing parked here and nothing
+// listening a peer's announcement is not decoded. Heard runs on the
+// announcer's goroutine and must not block.
+type Listener interface {
+	Heard(tenant tenancy.TenantID, queue, partition string)
+	Listening() bool
+}
+
+type noListener struct{}
+
+func (noListener) Heard(tenancy.TenantID, string, string) {}
+func (noListener) Listening() bool                        { return false }
 
 // Reads owns fetches, parked reads, the hot-list and announcements.
 type Reads struct {
@@ -40,9 +59,6 @@ type Reads struct {
 	announced         atomic.Uint64
 	peerAnnouncements atomic.Uint64
 	queries           atomic.Uint64 // reads of the database by Fetch
-
-	marks  *marks        // partitions consumed through this bridge (claims.go)
-	rotate atomic.Uint64 // where the next any-partition pop starts in its candidates
 }
 
 // New validates cfg.
@@ -50,7 +66,10 @@ func New(cfg Config) (*Reads, error) {
 	if cfg.DB == nil {
 		return nil, errors.New("readside: Config.DB is required")
 	}
-	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{}), leave: make(chan struct{}), marks: newMarks()}, nil
+	if cfg.Listener == nil {
+		cfg.Listener = noListener{}
+	}
+	return &Reads{cfg: cfg, parked: newParked(), hot: newKeySet(), toPeers: newKeySet(), quit: make(chan struct{}), leave: make(chan struct{})}, nil
 }
 
 // Start runs the hot-list loop, and with peers the publisher and the
@@ -122,6 +141,13 @@ func (r *Reads) Fetch(ctx context.Context, tenant tenancy.TenantID, req FetchReq
 		}
 		return msgs, len(msgs) > 0, nil
 	})
+}
+
+// Dropped is told that a queue was deleted (here or by a peer): reads and
+// pops parked on it answer now, empty. The caller also drops what the
+// consumer state keeps of it (cursors.Marks.Drop, cursors.Tail.Drop).
+func (r *Reads) Dropped(tenant tenancy.TenantID, queue string) {
+	r.parked.drop(tenant, queue)
 }
 
 // leaving reports whether Unpark was called.

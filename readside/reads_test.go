@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/peers"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -105,7 +108,7 @@ func TestAnnounceWakesOnlyWithParkedReads(t *testing.T) {
 // peerPair starts two bridges' read sides on one NATS connection (so that
 // what one publishes reaches the other subscription in publish order) with
 // the same prefix and their own origins.
-func peerPair(t *testing.T, db *pgwire.DB) (a, b *Reads) {
+func peerPair(t *testing.T, db *pgwire.DB, la, lb Listener) (a, b *Reads) {
 	t.Helper()
 	nc, err := nats.Connect(testenv.NATSURL(t))
 	if err != nil {
@@ -113,8 +116,8 @@ func peerPair(t *testing.T, db *pgwire.DB) (a, b *Reads) {
 	}
 	t.Cleanup(nc.Close)
 	prefix := "rs" + uuid.NewString()[:8]
-	a = startReads(t, Config{DB: db, Peers: peers.Link{NATS: nc, Prefix: prefix, Origin: "a"}})
-	b = startReads(t, Config{DB: db, Peers: peers.Link{NATS: nc, Prefix: prefix, Origin: "b"}})
+	a = startReads(t, Config{DB: db, Peers: peers.Link{NATS: nc, Prefix: prefix, Origin: "a"}, Listener: la})
+	b = startReads(t, Config{DB: db, Peers: peers.Link{NATS: nc, Prefix: prefix, Origin: "b"}, Listener: lb})
 	return a, b
 }
 
@@ -123,7 +126,7 @@ func peerPair(t *testing.T, db *pgwire.DB) (a, b *Reads) {
 func TestPeerAnnouncementWakesAParkedRead(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	a, b := peerPair(t, db)
+	a, b := peerPair(t, db, nil, nil)
 	push(t, db, "q", "p", "a")
 	done := parkFetch(t, b, FetchRequest{Queue: "q", Partition: "p", From: 2, Limit: 10, MaxBytes: 1 << 20, Wait: time.Minute})
 	push(t, db, "q", "p", "b")
@@ -144,32 +147,50 @@ func TestPeerAnnouncementWakesAParkedRead(t *testing.T) {
 	}
 }
 
-// A peer's announcement of a partition makes it a candidate again for the
-// groups consumed through this bridge, with no read parked here.
-func TestPeerAnnouncementMarksCandidates(t *testing.T) {
+// listener records what it hears; listening is what Listening answers.
+type listener struct {
+	listening atomic.Bool
+	// mu guards heard: announcers and the peer subscription's goroutine
+	// call Heard while the test reads it.
+	mu    sync.Mutex
+	heard []Key
+}
+
+func (l *listener) Heard(tenant tenancy.TenantID, queue, partition string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.heard = append(l.heard, Key{Tenant: tenant, Queue: queue, Partition: partition})
+}
+
+func (l *listener) Listening() bool { return l.listening.Load() }
+
+func (l *listener) keys() []Key {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.heard)
+}
+
+// The Listener hears every announcement made here, and a peer's once it
+// listens: while it keeps nothing and nothing is parked here, a peer's
+// announcement is counted and not decoded.
+func TestAnnouncementsReachTheListener(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
-	a, b := peerPair(t, db)
-	push(t, db, "q", "p", "a")
-	c := candidateOf(t, b.marks, db, "q", "g", "p")
-	lease := uuid.New()
-	res := popAs(t, db, "q", "g", c, lease)
-	if res.Status != pgwire.PopDelivered {
-		t.Fatalf("pop: %+v", res)
+	la, lb := &listener{}, &listener{}
+	a, b := peerPair(t, db, la, lb)
+	tenant := tenancy.TenantID{3}
+	a.Announce([]Key{{Tenant: tenant, Queue: "q", Partition: "p"}})
+	if got := la.keys(); !slices.Equal(got, []Key{{Tenant: tenant, Queue: "q", Partition: "p"}}) {
+		t.Fatalf("a's listener heard %v", got)
 	}
-	if a, err := db.Ack(context.Background(), [16]byte{}, res.PartitionID, "g", (*[16]byte)(&lease), []pgwire.AckItem{{TransactionID: "a"}}); err != nil || !a.Released {
-		t.Fatalf("ack: %+v %v", a, err)
+	testkit.WaitFor(t, "b to count a's announcement", time.Minute, func() bool { return b.Stats().PeerAnnouncements == 1 })
+	if got := lb.keys(); len(got) != 0 {
+		t.Fatalf("b's listener, not listening, heard %v", got)
 	}
-	c = candidateOf(t, b.marks, db, "q", "g", "p")
-	res = popAs(t, db, "q", "g", c, uuid.New())
-	b.marks.outcome([16]byte{}, "q", "g", c, res)
-	if got := names(t, b.marks, db, [16]byte{}, "q", "g", 0); len(got) != 0 || res.Status != pgwire.PopEmpty {
-		t.Fatalf("after an empty pop (%s): %v", res.Status, got)
-	}
-	push(t, db, "q", "p", "b")
-	a.Announce([]Key{{Queue: "q", Partition: "p"}})
-	testkit.WaitFor(t, "b to take a's announcement", time.Minute, func() bool {
-		return slices.Equal(names(t, b.marks, db, [16]byte{}, "q", "g", 0), []string{"p"})
+	lb.listening.Store(true)
+	a.Announce([]Key{{Tenant: tenant, Queue: "q", Partition: "p2"}})
+	testkit.WaitFor(t, "b's listener to hear a's announcement", time.Minute, func() bool {
+		return slices.Equal(lb.keys(), []Key{{Tenant: tenant, Queue: "q", Partition: "p2"}})
 	})
 	if p := b.Stats().Parked; p != 0 {
 		t.Fatalf("%d parked", p)

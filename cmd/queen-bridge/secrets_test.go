@@ -15,8 +15,9 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testenv"
 )
 
-// passwordNATS runs a NATS server that wants a user and password.
-func passwordNATS(t *testing.T, user, password string) string {
+// passwordNATS runs a NATS server that wants a user and password (and its
+// leafnode listener another).
+func passwordNATS(t *testing.T, user, password string) (string, *embedded.NATS) {
 	t.Helper()
 	conf := filepath.Join(t.TempDir(), "nats.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("authorization { user: %q, password: %q }\n", user, password)), 0o600); err != nil {
@@ -27,11 +28,11 @@ func passwordNATS(t *testing.T, user, password string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Stop)
-	return strings.TrimPrefix(ns.ClientURL(), "nats://")
+	return strings.TrimPrefix(ns.ClientURL(), "nats://"), ns
 }
 
-// Configured secrets (a NATS password, tenant and admin tokens, the
-// encryption key) appear nowhere in the log of a whole run, in -h, or in
+// Configured secrets (a NATS password, the leafnode passwords, tenant and
+// admin tokens, the encryption key) appear nowhere in the log of a whole run, in -h, or in
 // the errors of settings that are wrong.
 func TestSecretsNeverPrinted(t *testing.T) {
 	const (
@@ -39,8 +40,10 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		tenantToken  = "tok-tenant-5512"
 		adminToken   = "tok-admin-9034"
 		keyHex       = "6b65792d3439313066616b656b65796b65792d3439313066616b656b65796b65"
+		leafAcctPW   = "leaf-acct-pw-2209"
 	)
-	secrets := []string{natsPassword, tenantToken, adminToken, keyHex}
+	hostPort, ns := passwordNATS(t, "queen", natsPassword)
+	secrets := []string{natsPassword, ns.LeafPassword(), tenantToken, adminToken, keyHex, leafAcctPW}
 	check := func(what, out string) {
 		t.Helper()
 		for _, s := range secrets {
@@ -49,7 +52,6 @@ func TestSecretsNeverPrinted(t *testing.T) {
 			}
 		}
 	}
-	hostPort := passwordNATS(t, "queen", natsPassword)
 	keyFile := filepath.Join(t.TempDir(), "key")
 	if err := os.WriteFile(keyFile, []byte(keyHex+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -57,6 +59,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	tenant := uuid.New().String()
 	env := []string{
 		"QUEEN_NATS_URL=nats://queen:" + natsPassword + "@" + hostPort,
+		"QUEEN_NATS_LEAF_URL=" + ns.LeafURL(), "QUEEN_NATS_LEAF_USER=" + embedded.LeafUser, "QUEEN_NATS_LEAF_PASSWORD=" + ns.LeafPassword(),
 		"QUEEN_HTTP_TOKENS=" + tenantToken + "=" + tenant,
 		"QUEEN_HTTP_ADMIN_TOKENS=" + adminToken + "=" + tenant,
 		"QUEEN_ENCRYPTION_KEY_FILE=" + keyFile,
@@ -90,10 +93,15 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	check("-h", string(out))
 
 	for _, bad := range [][]string{
-		{"QUEEN_NATS_URL=nats://queen:" + natsPassword + "x@" + hostPort}, // refused by the server
-		{"QUEEN_HTTP_TOKENS=" + tenantToken},                              // no tenant
+		{"QUEEN_NATS_URL=nats://queen:" + natsPassword + "x@" + hostPort},        // refused by the server
+		{"QUEEN_NATS_LEAF_URL=leaf://queen:" + ns.LeafPassword() + "@127.0.0.1"}, // no port
+		{"QUEEN_HTTP_TOKENS=" + tenantToken},                                     // no tenant
 		{"QUEEN_HTTP_ADMIN_TOKENS=" + adminToken + "=not-a-uuid"},
 		{"QUEEN_ENCRYPTION_KEY_FILE=", "QUEEN_ENCRYPTION_KEY=" + keyHex[:40]}, // too short
+		// the accounts mode's leaf users: one without its password's colon,
+		// one for an account that is not mapped
+		{"QUEEN_NATS_ACCOUNTS=TENANT_A=" + tenant, "QUEEN_NATS_LEAF_USER=", "QUEEN_NATS_LEAF_PASSWORD=", "QUEEN_NATS_LEAF_ACCOUNTS=TENANT_A=leaf-a" + leafAcctPW},
+		{"QUEEN_NATS_ACCOUNTS=TENANT_A=" + tenant, "QUEEN_NATS_LEAF_USER=", "QUEEN_NATS_LEAF_PASSWORD=", "QUEEN_NATS_LEAF_ACCOUNTS=TENANT_A=leaf-a:" + leafAcctPW + ",TENANT_C=leaf-c:" + leafAcctPW},
 	} {
 		cmd := exec.Command(bin)
 		cmd.Env = append(append(os.Environ(), env...), append(bad, "QUEEN_HTTP_ADDR="+freeAddr(t), "QUEEN_NATS_LISTEN="+freeAddr(t))...)

@@ -1,5 +1,5 @@
 // Package testkit holds test helpers that need the project's own packages
-// (testenv must not import them): reading back what a test stored, holding
+// (testenv must not import them): committing a segment and reading back what a test stored, holding
 // a partition's lock, running the queen-bridge binary, and a NATS cluster.
 // Only _test.go files of other packages import it. It imports nothing of
 // the project but embedded, pgwire and segment.

@@ -7,7 +7,8 @@
 -- p_batch segments and p_batch hash blobs of each. A partition whose rows
 -- are all gone also loses what a claim, an acknowledgement or a pop's
 -- subscription wrote while the delete was running (rows the delete could
--- not see yet), its tombstones, and its purge row.
+-- not see yet: cursor rows, dead letters, subscriptions, JetStream
+-- consumers), its tombstones, and its purge row.
 --
 -- No partition or consumer row is locked here: the partitions are gone,
 -- and nothing else reaches these rows.
@@ -51,6 +52,7 @@ BEGIN
         DELETE FROM queen.consumer_cursors c WHERE c.partition_id = r.partition_id;
         DELETE FROM queen.dead_letters d WHERE d.queue_id = r.queue_id;
         DELETE FROM queen.consumer_subscriptions s WHERE s.queue_id = r.queue_id;
+        DELETE FROM queen.jetstream_consumers j WHERE j.queue_id = r.queue_id;
         -- Tombstones (one row per deleted message) go with their partition.
         DELETE FROM queen.log_tombstones t WHERE t.partition_id = r.partition_id;
         DELETE FROM queen.log_purges g WHERE g.partition_id = r.partition_id;

@@ -1,10 +1,11 @@
 -- queue_delete_v1: deletes a tenant's queue (DELETE
 -- /api/v1/resources/queues/:queue). In one transaction it locks, in the one
--- global order, the queue row, then its partition rows in ascending id,
--- then their consumer rows in ascending (partition_id, consumer_group), and
--- removes the consumer rows (cursors and leases), the streaming queries'
--- state of its partitions, the subscriptions, the
--- dead letters, the partition rows and the queue row. From its commit on
+-- global order, the queue row, then its JetStream consumers' definitions in
+-- ascending id, then its partition rows in ascending id, then their
+-- consumer rows in ascending (partition_id, consumer_group), and removes
+-- the consumer rows (cursors and leases), the streaming queries' state of
+-- its partitions, the subscriptions, the dead letters, the JetStream
+-- consumers, the partition rows and the queue row. From its commit on
 -- no reader or writer reaches the queue: each finds a partition through its
 -- row (by tenant and names, or by id with the tenant checked), and
 -- partition ids are never reused.
@@ -35,7 +36,14 @@ BEGIN
     IF NOT o_existed THEN
         RETURN;
     END IF;
-    -- Rows are locked as the sort hands them over: ascending id.
+    -- Rows are locked as the sort hands them over: ascending id. The
+    -- definitions before the cursor rows: the JetStream acknowledgement
+    -- statement holds its consumers' definitions while it locks cursor rows.
+    PERFORM 1 FROM (
+        SELECT j.id FROM queen.jetstream_consumers j
+        WHERE j.queue_id = o_queue_id
+        ORDER BY j.id
+        FOR UPDATE) x;
     SELECT coalesce(array_agg(x.id), '{}') INTO o_pids FROM (
         SELECT p.id FROM queen.log_partitions p
         WHERE p.queue_id = o_queue_id
@@ -59,6 +67,7 @@ BEGIN
     DELETE FROM queen.stream_state s WHERE s.partition_id = ANY (o_pids);
     DELETE FROM queen.consumer_subscriptions s WHERE s.queue_id = o_queue_id;
     DELETE FROM queen.dead_letters d WHERE d.queue_id = o_queue_id;
+    DELETE FROM queen.jetstream_consumers j WHERE j.queue_id = o_queue_id;
     INSERT INTO queen.log_purges (partition_id, queue_id)
     SELECT u.pid, o_queue_id FROM unnest(o_pids) AS u(pid)
     ON CONFLICT (partition_id) DO NOTHING;

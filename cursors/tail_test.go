@@ -1,4 +1,4 @@
-package readside_test
+package cursors_test
 
 import (
 	"bytes"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/pgwire"
-	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -24,7 +24,7 @@ func tailWrite(pid, base int64, n int) (segment.Write, segment.Result) {
 
 // commit hands the tail a bundle of segments of queue q, as the fusion's
 // commit hook does, q being popped here.
-func commit(t *readside.Tail, segs ...[3]int64) {
+func commit(t *cursors.Tail, segs ...[3]int64) {
 	t.Want([16]byte{}, "q")
 	var ws []segment.Write
 	var rs []segment.Result
@@ -48,7 +48,7 @@ func ids(from, to int64) []string {
 // a commit that does not continue the run starts a new one; a cursor
 // outside the run, or unknown, takes nothing.
 func TestTailTakesInsideOneContiguousRun(t *testing.T) {
-	tail := readside.NewTail(1 << 20)
+	tail := cursors.NewTail(1 << 20)
 	commit(tail, [3]int64{1, 1, 5}, [3]int64{1, 6, 5}, [3]int64{2, 1, 3})
 	if _, ok := tail.Take(1, "g", 10); ok {
 		t.Fatal("a take with no cursor known")
@@ -89,7 +89,7 @@ func TestTailTakesInsideOneContiguousRun(t *testing.T) {
 // The tail keeps to its bound by dropping the oldest segments first, and
 // a take never reaches below what it still holds.
 func TestTailEvictsOldestFirst(t *testing.T) {
-	tail := readside.NewTail(4000)
+	tail := cursors.NewTail(4000)
 	for base := int64(1); base <= 200; base += 10 {
 		commit(tail, [3]int64{1, base, 10})
 	}
@@ -105,7 +105,7 @@ func TestTailEvictsOldestFirst(t *testing.T) {
 	if k, ok := tail.Take(1, "g", 100); !ok || k.To != 200 || !bytes.Equal(k.Hashes, pgwire.AckHashes(ids(191, 200))) {
 		t.Fatalf("take of the newest: %+v %v", k, ok)
 	}
-	none := readside.NewTail(0)
+	none := cursors.NewTail(0)
 	commit(none, [3]int64{1, 1, 1})
 	if st := none.Stats(); st.Segments != 0 || st.Bytes != 0 {
 		t.Fatalf("a tail of 0 bytes kept something: %+v", st)
@@ -115,7 +115,7 @@ func TestTailEvictsOldestFirst(t *testing.T) {
 // A dropped queue's segments go; a commit of one of its partitions that
 // reaches the tail afterwards is not kept; other queues stay.
 func TestTailDropForgetsTheQueue(t *testing.T) {
-	tail := readside.NewTail(1 << 20)
+	tail := cursors.NewTail(1 << 20)
 	commit(tail, [3]int64{1, 1, 5}, [3]int64{2, 1, 3})
 	other, res := tailWrite(3, 1, 2)
 	other.Queue = "other"
@@ -150,7 +150,7 @@ func TestTailDropForgetsTheQueue(t *testing.T) {
 // Commits of a queue nobody popped through this bridge are not kept; once
 // a pop of it came, they are, from the next commit on (a new run).
 func TestTailKeepsOnlyQueuesPoppedHere(t *testing.T) {
-	tail := readside.NewTail(1 << 20)
+	tail := cursors.NewTail(1 << 20)
 	w, r := tailWrite(1, 1, 3)
 	tail.Committed([]segment.Write{w}, []segment.Result{r})
 	if st := tail.Stats(); st.Segments != 0 || st.Bytes != 0 {

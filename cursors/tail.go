@@ -1,4 +1,4 @@
-package readside
+package cursors
 
 import (
 	"sort"
@@ -48,7 +48,7 @@ type Tail struct {
 	dropped map[int64]struct{}
 	// wanted are the queues popped here, with the last pop's time; swept
 	// is when Want last forgot those whose time had passed.
-	wanted map[queueKey]time.Time
+	wanted map[queueRef]time.Time
 	swept  time.Time
 	hits   atomic.Uint64
 	misses atomic.Uint64
@@ -97,7 +97,7 @@ func (s *TailSegment) size() int64 {
 
 // NewTail makes a tail bounded to maxBytes; 0 or less: nothing is kept.
 func NewTail(maxBytes int64) *Tail {
-	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[tailName]int64{}, wanted: map[queueKey]time.Time{}}
+	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[tailName]int64{}, wanted: map[queueRef]time.Time{}}
 }
 
 // wantFor is how long after a pop of a queue here the tail keeps its
@@ -127,7 +127,7 @@ func (t *Tail) Want(tenant tenancy.TenantID, queue string) {
 			}
 		}
 	}
-	t.wanted[queueKey{tenant, queue}] = now
+	t.wanted[queueRef{tenant, queue}] = now
 }
 
 // Committed records the segments of a bundle this bridge committed (the
@@ -144,7 +144,7 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 		if r.Status != segment.Queued || r.PartitionID <= 0 || w.Count <= 0 || len(w.Hashes) != int(w.Count)*segment.HashSize {
 			continue
 		}
-		if at, ok := t.wanted[queueKey{w.Tenant, w.Queue}]; !ok || now.Sub(at) > wantFor {
+		if at, ok := t.wanted[queueRef{w.Tenant, w.Queue}]; !ok || now.Sub(at) > wantFor {
 			continue // not popped here: a later commit that is kept starts a new run
 		}
 		if _, gone := t.dropped[r.PartitionID]; gone {

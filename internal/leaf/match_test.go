@@ -1,0 +1,71 @@
+package leaf
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, subject string
+		want             bool
+	}{
+		{"a.b", "a.b", true},
+		{"a.b", "a.c", false},
+		{"a.b", "a.b.c", false},
+		{"a.*", "a.b", true},
+		{"a.*", "a", false},
+		{"a.*", "a.b.c", false},
+		{"*.b", "a.b", true},
+		{"a.>", "a.b", true},
+		{"a.>", "a.b.c", true},
+		{"a.>", "a", false},
+		{">", "a.b", true},
+		{"a.*.c", "a.x.c", true},
+		{"a.*.c", "a.x.d", false},
+		{"_INBOX.abc.*", "_INBOX.abc.req1", true},
+	} {
+		if got := Match(tc.pattern, tc.subject); got != tc.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.subject, got, tc.want)
+		}
+	}
+}
+
+// The set keeps keys, not counts (the hub counts), and reports after a
+// reconnection what the new snapshot no longer has.
+func TestInterestSet(t *testing.T) {
+	in := newInterest()
+	in.add("a.b", "", 0)
+	in.add("a.b", "q", 3)
+	in.add("w.*", "", 0)
+	in.add("w.*", "g", 1)
+	if !in.matches("a.b") || !in.matches("w.x") || in.matches("w.x.y") {
+		t.Fatal("matches")
+	}
+	if got := in.queueGroups(nil, "w.x"); len(got) != 1 || got[0] != "g" {
+		t.Fatalf("queue groups of w.x: %v", got)
+	}
+	if in.remove("a.b", "") {
+		t.Fatal("a.b gone while its queue group is left")
+	}
+	in.add("a.b", "q", 5) // a new weight: no second group
+	if in.queues != 2 {
+		t.Fatalf("%d queue groups, want 2", in.queues)
+	}
+	if !in.remove("a.b", "q") || in.matches("a.b") {
+		t.Fatal("a.b has no subscription left")
+	}
+	if in.remove("never", "") {
+		t.Fatal("an LS- for an unknown subject removed something")
+	}
+	next := newInterest()
+	next.add("w.x", "", 0)
+	old := newInterest()
+	old.add("w.x", "", 0)
+	old.add("gone", "", 0)
+	old.add("z.>", "", 0)
+	got := next.lostSince(old)
+	if len(got) != 2 || !slices.Contains(got, "gone") || !slices.Contains(got, "z.>") {
+		t.Fatalf("lost %v, want gone and z.>", got)
+	}
+}

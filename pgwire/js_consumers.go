@@ -1,0 +1,264 @@
+package pgwire
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
+
+// JetStream deliver policies (JSStart.Policy), as JetStream spells them.
+const (
+	JSDeliverAll             = "all"
+	JSDeliverNew             = "new"
+	JSDeliverByStartTime     = "by_start_time"
+	JSDeliverLast            = "last"
+	JSDeliverLastPerSubject  = "last_per_subject"
+	JSDeliverByStartSequence = "by_start_sequence"
+)
+
+// PutConsumer actions, as JetStream's consumer create request names them.
+const (
+	JSActionCreateOrUpdate = ""
+	JSActionCreate         = "create"
+	JSActionUpdate         = "update"
+)
+
+// JSStart is where a JetStream consumer's cursors start, by its deliver
+// policy: what PutConsumer seeds them by when it creates the consumer
+// (jetstream_consumer_put_v1 has the rule per policy).
+type JSStart struct {
+	// Policy is one of the JSDeliver constants. Required.
+	Policy string
+	// Time: by_start_time's time.
+	Time time.Time
+	// PartitionID and Offset: by_start_sequence's partition (the one its
+	// filter pins) and the first offset to deliver on it (>= 1).
+	PartitionID int64
+	Offset      int64
+}
+
+// JSConsumer is a JetStream consumer's definition (queen.jetstream_consumers).
+// Its name is its consumer group: its floor on a partition is that group's
+// cursor.
+type JSConsumer struct {
+	ID      int64 // set by PutConsumer
+	Tenant  tenancy.TenantID
+	Queue   string
+	Name    string
+	Durable bool
+	// Config is the engine's encoding of the configuration, a JSON object,
+	// stored as jsonb: answered as PostgreSQL normalises it (key order
+	// and spacing may differ from what was put), and compared so.
+	Config []byte
+	Start  JSStart
+	// CreatedAt and LastActiveAt are set by the database; TouchConsumers
+	// moves LastActiveAt.
+	CreatedAt, LastActiveAt time.Time
+}
+
+// validate checks what PutConsumer needs of c before anything is written.
+func (c *JSConsumer) validate(action string) error {
+	switch action {
+	case JSActionCreateOrUpdate, JSActionCreate, JSActionUpdate:
+	default:
+		return fmt.Errorf("pgwire: consumer action %q: must be %q, %q or %q", action, JSActionCreate, JSActionUpdate, JSActionCreateOrUpdate)
+	}
+	switch {
+	case len(c.Queue) == 0 || len(c.Queue) > 255:
+		return fmt.Errorf("pgwire: consumer queue name must be 1 to 255 bytes, got %d", len(c.Queue))
+	case len(c.Name) == 0 || len(c.Name) > 255:
+		return fmt.Errorf("pgwire: consumer name must be 1 to 255 bytes, got %d", len(c.Name))
+	case c.Name == QueueMode:
+		return fmt.Errorf("pgwire: consumer name %q is the queue mode's group", c.Name)
+	case !json.Valid(c.Config) || !bytes.HasPrefix(bytes.TrimSpace(c.Config), []byte("{")):
+		return fmt.Errorf("pgwire: consumer %q: config must be a JSON object, got %q", c.Name, c.Config)
+	}
+	switch c.Start.Policy {
+	case JSDeliverAll, JSDeliverNew, JSDeliverLast, JSDeliverLastPerSubject:
+	case JSDeliverByStartTime:
+		if c.Start.Time.IsZero() {
+			return fmt.Errorf("pgwire: consumer %q: deliver policy %s needs a start time", c.Name, c.Start.Policy)
+		}
+	case JSDeliverByStartSequence:
+		if c.Start.PartitionID <= 0 || c.Start.Offset < 1 {
+			return fmt.Errorf("pgwire: consumer %q: deliver policy %s needs a partition id and a first offset >= 1, got %d and %d",
+				c.Name, c.Start.Policy, c.Start.PartitionID, c.Start.Offset)
+		}
+	default:
+		return fmt.Errorf("pgwire: consumer %q: unknown deliver policy %q", c.Name, c.Start.Policy)
+	}
+	return nil
+}
+
+// PutConsumer creates or updates a JetStream consumer of a tenant's queue
+// (jetstream_consumer_put_v1, one transaction): action JSActionCreate
+// fails with ErrConsumerExists when the consumer exists with another
+// config (with the same config it answers it as it is), JSActionUpdate
+// with ErrConsumerMissing when none exists, JSActionCreateOrUpdate does
+// either. An update changes Config alone. A created consumer's cursors
+// are seeded by c.Start on the partitions the queue has, and its
+// subscription seeds those made later; a queue not made yet is made, as a
+// push makes it. It answers the stored definition.
+func (db *DB) PutConsumer(ctx context.Context, c JSConsumer, action string) (JSConsumer, error) {
+	if err := c.validate(action); err != nil {
+		return JSConsumer{}, err
+	}
+	var status string
+	out := JSConsumer{Tenant: c.Tenant, Queue: c.Queue, Name: c.Name}
+	var id, pid, off pgtype.Int8
+	var durable pgtype.Bool
+	var policy pgtype.Text
+	var start, created, active pgtype.Timestamptz
+	err := db.queryRow(ctx, func(r pgx.Row) error {
+		return r.Scan(&status, &id, &durable, &out.Config, &policy, &start, &pid, &off, &created, &active)
+	}, `SELECT o_status, o_id, o_durable, o_config, o_policy, o_start_time, o_start_pid, o_start_offset, o_created_at, o_last_active_at
+		FROM queen.jetstream_consumer_put_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		tenantArg(c.Tenant), c.Queue, c.Name, c.Durable, string(c.Config), action, c.Start.Policy,
+		pgtype.Timestamptz{Time: c.Start.Time, Valid: !c.Start.Time.IsZero()},
+		pgtype.Int8{Int64: c.Start.PartitionID, Valid: c.Start.Policy == JSDeliverByStartSequence},
+		pgtype.Int8{Int64: c.Start.Offset, Valid: c.Start.Policy == JSDeliverByStartSequence})
+	if err != nil {
+		return JSConsumer{}, fmt.Errorf("pgwire: put consumer %q of %s: %w", c.Name, c.Queue, err)
+	}
+	switch status {
+	case "exists":
+		return JSConsumer{}, fmt.Errorf("pgwire: create consumer %q of %s: %w", c.Name, c.Queue, ErrConsumerExists)
+	case "missing":
+		return JSConsumer{}, fmt.Errorf("pgwire: update consumer %q of %s: %w", c.Name, c.Queue, ErrConsumerMissing)
+	case "no_partition":
+		return JSConsumer{}, fmt.Errorf("pgwire: create consumer %q of %s: deliver policy %s names partition %d, which the queue does not have",
+			c.Name, c.Queue, c.Start.Policy, c.Start.PartitionID)
+	}
+	out.ID, out.Durable = id.Int64, durable.Bool
+	out.Start = JSStart{Policy: policy.String, Time: start.Time, PartitionID: pid.Int64, Offset: off.Int64}
+	out.CreatedAt, out.LastActiveAt = created.Time, active.Time
+	return out, nil
+}
+
+// jsConsumerColumns are the columns scanConsumer reads, of
+// queen.jetstream_consumers j.
+const jsConsumerColumns = `j.id, j.name, j.durable, j.config, j.deliver_policy, j.start_time, j.start_partition_id, j.start_offset,
+	j.created_at, j.last_active_at`
+
+// scanConsumer reads a row of jsConsumerColumns into c.
+func scanConsumer(r pgx.Row, c *JSConsumer) error {
+	var start pgtype.Timestamptz
+	var pid, off pgtype.Int8
+	if err := r.Scan(&c.ID, &c.Name, &c.Durable, &c.Config, &c.Start.Policy, &start, &pid, &off, &c.CreatedAt, &c.LastActiveAt); err != nil {
+		return err
+	}
+	c.Start.Time, c.Start.PartitionID, c.Start.Offset = start.Time, pid.Int64, off.Int64
+	return nil
+}
+
+// GetConsumer reads a JetStream consumer of a tenant's queue, or
+// ErrConsumerMissing.
+func (db *DB) GetConsumer(ctx context.Context, tenant tenancy.TenantID, queue, name string) (JSConsumer, error) {
+	c := JSConsumer{Tenant: tenant, Queue: queue}
+	err := db.queryRow(ctx, func(r pgx.Row) error { return scanConsumer(r, &c) },
+		`/* queen:js-consumer-get */ SELECT `+jsConsumerColumns+`
+		FROM queen.queues q JOIN queen.jetstream_consumers j ON j.queue_id = q.id
+		WHERE q.tenant = $1 AND q.name = $2 AND j.name = $3`, tenantArg(tenant), queue, name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return JSConsumer{}, fmt.Errorf("pgwire: consumer %q of %s: %w", name, queue, ErrConsumerMissing)
+	}
+	if err != nil {
+		return JSConsumer{}, fmt.Errorf("pgwire: consumer %q of %s: %w", name, queue, err)
+	}
+	return c, nil
+}
+
+// ListConsumers reads the JetStream consumers of a tenant's queue, by name.
+// None (also for a queue that does not exist): empty.
+func (db *DB) ListConsumers(ctx context.Context, tenant tenancy.TenantID, queue string) ([]JSConsumer, error) {
+	var out []JSConsumer
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
+		rows, err := conn.Query(ctx, `/* queen:js-consumer-list */ SELECT `+jsConsumerColumns+`
+			FROM queen.queues q JOIN queen.jetstream_consumers j ON j.queue_id = q.id
+			WHERE q.tenant = $1 AND q.name = $2 ORDER BY j.name`, tenantArg(tenant), queue)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c := JSConsumer{Tenant: tenant, Queue: queue}
+			if err := scanConsumer(rows, &c); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: consumers of %s: %w", queue, err)
+	}
+	return out, nil
+}
+
+// deleteConsumerSQL removes a JetStream consumer of a tenant's queue: its
+// definition, its cursor rows (with the acknowledgement state on them) and
+// its subscription, in one statement. Its dead letters stay (the queue's,
+// listed and requeued by the admin routes). Locks: the definition, then the
+// cursor rows in ascending (partition, group) (locked over the sorted rows),
+// the one order; no partition row is locked.
+const deleteConsumerSQL = `/* queen:js-consumer-delete */ WITH j AS MATERIALIZED (
+    SELECT j.id, j.queue_id, j.name FROM queen.queues q JOIN queen.jetstream_consumers j ON j.queue_id = q.id
+    WHERE q.tenant = $1 AND q.name = $2 AND j.name = $3
+    FOR UPDATE OF j
+), l AS MATERIALIZED (
+    SELECT c.partition_id, c.consumer_group
+    FROM j JOIN queen.log_partitions p ON p.queue_id = j.queue_id
+    JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = j.name
+    ORDER BY c.partition_id, c.consumer_group
+    FOR UPDATE OF c
+), dc AS (
+    DELETE FROM queen.consumer_cursors c USING l
+    WHERE c.partition_id = l.partition_id AND c.consumer_group = l.consumer_group
+), ds AS (
+    DELETE FROM queen.consumer_subscriptions s USING j
+    WHERE s.queue_id = j.queue_id AND s.consumer_group = j.name
+), dj AS (
+    DELETE FROM queen.jetstream_consumers x USING j WHERE x.id = j.id
+    RETURNING x.id
+)
+SELECT count(*) FROM dj`
+
+// DeleteConsumer removes a JetStream consumer of a tenant's queue, with its
+// cursor rows and subscription (deleteConsumerSQL); false when there was
+// none.
+func (db *DB) DeleteConsumer(ctx context.Context, tenant tenancy.TenantID, queue, name string) (bool, error) {
+	var n int64
+	err := db.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&n) }, deleteConsumerSQL, tenantArg(tenant), queue, name)
+	if err != nil {
+		return false, fmt.Errorf("pgwire: delete consumer %q of %s: %w", name, queue, err)
+	}
+	return n > 0, nil
+}
+
+// TouchConsumers moves the last-active time of JetStream consumers to now
+// (inactive_threshold counts from it). The rows are locked in ascending id;
+// ids of consumers that are gone are skipped.
+func (db *DB) TouchConsumers(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		_, err := conn.Exec(ctx, `/* queen:js-consumer-touch */ UPDATE queen.jetstream_consumers j SET last_active_at = clock_timestamp()
+			FROM (SELECT x.id FROM queen.jetstream_consumers x WHERE x.id = ANY ($1::int8[]) ORDER BY x.id FOR NO KEY UPDATE) l
+			WHERE j.id = l.id`, ids)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pgwire: touch %d consumers: %w", len(ids), err)
+	}
+	return nil
+}
