@@ -9,7 +9,8 @@ import (
 
 // One of the web console's own routes (docs/console.md), over the state
 // this room's routes read: a queue's partitions with its consumer groups'
-// cursors on them.
+// cursors on them, and the streaming queries reading it with their state's
+// size.
 
 func (a *Admin) consoleRoutes() []Route {
 	return []Route{
@@ -44,6 +45,14 @@ func (a *Admin) queueConsumers(ctx context.Context, tenant tenancy.TenantID, req
 		g := &out.Groups[len(out.Groups)-1]
 		g.Partitions = append(g.Partitions, jsonapi.GroupCursor{Partition: c.Partition, PartitionID: c.PartitionID, Cursor: c.Cursor, Lag: c.Lag, Popped: c.Popped,
 			Lease: c.Lease, Leased: c.LeaseLive, Expires: c.Expires, BatchSize: c.Delivered})
+	}
+	streams, err := a.cfg.DB.StreamQueriesOf(ctx, tenant, name)
+	if err != nil {
+		return failed(err)
+	}
+	for _, s := range streams {
+		out.Streams = append(out.Streams, jsonapi.StreamQueryInfo{ID: s.ID, Name: s.Name, Sink: s.Sink, ConfigHash: s.Hash, Partitions: s.Partitions,
+			Rows: s.Rows, Bytes: s.Bytes, Registered: s.UpdatedAt, LastWrite: s.LastCycle})
 	}
 	return jsonapi.StatusOK, jsonapi.EncodeQueueConsumers(out)
 }

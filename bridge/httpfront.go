@@ -36,6 +36,10 @@ func (b *Bridge) httpHandler() http.Handler {
 	}
 	// Queen's transactions: pushes and acks in one call (transaction.go).
 	mux.Handle("POST /api/v1/transaction", b.guard(auth.ActionPush, b.withBody(b.transaction)))
+	// Queen's Streams SDK: registrations, state reads, cycles (streams.go).
+	mux.Handle("POST /streams/v1/queries", b.guard(auth.ActionPush, b.withBody(b.streamQuery)))
+	mux.Handle("POST /streams/v1/state/get", b.guard(auth.ActionRead, b.withBody(b.streamState)))
+	mux.Handle("POST /streams/v1/cycle", b.guard(auth.ActionPush, b.withBody(b.streamCycle)))
 	console := web.New(web.Config{Tokens: b.tokens.Enabled()}) // docs/console.md
 	for _, p := range []string{"GET /{$}", "GET /console", "GET /console/"} {
 		mux.Handle(p, console)

@@ -54,6 +54,12 @@ func (b *Bridge) startNATS() error {
 		{"dlq", pfx + "dlq", b.natsDLQ},
 		{"transaction", pfx + "transaction", b.natsTransaction},
 		{"transaction-tenant", pfx + "transaction.*", b.natsTransaction},
+		{"streams-queries", pfx + "streams.queries", b.natsStreams(pfx+"streams.queries", b.streamQuery)},
+		{"streams-queries-tenant", pfx + "streams.queries.*", b.natsStreams(pfx+"streams.queries", b.streamQuery)},
+		{"streams-state", pfx + "streams.state.get", b.natsStreams(pfx+"streams.state.get", b.streamState)},
+		{"streams-state-tenant", pfx + "streams.state.get.*", b.natsStreams(pfx+"streams.state.get", b.streamState)},
+		{"streams-cycle", pfx + "streams.cycle", b.natsStreams(pfx+"streams.cycle", b.streamCycle)},
+		{"streams-cycle-tenant", pfx + "streams.cycle.*", b.natsStreams(pfx+"streams.cycle", b.streamCycle)},
 	} {
 		opts := []micro.EndpointOpt{micro.WithEndpointSubject(ep.subject)}
 		if ep.name == "pop-cancel" { // every bridge hears it: the pop went to one of them

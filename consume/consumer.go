@@ -101,6 +101,9 @@ type Config struct {
 	// RequeueMax bounds the dead letters one requeue sends again (POST
 	// /api/v1/dlq/requeue without a message named). Default 1000.
 	RequeueMax int
+	// Streams keeps streaming queries' registrations and state and runs
+	// their cycles (streams.go). Default: DB, when it is one.
+	Streams StreamStore
 	// GeneralAcksOnly sends every acknowledgement through consumer_ack_v1,
 	// whole batches too (the differential tests compare the two paths).
 	GeneralAcksOnly bool

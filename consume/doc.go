@@ -5,7 +5,9 @@
 // letters (listed, and requeued as new pushes of their messages written
 // with their removal in one PostgreSQL transaction, requeue.go; the two
 // HTTP routes as a route table, routes.go), Queen's transactions (pushes and acknowledgements in one
-// PostgreSQL transaction, txn.go), and the admin routes' seeks and deletes
+// PostgreSQL transaction, txn.go), the Streams SDK's queries, state reads
+// and cycles (a cycle is a transaction with the query's state changes
+// beside it, streams.go), and the admin routes' seeks and deletes
 // of a group's cursors (groups.go), which the marks and the hot tail
 // (cursors) must hear of. It answers with its own result types (Popped,
 // AckOutcome, DeadLetters), and renders them for the wire through jsonapi
@@ -47,7 +49,7 @@
 // be sealed claims under a lease and acknowledges only once its answer is
 // rendered. An ack applies in PostgreSQL or fails whole
 // for its partition; nothing is acknowledged that PostgreSQL did not
-// commit. A transaction, and a requeue, commits whole or not at all: after
+// commit. A transaction, a cycle and a requeue commit whole or not at all: after
 // COMMIT it is announced before it is answered; a lost connection during
 // COMMIT is answered as an unknown outcome, never as success.
 package consume

@@ -88,24 +88,12 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 	fail := func(msg string) (int, []byte, string) {
 		return jsonapi.StatusOK, jsonapi.TxnFailure(id, msg), TxnRolledBack
 	}
-	var prep push.Prepared
-	if len(t.items) > 0 {
-		if c.cfg.Pushes == nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("transactions with pushes are not served here"), TxnRefused
-		}
-		var err error
-		prep, err = c.cfg.Pushes.PrepareTxn(ctx, tenant, t.items)
-		var rep *push.RepeatError
-		var bad *push.ItemError
-		switch {
-		case errors.As(err, &rep):
-			return fail(fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (repeats %s)",
-				jsonapi.OperationLabel(t.itemOp[rep.Index]), rep.TransactionID, rep.Queue, rep.Partition, jsonapi.OperationLabel(t.itemOp[rep.First])))
-		case errors.As(err, &bad):
-			return fail(fmt.Sprintf("%s: %s", jsonapi.OperationLabel(t.itemOp[bad.Index]), bad.Err))
-		case err != nil:
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
-		}
+	prep, failure, err := c.preparePushes(ctx, tenant, t.items, t.label)
+	switch {
+	case err != nil:
+		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+	case failure != "":
+		return fail(failure)
 	}
 	groups := groupAcks(t.acks)
 	req := pgwire.TxnRequest{Tenant: tenant, Writes: prep.Writes, Acks: make([]pgwire.TxnAckGroup, len(groups))}
@@ -122,7 +110,7 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 		var ack *pgwire.TxnAckError
 		switch {
 		case errors.As(err, &dup):
-			return fail(t.duplicate(prep, dup))
+			return fail(duplicateItem(prep, dup, t.label))
 		case errors.As(err, &ack):
 			op := jsonapi.OperationLabel(t.ackOp[groups[ack.Group].idx[ack.Item]])
 			if ack.Lease {
@@ -177,12 +165,37 @@ func (c *Consumer) announcePushes(tenant tenancy.TenantID, prep push.Prepared, r
 	c.cfg.Reads.Announce(keys)
 }
 
-// duplicate says which pushed item repeats a stored message.
-func (t *txnCall) duplicate(prep push.Prepared, d *pgwire.TxnDuplicateError) string {
+// label names push item i of the transaction in errors: its operation.
+func (t *txnCall) label(i int) string { return jsonapi.OperationLabel(t.itemOp[i]) }
+
+// preparePushes prepares the pushes of a transaction or a cycle as a
+// push's are; name labels item i in errors. A failure is the answer's
+// error (nothing runs); err means it was not attempted (503).
+func (c *Consumer) preparePushes(ctx context.Context, tenant tenancy.TenantID, items []jsonapi.Item, name func(int) string) (push.Prepared, string, error) {
+	if len(items) == 0 {
+		return push.Prepared{}, "", nil
+	}
+	if c.cfg.Pushes == nil {
+		return push.Prepared{}, "", errors.New("pushes in a transaction are not served here")
+	}
+	prep, err := c.cfg.Pushes.PrepareTxn(ctx, tenant, items)
+	var rep *push.RepeatError
+	var bad *push.ItemError
+	switch {
+	case errors.As(err, &rep):
+		return prep, fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (repeats %s)", name(rep.Index), rep.TransactionID, rep.Queue, rep.Partition, name(rep.First)), nil
+	case errors.As(err, &bad):
+		return prep, fmt.Sprintf("%s: %s", name(bad.Index), bad.Err), nil
+	}
+	return prep, "", err
+}
+
+// duplicateItem says which pushed item repeats a stored message.
+func duplicateItem(prep push.Prepared, d *pgwire.TxnDuplicateError, name func(int) string) string {
 	for i, it := range prep.Items {
 		if it.Write == d.Write && it.Frame == d.Frame {
 			w := prep.Writes[d.Write]
-			return fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (offset %d)", jsonapi.OperationLabel(t.itemOp[i]), it.TransactionID, w.Queue, w.Partition, d.Offset)
+			return fmt.Sprintf("%s: duplicate transactionId %q in %s/%s (offset %d)", name(i), it.TransactionID, w.Queue, w.Partition, d.Offset)
 		}
 	}
 	return fmt.Sprintf("duplicate transactionId in segment %d (offset %d)", d.Write, d.Offset)

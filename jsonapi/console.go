@@ -94,6 +94,30 @@ type QueueConsumers struct {
 	Queue      string
 	Partitions []ConsumerPartition
 	Groups     []ConsumerGroup
+	// Streams are the streaming queries whose source is the queue, by
+	// name (docs/streams.md).
+	Streams []StreamQueryInfo
+}
+
+// StreamQueryInfo is a streaming query of a queue and its state's size.
+type StreamQueryInfo struct {
+	ID                     [16]byte
+	Name, Sink, ConfigHash string
+	Partitions, Rows       int64 // source partitions with state; state rows
+	Bytes                  int64 // the state values' size as stored
+	Registered, LastWrite  time.Time
+}
+
+type streamQueryJSON struct {
+	QueryID    string   `json:"queryId"`
+	Name       string   `json:"name"`
+	Sink       *string  `json:"sinkQueue"`
+	ConfigHash string   `json:"configHash"`
+	Partitions int64    `json:"statePartitions"`
+	Rows       int64    `json:"stateRows"`
+	Bytes      int64    `json:"stateBytes"`
+	Registered StatTime `json:"registeredAt"`
+	LastWrite  StatTime `json:"lastStateWrite"`
 }
 
 // ConsumerPartition is one partition of a queue: its high-water mark, its
@@ -159,7 +183,16 @@ func EncodeQueueConsumers(q QueueConsumers) []byte {
 		Queue      string                  `json:"queue"`
 		Partitions []consumerPartitionJSON `json:"partitions"`
 		Groups     []consumerGroupJSON     `json:"groups"`
-	}{Queue: q.Queue, Partitions: make([]consumerPartitionJSON, len(q.Partitions)), Groups: make([]consumerGroupJSON, len(q.Groups))}
+		Streams    []streamQueryJSON       `json:"streams"`
+	}{Queue: q.Queue, Partitions: make([]consumerPartitionJSON, len(q.Partitions)), Groups: make([]consumerGroupJSON, len(q.Groups)),
+		Streams: make([]streamQueryJSON, len(q.Streams))}
+	for i, s := range q.Streams {
+		out.Streams[i] = streamQueryJSON{QueryID: string(AppendUUID(nil, s.ID)), Name: s.Name, ConfigHash: s.ConfigHash, Partitions: s.Partitions,
+			Rows: s.Rows, Bytes: s.Bytes, Registered: StatTime(s.Registered), LastWrite: StatTime(s.LastWrite)}
+		if s.Sink != "" {
+			out.Streams[i].Sink = &q.Streams[i].Sink
+		}
+	}
 	for i, p := range q.Partitions {
 		out.Partitions[i] = consumerPartitionJSON{ID: strconv.FormatInt(p.ID, 10), Name: p.Name, LastOffset: p.LastOffset,
 			LastWrite: StatTime(p.LastWrite), Messages: p.Messages}

@@ -152,33 +152,52 @@ func decodeOp(s *jsonscan.Scanner, ops []TxnOp) ([]TxnOp, error) {
 
 // decodeTxnItems reads a push operation's items: one operation each.
 func decodeTxnItems(raw []byte, ops []TxnOp) ([]TxnOp, error) {
+	items, err := decodeItemList(raw, OperationLabel(len(ops))+".items", "operations", len(ops))
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		ops = append(ops, TxnOp{Push: true, Item: it})
+	}
+	return ops, nil
+}
+
+// decodeItemList reads an array of push items sent inside another request
+// (a transaction's push operation, a cycle's push_items): the push rules,
+// with data as payload's synonym. Errors name the array as label and the
+// items as list[first+k]. Payloads are sub-slices of raw.
+func decodeItemList(raw []byte, label, list string, first int) ([]Item, error) {
 	s := jsonscan.New(raw)
 	if s.Peek() != '[' {
-		return nil, Badf("%s.items must be an array", OperationLabel(len(ops)))
+		return nil, Badf("%s must be an array", label)
 	}
+	var items []Item
 	err := elements(s, func(int) error {
-		i := len(ops)
+		at := place{list, first + len(items)}
 		if s.Peek() != '{' {
 			if err := skip(s, 4); err != nil {
 				return err
 			}
-			return Badf("%s must be an object (a push item)", OperationLabel(i))
+			return Badf("%s[%d] must be an object (a push item)", at.list, at.idx)
 		}
 		var f itemFields
 		if err := f.read(s, 4); err != nil {
 			return err
 		}
-		it, err := txnItem(&f, i)
+		if f.payload == nil {
+			f.payload = f.data
+		}
+		it, err := f.item(at)
 		if err != nil {
 			return err
 		}
-		ops = append(ops, TxnOp{Push: true, Item: it})
+		items = append(items, it)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return ops, nil
+	return items, nil
 }
 
 // txnItem is operation i as a push item: a push's rules, with data as

@@ -50,6 +50,20 @@ func TestConsole(t *testing.T) {
 		j := b.pop(t, readToken, "jobs", "work", "workers", 1)
 		b.ack(t, readToken, "workers", j, "failed", "j-1")
 	}
+	// A streaming query reading orders, with state on p1 and p2 (cycles
+	// without an acknowledgement: state alone).
+	var reg struct {
+		QueryID string `json:"query_id"`
+	}
+	b.must(t, http.StatusOK, "POST", "/streams/v1/queries", readToken,
+		map[string]any{"name": "order-totals", "source_queue": "orders", "sink_queue": "totals", "config_hash": "h"}, &reg)
+	for p, keys := range map[string][]string{p1.PartitionID: {"w1", "w2"}, p2.PartitionID: {"w1"}} {
+		var ops []map[string]any
+		for _, k := range keys {
+			ops = append(ops, map[string]any{"type": "upsert", "key": k, "value": map[string]any{"acc": 1, "windowEnd": 1000}})
+		}
+		b.must(t, http.StatusOK, "POST", "/streams/v1/cycle", readToken, map[string]any{"query_id": reg.QueryID, "partition_id": p, "state_ops": ops}, nil)
+	}
 	// Tenant B's queue, which tenant A's tokens must never show.
 	b.push(t, tenantBTok, map[string]any{"queue": "secret-b", "payload": map[string]any{"b": true}})
 
@@ -87,6 +101,8 @@ func TestConsole(t *testing.T) {
 
 	t.Run("queue page: partitions, offsets and lag", func(t *testing.T) {
 		reader.open(t, "/console/queues/orders")
+		reader.until(t, "the streaming query's state size", `(r => r && r.querySelector('[data-field="stateRows"]').textContent === "3" &&
+			r.querySelector('[data-field="statePartitions"]').textContent === "2")(document.querySelector('#streams tr[data-query="order-totals"]'))`)
 		for p, last := range map[string]int{"p1": 3, "p2": 2, "p3": 1} {
 			reader.until(t, p+" last offset", fmt.Sprintf(
 				`(document.querySelector('#partitions tr[data-partition="%s"] [data-field="lastOffset"]') || {}).textContent === "%d"`, p, last))

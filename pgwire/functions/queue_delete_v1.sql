@@ -3,8 +3,9 @@
 -- global order, the queue row, then its JetStream consumers' definitions in
 -- ascending id, then its partition rows in ascending id, then their
 -- consumer rows in ascending (partition_id, consumer_group), and removes
--- the consumer rows (cursors and leases), the subscriptions, the dead
--- letters, the JetStream consumers, the partition rows and the queue row. From its commit on
+-- the consumer rows (cursors and leases), the streaming queries' state of
+-- its partitions, the subscriptions, the dead letters, the JetStream
+-- consumers, the partition rows and the queue row. From its commit on
 -- no reader or writer reaches the queue: each finds a partition through its
 -- row (by tenant and names, or by id with the tenant checked), and
 -- partition ids are never reused.
@@ -54,7 +55,16 @@ BEGIN
         ORDER BY c.partition_id, c.consumer_group
         FOR UPDATE) x;
 
+    -- Streaming queries' state of the partitions, locked after the
+    -- consumer rows in the order every writer of state rows keeps.
+    PERFORM 1 FROM (
+        SELECT 1 FROM queen.stream_state s
+        WHERE s.partition_id = ANY (o_pids)
+        ORDER BY s.query_id, s.partition_id, s.key
+        FOR UPDATE) x;
+
     DELETE FROM queen.consumer_cursors c WHERE c.partition_id = ANY (o_pids);
+    DELETE FROM queen.stream_state s WHERE s.partition_id = ANY (o_pids);
     DELETE FROM queen.consumer_subscriptions s WHERE s.queue_id = o_queue_id;
     DELETE FROM queen.dead_letters d WHERE d.queue_id = o_queue_id;
     DELETE FROM queen.jetstream_consumers j WHERE j.queue_id = o_queue_id;

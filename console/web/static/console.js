@@ -387,6 +387,7 @@
   async function queuePage(main, queue) {
     const parts = el("tbody");
     const groups = el("div", { id: "groups" });
+    const streams = el("tbody");
     fill(main,
       el("h1", {}, el("a", { href: "/console/queues", text: "Queues" }), " / ", el("span", { id: "queue-name", text: queue })),
       el("p", { class: "lead", id: "queue-options" }),
@@ -395,7 +396,11 @@
         el("th", { text: "partition" }), el("th", { class: "n", text: "id" }), el("th", { class: "n", text: "last offset" }),
         el("th", { class: "n", text: "messages" }), el("th", { text: "last write" }), el("th", { text: "" }))), parts),
       el("h2", { text: "Consumer groups" }),
-      groups);
+      groups,
+      el("h2", { text: "Streaming queries" }),
+      el("table", { id: "streams" }, el("thead", {}, el("tr", {},
+        el("th", { text: "query" }), el("th", { text: "sink" }), el("th", { class: "n", text: "partitions with state" }),
+        el("th", { class: "n", text: "state rows" }), el("th", { class: "n", text: "state bytes" }), el("th", { text: "last state write" }))), streams));
     once(async () => {
       let s;
       try {
@@ -450,6 +455,16 @@
             el("td", { class: "n", "data-field": "batchSize", text: p.leaseId ? num(p.batchSize) : "—" }))))));
       }));
       if (!gs.length) groups.append(el("p", { class: "empty", text: "No consumer group has read this queue yet." }));
+      // Streaming queries registered on this queue as their source, with
+      // the size of the state the bridge keeps for them (docs/streams.md).
+      fill(streams, ...(c.streams || []).map((q) => el("tr", { "data-query": q.name, "data-query-id": q.queryId },
+        el("td", { text: q.name }),
+        el("td", { text: q.sinkQueue || "—" }),
+        el("td", { class: "n", "data-field": "statePartitions", text: num(q.statePartitions) }),
+        el("td", { class: "n", "data-field": "stateRows", text: num(q.stateRows) }),
+        el("td", { class: "n", "data-field": "stateBytes", text: num(q.stateBytes) }),
+        el("td", { "data-field": "lastStateWrite", text: when(q.lastStateWrite) }))));
+      if (!(c.streams || []).length) streams.append(el("tr", {}, el("td", { colspan: "6", class: "empty", text: "No streaming query reads this queue." })));
     });
   }
 
