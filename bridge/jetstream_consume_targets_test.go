@@ -87,7 +87,9 @@ func bridgeOrders(t *testing.T, bin string) *consumeTarget {
 		"QUEEN_NATS_LISTEN=127.0.0.1:-1", "QUEEN_JETSTREAM="+ordersStream+"="+ordersFilter)
 	tg := &consumeTarget{name: "bridge", url: b.nats, bridge: b}
 	tg.connect(t)
-	tg.restart = func(t *testing.T, _ bool) { t.Fatal("a bridge with embedded NATS is not restarted: its clients' URL would change") }
+	tg.restart = func(t *testing.T, _ bool) {
+		t.Fatal("a bridge with embedded NATS is not restarted: its clients' URL would change")
+	}
 	return tg
 }
 
