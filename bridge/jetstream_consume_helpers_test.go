@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 )
 
@@ -239,9 +238,6 @@ func (r *received) sawErr(target error) bool {
 	}
 	return false
 }
-
-// header reads one header of a delivered message.
-func header(m js.Msg, key string) string { return nats.Header(m.Headers()).Get(key) }
 
 // consumerNames lists the stream's consumers by name.
 func (c *consumeCase) consumerNames(t *testing.T) []string {
