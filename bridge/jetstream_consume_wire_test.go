@@ -43,6 +43,7 @@ var consumeCases = []struct {
 	{"fetch", consumeFetch},
 	{"fetch no wait", consumeFetchNoWait},
 	{"next", consumeNext},
+	{"idle heartbeats keep a waiting fetch", consumeHeartbeats},
 	{"consume", consumeConsume},
 	{"messages", consumeMessages},
 	{"two consumers share a durable", consumeShared},
@@ -181,6 +182,29 @@ func consumeNext(t *testing.T, c *consumeCase) {
 	case <-c.ctx.Done():
 		t.Fatal("a waiting next got nothing")
 	}
+}
+
+// A fetch that asks for idle heartbeats and waits on an empty consumer
+// ends at its expiry without an error: the server sent the heartbeats
+// (without them nats.go ends it with ErrNoHeartbeat after two missed).
+// Then a message published while it waits is handed.
+func consumeHeartbeats(t *testing.T, c *consumeCase) {
+	cons := c.durable(t, "hb", js.ConsumerConfig{})
+	b, err := cons.Fetch(1, js.FetchMaxWait(6*time.Second), js.FetchHeartbeat(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(t, b); len(got) != 0 {
+		t.Fatalf("an empty consumer fetched %v", ids(t, got))
+	}
+	b, err = cons.Fetch(1, js.FetchMaxWait(30*time.Second), js.FetchHeartbeat(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.publish(t, c.subject("a"), "h1")
+	got := drain(t, b)
+	wantIDs(t, got, "h1")
+	ackAll(t, c.ctx, got)
 }
 
 // Consume hands every message, each subject's in order, and keeps handing
