@@ -124,7 +124,7 @@ func TestJetStreamPullConsumerFetchAckNak(t *testing.T) {
 
 // Two bridges: a consumer lives on one; pulls and acks reaching the other
 // are forwarded to it. Every message is delivered once and acknowledged.
-func TestJetStreamConsumerOnTwoBridges(t *testing.T) {
+func TestJetStreamConsumerForwardsOnTwoBridges(t *testing.T) {
 	nodes, stream, pfx, j := consumerNodes(t, 2)
 	waitUntil(t, "both bridges to see two", 20*time.Second, func() bool {
 		return metricValue(t, nodes[0], "queen_ownership_bridges") == 2 && metricValue(t, nodes[1], "queen_ownership_bridges") == 2
