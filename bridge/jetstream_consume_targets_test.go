@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,7 +99,7 @@ func bridgeOrders(t *testing.T, bin string) *consumeTarget {
 // so the clients stay connected while the bridge is gone.
 func bridgeOnHub(t *testing.T, bin string, h *hub, dsn string, extra ...string) *consumeTarget {
 	t.Helper()
-	env := append([]string{"QUEEN_PG_DSN=" + dsn, "QUEEN_DATA_DIR=" + t.TempDir(), "QUEEN_NATS_URL=" + h.url, "QUEEN_NATS_LEAF_URL=" + h.leafURL,
+	env := append([]string{"QUEEN_PG_DSN=" + dsn, "QUEEN_DATA_DIR=" + t.TempDir(), "QUEEN_NATS_URL=" + h.url, "QUEEN_NATS_LEAF_URL=" + h.leafURL, "QUEEN_NATS_LEAF_USER=" + embedded.LeafUser, "QUEEN_NATS_LEAF_PASSWORD=" + h.ns.LeafPassword(),
 		"QUEEN_JETSTREAM=" + ordersStream + "=" + ordersFilter}, extra...)
 	tg := &consumeTarget{name: "bridge", url: h.url, bridge: startBridgeProc(t, bin, env...)}
 	tg.connect(t)
@@ -196,17 +195,14 @@ type hub struct {
 	leafURL string // bridges' leaf connections
 }
 
-// leafHubs starts n NATS servers, each with a leafnode listener on
-// loopback, routed into one cluster when n > 1, and waits for the routes.
+// leafHubs starts n NATS servers, each with the leafnode listener the
+// embedded server gives its own bridge (loopback, one user with a password
+// of its own), routed into one cluster when n > 1, and waits for the routes.
 func leafHubs(t *testing.T, n int) []*hub {
 	t.Helper()
-	conf := filepath.Join(t.TempDir(), "hub.conf")
-	if err := os.WriteFile(conf, []byte("leafnodes { listen: \"127.0.0.1:-1\" }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	var hubs []*hub
 	for i := 0; i < n; i++ {
-		cfg := embedded.NATSConfig{Listen: "127.0.0.1:-1", ConfigFile: conf, ServerName: fmt.Sprintf("hub%d", i)}
+		cfg := embedded.NATSConfig{Listen: "127.0.0.1:-1", LeafListen: "127.0.0.1:-1", ServerName: fmt.Sprintf("hub%d", i)}
 		if n > 1 {
 			cfg.Cluster = "127.0.0.1:-1"
 		}
@@ -218,16 +214,7 @@ func leafHubs(t *testing.T, n int) []*hub {
 			t.Fatal(err)
 		}
 		t.Cleanup(ns.Stop)
-		h := &hub{ns: ns, url: ns.ClientURL()}
-		testkit.WaitFor(t, "the hub's leafnode listener", 30*time.Second, func() bool {
-			v, err := ns.Server().Varz(nil)
-			if err != nil || v.LeafNode.Port <= 0 {
-				return false
-			}
-			h.leafURL = fmt.Sprintf("nats-leaf://127.0.0.1:%d", v.LeafNode.Port)
-			return true
-		})
-		hubs = append(hubs, h)
+		hubs = append(hubs, &hub{ns: ns, url: ns.ClientURL(), leafURL: ns.LeafURL()})
 	}
 	for i, h := range hubs {
 		testkit.WaitFor(t, fmt.Sprintf("hub %d's routes", i), 30*time.Second, func() bool { return h.ns.Server().NumRoutes() >= n-1 })

@@ -95,8 +95,9 @@ func (e *JSEngine) storedInfo(ctx context.Context, def StoredConsumer) (Consumer
 	}
 	in := ConsumerInfo{Stream: def.Queue, Name: def.Name, Created: def.CreatedAt, Config: conf, TimeStamp: e.cfg.Clock.Now()}
 	first := true
+	filters := conf.filters()
 	for _, p := range parts {
-		if p.Last > p.Floor {
+		if p.Last > p.Floor && mayHold(filters, e.cfg.Streams[def.Queue], p.Name) {
 			in.NumPending += uint64(p.Last - p.Floor - int64(len(p.Acked)))
 		}
 		if p.Last > 0 && (first || uint64(p.Floor) < in.AckFloor.Stream) {

@@ -248,11 +248,13 @@ func (c *consumer) room() int {
 }
 
 // numPending is how many messages lie above what was delivered, over
-// every partition.
+// every partition the consumer's filters may match.
 func (c *consumer) numPending() uint64 {
 	var n int64
 	for _, p := range c.parts {
-		n += max(p.last-p.next, 0)
+		if mayHold(c.filterList, c.streamFilters, p.name) {
+			n += max(p.last-p.next, 0)
+		}
 	}
 	return uint64(n)
 }

@@ -98,3 +98,17 @@ func fill(filter, partition string) (string, bool) {
 	}
 	return b.String(), j == len(ptoks)
 }
+
+// mayHold reports whether a partition may hold messages a consumer's
+// filters match: its subject rebuilt from the stream's filters matches
+// them, or it cannot be rebuilt (a Queen-Partition override, a Queen
+// client's push), and then only its messages' stored subjects can tell.
+// Counts of what is pending use it, so that a filtered consumer does not
+// count the other subjects of its stream.
+func mayHold(filters, streamFilters []string, partition string) bool {
+	if len(filters) == 0 {
+		return true
+	}
+	subject := rebuildSubject(streamFilters, partition)
+	return subject == "" || matchesAny(filters, subject)
+}

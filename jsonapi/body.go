@@ -12,13 +12,17 @@ import (
 //   - a body that is one valid JSON value (UTF-8, white space around it
 //     allowed) is the payload as it is, byte for byte: it is returned, not
 //     copied;
-//   - an empty body is JSON null;
+//   - an empty body is the empty base64 string "", encoded, so that a
+//     reader gets back the empty body that was published (not null, which
+//     a producer may also publish);
 //   - any other body (binary, plain text) is a JSON string of its standard
 //     base64, and encoded is true: the frame is flagged so that reads mark
 //     it "encoding":"base64" and a reader can tell it from a JSON string.
+var emptyBase64 = []byte(`""`)
+
 func BodyPayload(body []byte) (payload []byte, encoded bool) {
 	if len(body) == 0 {
-		return nullPayload, false
+		return emptyBase64, true
 	}
 	if IsJSON(body) {
 		return body, false
