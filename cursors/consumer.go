@@ -65,6 +65,12 @@ type pstate struct {
 	last      int64
 	maybeMore bool
 	hotAt     time.Time           // when Committed last brought a commit of it
+	// holdUntil: the Store says some offsets above the floor were
+	// delivered before this load (by a bridge that stopped or died) and
+	// not acknowledged. Their acknowledgements may still come, as on
+	// JetStream, so nothing of the partition is delivered before ack_wait
+	// has passed from the load (in partition order, those come first).
+	holdUntil time.Time
 	acked     map[int64]struct{}  // acknowledged above floor
 	counts    map[int64]int       // deliveries so far, of offsets above floor
 	pending   map[int64]*delivery // delivered, not acknowledged
@@ -137,6 +143,9 @@ func (c *consumer) merge(parts []PartitionState) {
 		for o, n := range ps.Deliveries {
 			if o > p.floor {
 				p.counts[o] = n
+				if _, done := p.acked[o]; !done && p.holdUntil.IsZero() {
+					p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(n))
+				}
 			}
 		}
 		p.next = p.floor

@@ -104,8 +104,9 @@ func TestByStartSequenceNeedsOnePartition(t *testing.T) {
 	}
 }
 
-// A consumer loaded again (a restart) delivers what was not acknowledged
-// and never what was.
+// A consumer loaded again (a restart) delivers what was not acknowledged,
+// once ack_wait has passed from the load (its acknowledgement may still
+// come, as on JetStream), and never what was.
 func TestLoadDeliversWhatWasNotAcknowledged(t *testing.T) {
 	h := newHarness(t, nil)
 	h.add(1, 3)
@@ -120,6 +121,11 @@ func TestLoadDeliversWhatWasNotAcknowledged(t *testing.T) {
 	e2, err := NewEngine(Config{Store: h.store, Deliverer: h.out, Clock: h.clock, Streams: h.e.cfg.Streams})
 	h.e = testkit.Started(t, e2, err)
 	h.pull("C", PullRequest{Batch: 3, Expires: time.Hour}, "inbox.2")
+	h.settle("C")
+	if n := len(h.out.msgsTo("inbox.2")); n != 0 {
+		t.Fatalf("after a restart, before ack_wait passed: %d deliveries", n)
+	}
+	h.clock.Advance(30 * time.Second) // the default ack_wait
 	again := h.waitMsgs("inbox.2", 2)
 	h.settle("C")
 	if n := len(h.out.msgsTo("inbox.2")); n != 2 || ackRef(t, again[0]).Offset != 1 || ackRef(t, again[1]).Offset != 3 {

@@ -132,7 +132,7 @@ func (c *consumer) pick(fs *fillState) (candidate, bool) {
 	for i := 0; i < n; i++ {
 		idx := (c.rr + i) % n
 		p := c.parts[c.order[idx]]
-		if fs.blocked[p.id] {
+		if fs.blocked[p.id] || fs.now.Before(p.holdUntil) {
 			continue
 		}
 		if list := fs.due[p.id]; len(list) > 0 {
@@ -250,9 +250,10 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 	d.count = count
 	d.deadline = fs.now.Add(c.ackWait(count))
 	p.counts[o] = count
-	if count > 1 {
-		c.dirty(p) // delivery counts are kept, so max_deliver outlives the bridge
-	}
+	// Delivery counts are stored, so that max_deliver and NumDelivered
+	// outlive the bridge, and a bridge that loads the consumer after this
+	// one died knows what was handed out (holdUntil).
+	c.dirty(p)
 }
 
 // ackWait is the deadline of a delivery by its count: the backoff step,

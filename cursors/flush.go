@@ -193,7 +193,7 @@ func (c *consumer) takeUpdates() []AckUpdate {
 		}
 		sort.Slice(u.Acked, func(i, j int) bool { return u.Acked[i] < u.Acked[j] })
 		for o, n := range p.counts {
-			if n > 1 && o > p.floor {
+			if n >= 1 && o > p.floor {
 				if u.Deliveries == nil {
 					u.Deliveries = map[int64]int{}
 				}

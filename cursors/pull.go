@@ -219,6 +219,9 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 			for _, d := range p.pending {
 				soon(d.deadline)
 			}
+			if now.Before(p.holdUntil) {
+				soon(p.holdUntil)
+			}
 		}
 		soon(now.Add(c.e.cfg.Poll))
 	}

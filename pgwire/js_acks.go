@@ -18,8 +18,8 @@ type JSAckUpdate struct {
 	// Acked are offsets acknowledged above Floor (any order; those at or
 	// below it are dropped).
 	Acked []int64
-	// Deliveries counts the deliveries of offsets delivered more than
-	// once (counts >= 1; offsets at or below Floor are dropped).
+	// Deliveries counts the deliveries of offsets delivered and not yet
+	// acknowledged (counts >= 1; offsets at or below Floor are dropped).
 	Deliveries map[int64]int
 	// Dead are messages to write to the queue's dead letters, as the
 	// consumer's group: max_deliver reached, or terminated (+TERM) with

@@ -27,7 +27,7 @@ type JSPartition struct {
 	// Acked are the offsets acknowledged above Floor, ascending.
 	Acked []int64
 	// Deliveries counts the deliveries of the offsets above Floor that
-	// were delivered more than once.
+	// were delivered (and, when stored, not yet acknowledged).
 	Deliveries map[int64]int
 }
 
