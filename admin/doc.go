@@ -15,10 +15,17 @@
 // queue.changed, and through its OnDrop hook in the read side, the marks,
 // the hot tail and fusion) and decrypts payloads; durability holds the maintenance
 // switches (maintenance mode, pop maintenance) and the spool's figures.
-// Answers are rendered by jsonapi.
+//
+// Its wire types live beside its routes, in the *wire.go files: the query
+// parameters and bodies the routes take and the answers they give, each
+// error naming what was wrong (queueswire.go, statuswire.go,
+// groupswire.go, messageswire.go, consolewire.go). The answers are
+// rendered by encoding/json, except the message list and detail, written
+// by hand on jsonapi's string and UUID appenders; jsonapi keeps what every
+// route shares (error bodies, name rules, statuses).
 //
 // It must not import bridge, push or ownership, nor net/http, NATS or
-// Prometheus; it writes no SQL and no JSON by hand.
+// Prometheus; it writes no SQL.
 //
 // Goroutines: none of its own. Each call runs on its caller's goroutine.
 //

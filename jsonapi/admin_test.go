@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -113,4 +114,26 @@ func TestEncodeOwners(t *testing.T) {
 	if !reflect.DeepEqual(back, table) {
 		t.Fatalf("reads back as %+v, want %+v", back, table)
 	}
+}
+
+// FuzzDecodeSwitch reads any switch body: no panic; a refusal is the one
+// BadRequest; a body let through has a boolean enabled, the one decoded.
+func FuzzDecodeSwitch(f *testing.F) {
+	for _, s := range []string{`{"enabled":true}`, `{"enabled":false}`, `{}`, `{"enabled":"true"}`, `null`, `[true]`, `{"enabled":true,"enabled":false}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		on, err := DecodeSwitch(body)
+		if err != nil {
+			var bad *BadRequest
+			if !errors.As(err, &bad) || err.Error() != "enabled (boolean) is required" {
+				t.Fatalf("refusal %v", err)
+			}
+			return
+		}
+		var v struct{ Enabled *bool }
+		if json.Unmarshal(body, &v) != nil || v.Enabled == nil || *v.Enabled != on {
+			t.Fatalf("%q let through as %v", body, on)
+		}
+	})
 }

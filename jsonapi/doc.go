@@ -1,6 +1,5 @@
-// Package jsonapi is all of the public API's JSON, both ways, and nothing
-// else writes or parses it: push bodies in (decoded in place on
-// internal/jsonscan, every item validated before any is returned, payloads
+// Package jsonapi is the public API's shared JSON, both ways: push bodies
+// in (decoded in place on internal/jsonscan, every item validated before any is returned, payloads
 // left as sub-slices of the body), acknowledgements (the bodies clients
 // send read on internal/jsonscan too, anything it is not sure of by
 // encoding/json, to which a differential fuzz target holds it), the
@@ -8,12 +7,11 @@
 // configure and maintenance (bodies and query parameters, each error naming
 // what was wrong), and out push results, read and pop answers, ack results,
 // the lease, dead-letter, transaction, configure, maintenance and health
-// answers, Queen's queue resource and status answers (admin_queues.go,
-// admin_status.go), the owners' table and error bodies, written by hand
-// without reflection where they are on a hot path. The name rules (queue,
+// answers, the owners' table and error bodies, written by hand without
+// reflection where they are on a hot path. The name rules (queue,
 // partition, transactionId, traceId) and the answer statuses live here too.
-// The consumer-group admin routes' parameters, bodies and answers are
-// admin_groups.go's.
+// The wire types of the admin routes and of the console live beside their
+// routes, in admin and console.
 //
 // It holds no state and starts no goroutine. It imports nothing of the
 // project but internal/jsonscan and internal/tenancy; it must not import

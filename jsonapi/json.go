@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -62,4 +63,14 @@ func AppendString(dst []byte, s string) []byte {
 // ErrorBody is {"error": msg}.
 func ErrorBody(msg string) []byte {
 	return append(AppendString([]byte(`{"error":`), msg), '}')
+}
+
+// EncodeResource is the JSON of an answer of these routes (it holds nothing that
+// fails to encode).
+func EncodeResource(v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return ErrorBody("encoding the answer: " + err.Error())
+	}
+	return out
 }

@@ -1,10 +1,8 @@
 package jsonapi
 
 import (
-	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A requeue body names a queue, maybe a group, and a message by partition
@@ -44,46 +42,6 @@ func TestDecodeRequeue(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: %+v %v, want %+v", c.body, got, err, c.want)
 		}
-	}
-}
-
-// The overview's times are UTC, its lists never null, and a figure JSON
-// cannot carry is 0.
-func TestEncodeBridgeOverview(t *testing.T) {
-	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))
-	out := string(EncodeBridgeOverview(BridgeOverview{Bridge: "b", Time: at, FlushMs: math.NaN(),
-		History: []OverviewPoint{{Time: at, PushedPerSecond: math.Inf(1), SegmentsPerCommit: 2.5}}}))
-	want := `{"bridge":"b","time":"2026-01-02T02:04:05.0000006Z","maintenance":false,"popMaintenance":false,` +
-		`"spool":{"records":0,"bytes":0,"healthy":false},"bundlesInFlight":0,"inFlightLimit":0,"flushMs":0,"bundleLatencyMs":0,` +
-		`"totals":{"pushed":0,"consumed":0,"commits":0,"segments":0},` +
-		`"history":[{"time":"2026-01-02T02:04:05.0000006Z","pushedPerSecond":0,"consumedPerSecond":0,"segmentsPerCommit":2.5,"flushMs":0}],` +
-		`"buckets":0,"bridges":[]}`
-	if out != want {
-		t.Fatalf("got  %s\nwant %s", out, want)
-	}
-	if out := string(EncodeBridgeOverview(BridgeOverview{})); !strings.Contains(out, `"history":[]`) {
-		t.Fatalf("no history: %s", out)
-	}
-}
-
-// A queue's consumers: ids as strings, a lease and a last write null when
-// there is none.
-func TestEncodeQueueConsumers(t *testing.T) {
-	exp := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	out := string(EncodeQueueConsumers(QueueConsumers{Queue: "q",
-		Partitions: []ConsumerPartition{{ID: 7, Name: "p", LastOffset: 3, LastWrite: exp, Messages: 2}, {ID: 8, Name: "r"}},
-		Groups: []ConsumerGroup{{Name: "g", Partitions: []GroupCursor{
-			{Partition: "p", PartitionID: 7, Cursor: 1, Lag: 1, Popped: true, Lease: [16]byte{1}, Leased: true, Expires: exp, BatchSize: 2},
-			{Partition: "r", PartitionID: 8}}}}}))
-	want := `{"queue":"q","partitions":[{"id":"7","name":"p","lastOffset":3,"lastWrite":"2026-01-02T03:04:05Z","messages":2},` +
-		`{"id":"8","name":"r","lastOffset":0,"lastWrite":null,"messages":0}],"groups":[{"name":"g","partitions":[` +
-		`{"partition":"p","partitionId":"7","cursor":1,"lag":1,"popped":true,"leaseId":"01000000-0000-0000-0000-000000000000","leaseExpiresAt":"2026-01-02T03:04:05Z","batchSize":2},` +
-		`{"partition":"r","partitionId":"8","cursor":0,"lag":0,"popped":false,"leaseId":null,"leaseExpiresAt":null,"batchSize":0}]}]}`
-	if out != want {
-		t.Fatalf("got  %s\nwant %s", out, want)
-	}
-	if out := string(EncodeQueueConsumers(QueueConsumers{Queue: "q"})); out != `{"queue":"q","partitions":[],"groups":[]}` {
-		t.Fatalf("empty: %s", out)
 	}
 }
 
