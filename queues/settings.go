@@ -21,8 +21,8 @@ import (
 
 // Config wires queue settings to the database and the peers.
 type Config struct {
-	// DB holds the queues. Required.
-	DB *pgwire.DB
+	// DB holds the queues (*pgwire.DB). Required.
+	DB Store
 	// Peers carries the queue.changed broadcast; no NATS: none. Default none.
 	Peers peers.Link
 	// EncryptionKeys are the AES-256 keys (32 bytes each) by id: the highest
