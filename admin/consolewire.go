@@ -98,5 +98,5 @@ func EncodeQueueConsumers(q QueueConsumers) []byte {
 		}
 		out.Groups[i] = consumerGroupJSON{Name: g.Name, Partitions: cs}
 	}
-	return jsonapi.EncodeResource(out)
+	return jsonapi.AppendResource(nil, out)
 }

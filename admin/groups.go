@@ -78,7 +78,7 @@ func (a *Admin) serveGroups(ctx context.Context, tenant tenancy.TenantID, _ Requ
 func (a *Admin) serveGroup(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group := req.Path("group")
 	if err := jsonapi.CheckName("consumerGroup", group, true); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, group)
 	if err != nil {
@@ -99,7 +99,7 @@ func (a *Admin) serveGroup(ctx context.Context, tenant tenancy.TenantID, req Req
 func (a *Admin) serveLagging(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	minLag, err := ParseMinLagSeconds(req.Query.Get)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, "")
 	if err != nil {
@@ -122,7 +122,7 @@ func (a *Admin) serveLagging(ctx context.Context, tenant tenancy.TenantID, req R
 func (a *Admin) serveDeleteGroup(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group, queue := req.Path("group"), req.Path("queue")
 	if err := checkGroupPath(group, queue); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	meta := DeleteMetadata(req.Query.Get)
 	parts, err := a.cfg.Consumer.DeleteGroup(ctx, tenant, group, queue, meta)
@@ -137,11 +137,11 @@ func (a *Admin) serveDeleteGroup(ctx context.Context, tenant tenancy.TenantID, r
 func (a *Admin) serveSeek(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group, queue, partition := req.Path("group"), req.Path("queue"), req.Path("partition")
 	if err := checkGroupPath(group, queue); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	if partition != "" {
 		if err := jsonapi.CheckName("partition", partition, true); err != nil {
-			return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 		}
 		parts, err := a.cfg.Consumer.SeekGroup(ctx, pgwire.SeekRequest{Tenant: tenant, Group: group, Queue: queue, Partition: partition, ToEnd: true})
 		if err != nil {
@@ -154,7 +154,7 @@ func (a *Admin) serveSeek(ctx context.Context, tenant tenancy.TenantID, req Requ
 	}
 	to, err := DecodeSeek(req.Body)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	parts, err := a.cfg.Consumer.SeekGroup(ctx, pgwire.SeekRequest{Tenant: tenant, Group: group, Queue: queue, ToEnd: to.ToEnd, At: to.At})
 	if err != nil {
@@ -166,11 +166,11 @@ func (a *Admin) serveSeek(ctx context.Context, tenant tenancy.TenantID, req Requ
 func (a *Admin) serveSubscription(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group := req.Path("group")
 	if err := jsonapi.CheckName("consumerGroup", group, true); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	sent, at, err := DecodeSubscription(req.Body)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	n, err := a.cfg.DB.SetSubscriptionStart(ctx, tenant, group, at)
 	if err != nil {

@@ -165,7 +165,7 @@ const DefaultMinLagSeconds = 3600
 // ParseMinLagSeconds reads the lagging route's minLagSeconds.
 func ParseMinLagSeconds(get func(string) string) (int64, error) {
 	n := int64(DefaultMinLagSeconds)
-	err := jsonapi.QueryInts(get, jsonapi.IntParam{Name: "minLagSeconds", Bits: 64, Set: func(v int64) { n = v }})
+	err := jsonapi.ParseQueryInts(get, jsonapi.IntParam{Name: "minLagSeconds", Bits: 64, Set: func(v int64) { n = v }})
 	return n, err
 }
 

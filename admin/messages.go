@@ -40,19 +40,19 @@ func (a *Admin) serveMessage(ctx context.Context, tenant tenancy.TenantID, req R
 	txid := req.Path("transactionId")
 	pid, ok := partitionID(req.Path("partitionId"))
 	if !ok {
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody(ErrMessageNotFound)
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, ErrMessageNotFound)
 	}
 	found, ok, err := a.cfg.DB.FindMessage(ctx, tenant, pid, txid)
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	if !ok {
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody(ErrMessageNotFound)
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, ErrMessageNotFound)
 	}
 	p, m := &found.Partition, &found.Message
 	payload, err := a.cfg.Queues.Plain(tenant, p.Queue, p.Partition, m.Frame.Flags, m.Frame.Payload)
 	if err != nil {
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("message %q: %v", txid, err))
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, fmt.Sprintf("message %q: %v", txid, err))
 	}
 	v := viewOf(p)
 	h := head(v, m)
@@ -92,7 +92,7 @@ func (a *Admin) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID,
 	if pid, ok := partitionID(ps); ok {
 		var err error
 		if deleted, err = a.cfg.DB.DeleteMessage(ctx, tenant, pid, txid); err != nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 		}
 	}
 	return jsonapi.StatusOK, AppendMessageDeleted(nil, deleted, ps, txid)
@@ -106,12 +106,12 @@ func (a *Admin) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID,
 func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q url.Values) (int, []byte) {
 	req, err := ParseMessageListQuery(q, time.Now())
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	parts, err := a.cfg.DB.MessagePartitions(ctx, tenant, pgwire.MessageFilter{Queue: req.Queue, Partition: req.Partition,
 		Namespace: req.Namespace, Task: req.Task})
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	views := make(map[int64]partView, len(parts))
 	var mode MessageMode
@@ -156,7 +156,7 @@ func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q
 		}
 	}
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	out := make([]MessageHead, 0, len(listed))
 	for i := range listed {

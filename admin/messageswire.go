@@ -74,7 +74,7 @@ func ParseMessageListQuery(q map[string][]string, now time.Time) (MessageListReq
 		return r, jsonapi.Badf("status must be pending, processing, completed or dead_letter, got %q", r.Status)
 	}
 	get := func(k string) string { return first(q, k) }
-	if err := jsonapi.QueryInts(get,
+	if err := jsonapi.ParseQueryInts(get,
 		jsonapi.IntParam{Name: "limit", Bits: 32, Set: func(n int64) { r.Limit = int(n) }},
 		jsonapi.IntParam{Name: "offset", Bits: 32, Set: func(n int64) { r.Offset = int(n) }}); err != nil {
 		return r, err

@@ -46,9 +46,9 @@ func notAQueenRoute(context.Context, tenancy.TenantID, Request) (int, []byte) {
 // every route here), else 500.
 func failed(err error) (int, []byte) {
 	if pgwire.IsUnavailable(err) || pgwire.IsTimeout(err) {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
-	return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+	return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 }
 
 // queueName is the {queue} path value (percent-decoded by the front door)
@@ -78,12 +78,12 @@ func (a *Admin) listQueues(ctx context.Context, tenant tenancy.TenantID, _ Reque
 	for _, q := range qs {
 		out.Queues = append(out.Queues, summary(q))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 // queueNotFound is Queen's answer for an unknown queue.
 func queueNotFound() (int, []byte) {
-	return jsonapi.StatusNotFound, jsonapi.ErrorBody("Queue not found")
+	return jsonapi.StatusNotFound, jsonapi.AppendError(nil, "Queue not found")
 }
 
 // queueStats reads the {queue} of req and its partitions' counts. When
@@ -119,7 +119,7 @@ func (a *Admin) getQueue(ctx context.Context, tenant tenancy.TenantID, req Reque
 			Stats: sixCounts(p.Counts), OldestMessage: StatTime(p.Oldest), NewestMessage: StatTime(p.Newest)})
 		out.Totals = addSix(out.Totals, sixCounts(p.Counts))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 func addSix(a, b SixCounts) SixCounts {
@@ -143,7 +143,7 @@ const purgeBudget = 2 * time.Second
 func (a *Admin) deleteQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	name, ok := queueName(req)
 	if !ok { // no queue can have this name
-		return jsonapi.StatusOK, jsonapi.EncodeResource(QueueDeleted{Deleted: true, Queue: name})
+		return jsonapi.StatusOK, jsonapi.AppendResource(nil, QueueDeleted{Deleted: true, Queue: name})
 	}
 	d, err := a.cfg.DB.DeleteQueue(ctx, tenant, name)
 	if err != nil {
@@ -153,7 +153,7 @@ func (a *Admin) deleteQueue(ctx context.Context, tenant tenancy.TenantID, req Re
 		a.cfg.Queues.Dropped(ctx, tenant, name, d.Partitions)
 		a.purge(ctx)
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(QueueDeleted{Deleted: true, Queue: name, Existed: d.Existed})
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, QueueDeleted{Deleted: true, Queue: name, Existed: d.Existed})
 }
 
 // purge runs purge steps until nothing is left or the budget is spent.
@@ -207,7 +207,7 @@ func (a *Admin) listNamespaces(ctx context.Context, tenant tenancy.TenantID, _ R
 		out.Namespaces = append(out.Namespaces, NamespaceSummary{Namespace: g.key, Queues: g.queues, Partitions: g.partitions,
 			Messages: TwoCounts{Total: g.total, Pending: g.pending}})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 func (a *Admin) listTasks(ctx context.Context, tenant tenancy.TenantID, _ Request) (int, []byte) {
@@ -220,7 +220,7 @@ func (a *Admin) listTasks(ctx context.Context, tenant tenancy.TenantID, _ Reques
 		out.Tasks = append(out.Tasks, TaskSummary{Task: g.key, Queues: g.queues, Partitions: g.partitions,
 			Messages: TwoCounts{Total: g.total, Pending: g.pending}})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 // overview sums every queue of the tenant. Lag is each partition's
@@ -247,5 +247,5 @@ func (a *Admin) overview(ctx context.Context, tenant tenancy.TenantID, _ Request
 		out.Partitions += q.Partitions
 		out.Messages = addSix(out.Messages, sixCounts(q.Counts))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }

@@ -153,7 +153,7 @@ type Overview struct {
 // NotAQueenRoute is the answer to the routes Queen's clients call and Queen
 // does not serve (docs/admin.md, "Client methods with no Queen route").
 func NotAQueenRoute() []byte {
-	return jsonapi.ErrorBody("not a Queen route")
+	return jsonapi.AppendError(nil, "not a Queen route")
 }
 
 // StatsRefreshed is POST /api/v1/stats/refresh's answer: counts are

@@ -14,20 +14,20 @@ import (
 func TestAdminAnswersGolden(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 29, 23, 41, 7, 123456000, time.FixedZone("CET", 3600))
-	golden(t, jsonapi.EncodeResource(QueueList{Queues: []QueueSummary{{ID: "7", Name: "orders.eu", Namespace: "orders", Task: "eu", CreatedAt: StatTime(at),
+	golden(t, jsonapi.AppendResource(nil, QueueList{Queues: []QueueSummary{{ID: "7", Name: "orders.eu", Namespace: "orders", Task: "eu", CreatedAt: StatTime(at),
 		Partitions: 2, Messages: ThreeCounts{Total: 4, Pending: 2, Processing: 1}}}}),
 		`{"queues":[{"id":"7","name":"orders.eu","namespace":"orders","task":"eu","createdAt":"2026-11-29T22:41:07.123456Z","partitions":2,"messages":{"total":4,"pending":2,"processing":1}}]}`)
-	golden(t, jsonapi.EncodeResource(QueueDetail{ID: "7", Name: "q", Partitions: []PartitionDetail{{ID: "17", Name: "p", Stats: SixCounts{Total: 1, Pending: 1}}}}),
+	golden(t, jsonapi.AppendResource(nil, QueueDetail{ID: "7", Name: "q", Partitions: []PartitionDetail{{ID: "17", Name: "p", Stats: SixCounts{Total: 1, Pending: 1}}}}),
 		`{"id":"7","name":"q","namespace":"","task":"","createdAt":null,"partitions":[{"id":"17","name":"p","createdAt":null,`+
 			`"stats":{"total":1,"pending":1,"processing":0,"completed":0,"failed":0,"deadLetter":0},"oldestMessage":null,"newestMessage":null}],`+
 			`"totals":{"total":0,"pending":0,"processing":0,"completed":0,"failed":0,"deadLetter":0}}`)
-	golden(t, jsonapi.EncodeResource(QueueDeleted{Deleted: true, Queue: "q", Existed: true}), `{"deleted":true,"queue":"q","existed":true}`)
-	golden(t, jsonapi.EncodeResource(StatusTotals{Messages: SixCounts{Total: 2}, SixCounts: SixCounts{Total: 2}}),
+	golden(t, jsonapi.AppendResource(nil, QueueDeleted{Deleted: true, Queue: "q", Existed: true}), `{"deleted":true,"queue":"q","existed":true}`)
+	golden(t, jsonapi.AppendResource(nil, StatusTotals{Messages: SixCounts{Total: 2}, SixCounts: SixCounts{Total: 2}}),
 		`{"messages":{"total":2,"pending":0,"processing":0,"completed":0,"failed":0,"deadLetter":0},"total":2,"pending":0,"processing":0,"completed":0,"failed":0,"deadLetter":0}`)
 	golden(t, NotAQueenRoute(), `{"error":"not a Queen route"}`)
 	golden(t, StatsRefreshed(), `{"success":true}`)
 	var st map[string]json.RawMessage
-	if err := json.Unmarshal(jsonapi.EncodeResource(Status{Throughput: []json.RawMessage{}, Workers: []json.RawMessage{},
+	if err := json.Unmarshal(jsonapi.AppendResource(nil, Status{Throughput: []json.RawMessage{}, Workers: []json.RawMessage{},
 		Messages: StatusMessages{BatchEfficiency: json.RawMessage(`{}`)}}), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (a *Admin) setPopMaintenance(ctx context.Context, _ tenancy.TenantID, req R
 func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bool) (int, []byte)) (int, []byte) {
 	on, err := jsonapi.DecodeSwitch(req.Body)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	return serve(ctx, &on)
 }
@@ -60,7 +60,7 @@ func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bo
 func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	sr, err := ParseStatusQuery(req.Query.Get, time.Now())
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	f := pgwire.QueueFilter{Name: sr.Queue, Namespace: sr.Namespace, Task: sr.Task}
 	qs, err := a.cfg.DB.QueueStats(ctx, tenant, f)
@@ -96,13 +96,13 @@ func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request
 	for _, e := range top {
 		out.DeadLetterQueue.TopErrors = append(out.DeadLetterQueue.TopErrors, StatusErrorCount{Error: e.Error, Count: e.Count})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 func (a *Admin) statusQueues(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	r, err := ParseQueueStatsQuery(req.Query.Get)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Namespace: r.Namespace, Task: r.Task, Limit: r.Limit, Offset: r.Offset})
 	if err != nil {
@@ -112,7 +112,7 @@ func (a *Admin) statusQueues(ctx context.Context, tenant tenancy.TenantID, req R
 	for _, q := range qs {
 		out.Queues = append(out.Queues, summary(q))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 // option is a queue option as stored, else null.
@@ -153,5 +153,5 @@ func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Re
 		out.Totals.SixCounts = addSix(out.Totals.SixCounts, c)
 	}
 	out.Totals.Messages = out.Totals.SixCounts
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }

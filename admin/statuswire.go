@@ -68,7 +68,7 @@ type QueueStatsRequest struct {
 // limit 100 and offset 0 unless given.
 func ParseQueueStatsQuery(get func(string) string) (QueueStatsRequest, error) {
 	r := QueueStatsRequest{Namespace: get("namespace"), Task: get("task"), Limit: 100}
-	err := jsonapi.QueryInts(get,
+	err := jsonapi.ParseQueryInts(get,
 		jsonapi.IntParam{Name: "limit", Bits: 32, Set: func(n int64) { r.Limit = int(n) }},
 		jsonapi.IntParam{Name: "offset", Bits: 32, Set: func(n int64) { r.Offset = int(n) }})
 	if err == nil && (r.Limit < 1 || r.Offset < 0) {

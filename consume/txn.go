@@ -46,10 +46,10 @@ func (c *Consumer) ServeTransaction(ctx context.Context, tenant tenancy.TenantID
 	switch {
 	case c.cfg.Stopping():
 		c.cfg.Observer.Transaction(TxnRefused)
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping)
 	case c.cfg.Maintenance():
 		c.cfg.Observer.Transaction(TxnRefused)
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(errTxnMaintenance)
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, errTxnMaintenance)
 	}
 	id := uuid.Must(uuid.NewV7())
 	// Once sent, a transaction runs to its end (bounded by the statement
@@ -86,12 +86,12 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 		t.ackOp = append(t.ackOp, i)
 	}
 	fail := func(msg string) (int, []byte, string) {
-		return jsonapi.StatusOK, jsonapi.TxnFailure(id, msg), TxnRolledBack
+		return jsonapi.StatusOK, jsonapi.AppendTxnFailure(nil, id, msg), TxnRolledBack
 	}
 	var prep push.Prepared
 	if len(t.items) > 0 {
 		if c.cfg.Pushes == nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("transactions with pushes are not served here"), TxnRefused
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "transactions with pushes are not served here"), TxnRefused
 		}
 		var err error
 		prep, err = c.cfg.Pushes.PrepareTxn(ctx, tenant, t.items)
@@ -104,7 +104,7 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 		case errors.As(err, &bad):
 			return fail(fmt.Sprintf("%s: %s", jsonapi.OperationLabel(t.itemOp[bad.Index]), bad.Err))
 		case err != nil:
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error()), TxnRefused
 		}
 	}
 	groups := groupAcks(t.acks)
@@ -130,7 +130,7 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 			}
 			return fail("ACK operation failed: Message not found (" + op + ": " + ack.Reason + ")")
 		case pgwire.IsUnavailable(err):
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error()), TxnRefused
 		case pgwire.IsOutcomeUnknown(err):
 			return fail("the transaction's outcome is unknown: the connection to PostgreSQL was lost after it was sent, so it may have committed or not (" + err.Error() + ")")
 		}

@@ -70,7 +70,7 @@ func TestDecodeSwitch(t *testing.T) {
 	}
 }
 
-func TestHealth(t *testing.T) {
+func TestAppendHealth(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		postgres, nats string
@@ -83,7 +83,7 @@ func TestHealth(t *testing.T) {
 		{"up", "down", 503, `{"status":"unhealthy","postgres":"up","nats":"down"}`},
 		{"down", "disabled", 503, `{"status":"unhealthy","postgres":"down","nats":"disabled"}`},
 	} {
-		status, body := Health(c.postgres, c.nats)
+		status, body := AppendHealth(nil, c.postgres, c.nats)
 		if status != c.status {
 			t.Errorf("%s/%s: status %d, want %d", c.postgres, c.nats, status, c.status)
 		}
@@ -91,19 +91,19 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-func TestEncodeOwners(t *testing.T) {
+func TestAppendOwners(t *testing.T) {
 	t.Parallel()
 	table := OwnersTable{Version: "v-3", Buckets: 4,
 		Bridges: []OwnerEntry{{ID: "b1", Subject: "queen.v1.push.b1"}, {ID: "b\"2", Subject: "queen.v1.push.b2"}},
 		Owners:  []int32{0, 1, 1, 0}}
-	enc := EncodeOwners(&table)
+	enc := AppendOwners(nil, &table)
 	golden(t, enc, `{"version":"v-3","buckets":4,"bridges":[{"id":"b1","subject":"queen.v1.push.b1"},`+
 		`{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,1,1,0]}`)
-	golden(t, EncodeOwners(&OwnersTable{Version: "v", Tenant: uuidAText}),
+	golden(t, AppendOwners(nil, &OwnersTable{Version: "v", Tenant: uuidAText}),
 		`{"version":"v","tenant":"01234567-89ab-cdef-0123-456789abcdef","buckets":0,"bridges":null,"owners":null}`)
 
 	// The answer in the accounts mode: the same table with the tenant.
-	with := WithTenant(enc, uuidB)
+	with := AppendOwnersWithTenant(nil, enc, uuidB)
 	golden(t, with, `{"tenant":"ffeeddcc-bbaa-9988-7766-554433221100","version":"v-3","buckets":4,"bridges":[{"id":"b1","subject":"queen.v1.push.b1"},`+
 		`{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,1,1,0]}`)
 	var back OwnersTable

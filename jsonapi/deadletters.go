@@ -17,7 +17,7 @@ type DeadLettersRequest struct {
 // ParseDeadLettersQuery reads GET /api/v1/dlq's query parameters.
 func ParseDeadLettersQuery(get func(string) string) (DeadLettersRequest, error) {
 	r := DeadLettersRequest{Queue: get("queue"), ConsumerGroup: get("consumerGroup")}
-	err := QueryInts(get,
+	err := ParseQueryInts(get,
 		IntParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
 		IntParam{"offset", 32, func(n int64) { r.Offset = int(n) }})
 	return r, err

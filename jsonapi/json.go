@@ -60,17 +60,18 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// ErrorBody is {"error": msg}.
-func ErrorBody(msg string) []byte {
-	return append(AppendString([]byte(`{"error":`), msg), '}')
+// AppendError appends {"error": msg}.
+func AppendError(dst []byte, msg string) []byte {
+	return append(AppendString(append(dst, `{"error":`...), msg), '}')
 }
 
-// EncodeResource is the JSON of an answer of these routes (it holds nothing that
-// fails to encode).
-func EncodeResource(v any) []byte {
+// AppendResource appends the JSON of v, an answer rendered by encoding/json
+// (the admin routes', the requeue's); an answer that does not encode (it
+// holds nothing that can fail) appends an error body saying why.
+func AppendResource(dst []byte, v any) []byte {
 	out, err := json.Marshal(v)
 	if err != nil {
-		return ErrorBody("encoding the answer: " + err.Error())
+		return AppendError(dst, "encoding the answer: "+err.Error())
 	}
-	return out
+	return append(dst, out...)
 }

@@ -148,17 +148,17 @@ func TestParseUUID(t *testing.T) {
 	}
 }
 
-func TestErrorBody(t *testing.T) {
+func TestAppendError(t *testing.T) {
 	t.Parallel()
-	golden(t, ErrorBody("queue is required"), `{"error":"queue is required"}`)
-	golden(t, ErrorBody(""), `{"error":""}`)
-	golden(t, ErrorBody(nasty), `{"error":`+nastyJSON+`}`)
-	if got := ErrorMessage(ErrorBody(nasty)); got != nastyBack {
-		t.Errorf("ErrorMessage reads %q back as %q", nasty, got)
+	golden(t, AppendError(nil, "queue is required"), `{"error":"queue is required"}`)
+	golden(t, AppendError(nil, ""), `{"error":""}`)
+	golden(t, AppendError(nil, nasty), `{"error":`+nastyJSON+`}`)
+	if got := DecodeError(AppendError(nil, nasty)); got != nastyBack {
+		t.Errorf("DecodeError reads %q back as %q", nasty, got)
 	}
 }
 
-func TestErrorMessage(t *testing.T) {
+func TestDecodeError(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ body, want string }{
 		{`{"error":"too many parked reads"}`, "too many parked reads"},
@@ -170,7 +170,7 @@ func TestErrorMessage(t *testing.T) {
 		{`not json`, ""},
 		{`{"error":"x"`, ""},
 	} {
-		if got := ErrorMessage([]byte(c.body)); got != c.want {
+		if got := DecodeError([]byte(c.body)); got != c.want {
 			t.Errorf("%s: got %q, want %q", c.body, got, c.want)
 		}
 	}

@@ -12,9 +12,9 @@ type IntParam struct {
 	Set  func(int64)
 }
 
-// QueryInts reads integer query parameters; a value that is not an integer
+// ParseQueryInts reads integer query parameters; a value that is not an integer
 // of the parameter's size is an error naming the parameter.
-func QueryInts(get func(string) string, params ...IntParam) error {
+func ParseQueryInts(get func(string) string, params ...IntParam) error {
 	for _, p := range params {
 		v := get(p.Name)
 		if v == "" {
@@ -41,7 +41,7 @@ func decodeBody(body []byte, what string, v any) error {
 // ParseFetchQuery reads GET /api/v1/messages' query parameters.
 func ParseFetchQuery(get func(string) string) (FetchRequest, error) {
 	r := FetchRequest{Queue: get("queue"), Partition: get("partition")}
-	err := QueryInts(get,
+	err := ParseQueryInts(get,
 		IntParam{"from", 64, func(n int64) { r.From = n }},
 		IntParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
 		IntParam{"waitMs", 32, func(n int64) { r.WaitMs = int(n) }},
@@ -74,9 +74,9 @@ func DecodePopCancel(body []byte) (string, error) {
 	return r.RequestID, CheckName("requestId", r.RequestID, r.RequestID != "")
 }
 
-// ErrorMessage is msg of an error body {"error": msg}, or "" when body is
+// DecodeError is msg of an error body {"error": msg}, or "" when body is
 // not one.
-func ErrorMessage(body []byte) string {
+func DecodeError(body []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}

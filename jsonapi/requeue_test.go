@@ -46,8 +46,8 @@ func TestDecodeRequeue(t *testing.T) {
 }
 
 // The requeue answer: one entry per message, groups never null.
-func TestRequeueAnswer(t *testing.T) {
-	out := string(RequeueAnswer([]Requeued{{TransactionID: "t", NewTransactionID: "n", PartitionID: 7, Partition: "p", Offset: 4, Already: true}}, true))
+func TestAppendRequeued(t *testing.T) {
+	out := string(AppendRequeued(nil, []Requeued{{TransactionID: "t", NewTransactionID: "n", PartitionID: 7, Partition: "p", Offset: 4, Already: true}}, true))
 	want := `{"requeued":1,"more":true,"messages":[{"transactionId":"t","newTransactionId":"n","partitionId":"7","partition":"p","offset":4,"consumerGroups":[],"alreadyRequeued":true}]}`
 	if out != want {
 		t.Fatalf("got  %s\nwant %s", out, want)

@@ -36,7 +36,7 @@ func clientJSON(prefix string, t *table) []byte {
 		h = xxh3.HashStringSeed(id, h)
 	}
 	ct.Version = strconv.FormatUint(h, 16) + "-" + strconv.Itoa(len(t.members)) + "-" + strconv.Itoa(len(t.owner))
-	return jsonapi.EncodeOwners(&ct)
+	return jsonapi.AppendOwners(nil, &ct)
 }
 
 // TableJSON is this bridge's owners' table as clients read it (without a
