@@ -122,7 +122,7 @@ func (b *Bridge) natsPushTaken(req micro.Request, tenant tenancy.TenantID, answe
 	return b.enqueue(req, run)
 }
 
-// natsOwners answers the owners' table (jsonapi.OwnersTable); in the
+// natsOwners answers the owners' table (ownership.OwnersTable); in the
 // accounts mode with the requester's tenant, which the bucket hash takes.
 func (b *Bridge) natsOwners(req micro.Request) {
 	tab := b.router.TableJSON()

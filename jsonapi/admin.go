@@ -104,34 +104,6 @@ func AppendHealth(dst []byte, postgres, nats string) (int, []byte) {
 	return status, append(dst, '}')
 }
 
-// OwnersTable is the owners' table as producers read it (<prefix>.v1.owners,
-// <prefix>.v1.owners.changed; docs/ownership.md).
-type OwnersTable struct {
-	// Version names the member list the table was computed from: equal
-	// versions are equal tables.
-	Version string `json:"version"`
-	// Tenant is the requester's tenant, which the bucket hash takes; set
-	// in the answer to a request in the accounts mode only (the account
-	// decides it). Never in announcements.
-	Tenant  string       `json:"tenant,omitempty"`
-	Buckets int          `json:"buckets"`
-	Bridges []OwnerEntry `json:"bridges"`
-	// Owners is, per bucket, the index into Bridges of its owner.
-	Owners []int32 `json:"owners"`
-}
-
-// OwnerEntry is one bridge of the table.
-type OwnerEntry struct {
-	ID      string `json:"id"`
-	Subject string `json:"subject"` // its own push subject
-}
-
-// AppendOwners appends the JSON of t.
-func AppendOwners(dst []byte, t *OwnersTable) []byte {
-	out, _ := json.Marshal(t) // strings and numbers: nothing in it fails to encode
-	return append(dst, out...)
-}
-
 // AppendOwnersWithTenant appends table, an encoded owners' table (without a
 // tenant), with tenant set: the answer to a request in the accounts mode.
 func AppendOwnersWithTenant(dst, table []byte, tenant tenancy.TenantID) []byte {

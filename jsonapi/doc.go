@@ -7,8 +7,8 @@
 // dead letters, transactions, configure and maintenance (bodies and query
 // parameters, each error naming what was wrong), and out push results,
 // read and pop answers, ack results, the lease, dead-letter, transaction,
-// configure, maintenance and health answers, the owners' table and error
-// bodies, written by hand without reflection where they are on a hot
+// configure, maintenance and health answers, the tenant of an owners'
+// table (ownership renders the table) and error bodies, written by hand without reflection where they are on a hot
 // path. The name rules (queue, partition, transactionId, traceId) and the
 // answer statuses live here too. The wire types of the admin routes and of
 // the console live beside their routes, in admin and console.
