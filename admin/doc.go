@@ -7,7 +7,8 @@
 // registers every Route this package lists and hands each the tenant of the
 // request, the path values, the query and the body.
 //
-// What it asks of others: pgwire runs every read and write (counts come
+// What it asks of others: pgwire runs every read and write, through the
+// Store this room declares (store.go; *pgwire.DB satisfies it) (counts come
 // from high-water marks, cursors and dead letters, never from a scan of
 // segments); consume makes the group deletes and seeks (and tells the
 // consumer state in cursors, and the read side); queues
