@@ -25,6 +25,12 @@
 // by hand on jsonapi's string and UUID appenders; jsonapi keeps what every
 // route shares (error bodies, name rules, statuses).
 //
+// Size: with its wire types the room holds about 2,200 lines outside
+// tests, above the house's 2,000. Half are those wire types, which serve
+// these routes alone and belong beside them; the routes themselves are
+// about 1,100 lines. Split the room by concern (queues, groups, messages)
+// before it grows further.
+//
 // It must not import bridge, push or ownership, nor net/http, NATS or
 // Prometheus; it writes no SQL.
 //
