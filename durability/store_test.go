@@ -31,22 +31,21 @@ func (f *fakeStore) Ping(context.Context) error {
 }
 
 func (f *fakeStore) SetMaintenance(_ context.Context, on bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.down != nil {
-		return f.down
-	}
-	f.switches.Maintenance = on
-	return nil
+	return f.setSwitch(func(sw *pgwire.Switches) { sw.Maintenance = on })
 }
 
 func (f *fakeStore) SetPopMaintenance(_ context.Context, on bool) error {
+	return f.setSwitch(func(sw *pgwire.Switches) { sw.PopMaintenance = on })
+}
+
+// setSwitch stores a switch unless the store is down.
+func (f *fakeStore) setSwitch(set func(*pgwire.Switches)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down != nil {
 		return f.down
 	}
-	f.switches.PopMaintenance = on
+	set(&f.switches)
 	return nil
 }
 
