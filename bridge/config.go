@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/queenbridge/queenbridge/fusion"
+	"github.com/queenbridge/queenbridge/internal/leaf"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -42,6 +43,13 @@ type Config struct {
 	// replies the server refuses from a client); LeafUser and LeafPassword
 	// log in to it. Default "": none.
 	LeafURL, LeafUser, LeafPassword string
+	// LeafLogins are, in the accounts mode, the users of that listener
+	// bound to the tenant accounts, one for each account of NATSAccounts
+	// (QUEEN_NATS_LEAF_ACCOUNTS, or the embedded server's own): a leaf
+	// connection reaches only the inboxes of the account its user is
+	// bound to, so each tenant's deliveries need their own. LeafUser and
+	// LeafPassword are then unused. Default none.
+	LeafLogins []leaf.Login
 	// HTTPAddr is the HTTP API's listen address; "" or "off": none
 	// (QUEEN_HTTP_ADDR). Default "".
 	HTTPAddr string
@@ -154,6 +162,9 @@ func (c *Config) applyDefaults() error {
 	if c.MaxBodyBytes < 0 || c.MaxInflightBytes < 0 || c.BudgetWait < 0 || c.BodyTimeout < 0 || c.MaxTxnOperations < 0 {
 		return fmt.Errorf("bridge: MaxBodyBytes (%d), MaxInflightBytes (%d), BudgetWait (%s), BodyTimeout (%s) and MaxTxnOperations (%d) must be positive",
 			c.MaxBodyBytes, c.MaxInflightBytes, c.BudgetWait, c.BodyTimeout, c.MaxTxnOperations)
+	}
+	if err := c.checkLeafLogins(); err != nil {
+		return err
 	}
 	setDefault(&c.TailCacheBytes, 64<<20)
 	setDefault(&c.MaxParked, 1024)

@@ -177,7 +177,7 @@ func (c *Consumer) requeue(ctx context.Context, tenant tenancy.TenantID, msgs []
 				return nil, errUnreadable{fmt.Errorf("dead letter %d: %w", d.ID, err)}
 			}
 			items[k] = jsonapi.Item{Queue: d.Queue, Partition: d.Partition, TransactionID: msgs[i].txid, TraceID: f.TraceID,
-				Payload: plain, Encoded: f.Flags&segment.FlagBase64 != 0}
+				Payload: plain, Encoded: f.Flags&segment.FlagBase64 != 0, Subject: f.Subject, Header: f.Header}
 		}
 		var prep push.Prepared
 		if len(items) > 0 {

@@ -33,7 +33,8 @@ func (plainPreparer) PrepareTxn(_ context.Context, tenant tenancy.TenantID, item
 			out.Writes = append(out.Writes, segment.Write{Tenant: tenant, Queue: it.Queue, Partition: it.Partition})
 			frames = append(frames, nil)
 		}
-		f := segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: it.TransactionID, TraceID: it.TraceID, Payload: it.Payload}
+		f := segment.Frame{ID: uuid.Must(uuid.NewV7()), TransactionID: it.TransactionID, TraceID: it.TraceID, Payload: it.Payload,
+			Subject: it.Subject, Header: it.Header}
 		if it.Encoded {
 			f.Flags = segment.FlagBase64
 		}
@@ -187,5 +188,29 @@ func TestRequeueAfterAnotherGroupsRequeue(t *testing.T) {
 	}
 	if _, _, err := r.c.Requeue(ctx, tenancy.TenantID(uuid.New()), jsonapi.RequeueRequest{Queue: "rq"}); err != errQueueNotFound {
 		t.Fatalf("another tenant: %v", err)
+	}
+}
+
+// A dead-lettered JetStream publish is requeued with the subject and
+// header block it was published with.
+func TestRequeueKeepsNATSSubjectAndHeader(t *testing.T) {
+	t.Parallel()
+	r := newRequeueRig(t, 10)
+	ctx := context.Background()
+	header := []byte("NATS/1.0\r\nNats-Msg-Id: js-1\r\nX-Source: web\r\n\r\n")
+	frames := []segment.Frame{{ID: uuid.Must(uuid.NewV7()), TransactionID: "js-1", Payload: []byte(`{}`), Subject: "orders.eu", Header: header}}
+	if res, err := r.db.PushBundle(ctx, []segment.Write{segmentOf("rq", "eu", frames)}); err != nil || res[0].Status != segment.Queued {
+		t.Fatalf("push: %+v %v", res, err)
+	}
+	r.deadLetter("rq", "eu", "g1")
+	if msgs, _, err := r.c.Requeue(ctx, tenancy.TenantID{}, jsonapi.RequeueRequest{Queue: "rq"}); err != nil || len(msgs) != 1 {
+		t.Fatalf("requeue: %s %v", describe(msgs), err)
+	}
+	read, err := r.db.ReadMessages(ctx, tenancy.TenantID{}, "rq", "eu", 2, 10, 1<<20)
+	if err != nil || len(read) != 1 {
+		t.Fatalf("read %d messages: %v", len(read), err)
+	}
+	if f := read[0].Frame; f.Subject != "orders.eu" || string(f.Header) != string(header) {
+		t.Fatalf("requeued on %q with header %q", f.Subject, f.Header)
 	}
 }

@@ -123,7 +123,8 @@ func (k *Keeper) replay(ctx context.Context, recs []spool.Record) ([]spool.Recor
 		window := int32(0)
 		for j, i := range g.recs {
 			r := &recs[i]
-			frames[j] = segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, TraceID: r.TraceID, Flags: r.Flags, Payload: r.Payload}
+			frames[j] = segment.Frame{ID: r.MessageID, TransactionID: r.TransactionID, TraceID: r.TraceID, Flags: r.Flags, Payload: r.Payload,
+				Subject: r.Subject, Header: r.Header}
 			window = max(window, probeWindow(r.SpooledAt))
 		}
 		g := g

@@ -28,7 +28,7 @@ func (k *Keeper) Spool(ctx context.Context, tenant tenancy.TenantID, failed []Fa
 	for i, fl := range failed {
 		f := fl.Frame
 		recs[i] = spool.Record{Tenant: tenant, Queue: fl.Queue, Partition: fl.Partition, MessageID: f.ID,
-			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, SpooledAt: now}
+			TransactionID: f.TransactionID, TraceID: f.TraceID, Flags: f.Flags, Payload: f.Payload, Subject: f.Subject, Header: f.Header, SpooledAt: now}
 	}
 	if err := k.cfg.Spool.Append(ctx, recs); err != nil {
 		return err

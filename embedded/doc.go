@@ -6,8 +6,9 @@
 // segments or the schema: it hands out a NATS client URL, the URL and
 // password of the NATS server's leafnode listener (loopback, one user, a
 // password made at each start: the bridge's own connection for messages a
-// client may not send, JetStream deliveries), and a PostgreSQL DSN, and
-// stops what it started.
+// client may not send, JetStream deliveries; with accounts, one more user
+// per named account, bound to it, since a leaf connection reaches one
+// account), and a PostgreSQL DSN, and stops what it started.
 //
 // Ownership: a Postgres value owns one postmaster child process. The process is
 // started from a goroutine locked to its OS thread, with the parent-death signal

@@ -119,3 +119,64 @@ func TestNATSConfigWithALeafListenerIsRefused(t *testing.T) {
 		t.Fatal("no leaf URL beside remotes")
 	}
 }
+
+// With LeafAccounts, each named account of the configuration gets a leaf
+// user bound to it with a password of its own, beside the bridge's user
+// of the default account; an account the file does not define is refused
+// by name.
+func TestNATSLeafUsersPerAccount(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "accounts.conf")
+	if err := os.WriteFile(conf, []byte("accounts { A { users [ { user: a, password: pa } ] }, B { users [ { user: b, password: pb } ] } }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1", ConfigFile: conf, LeafAccounts: []string{"A", "NOPE"}}); err == nil || !strings.Contains(err.Error(), `"NOPE"`) {
+		if ns != nil {
+			ns.Stop()
+		}
+		t.Fatalf("a leaf user for an account the file lacks: %v", err)
+	}
+	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1", ConfigFile: conf, LeafAccounts: []string{"A", "B"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Stop()
+	logins := ns.LeafLogins()
+	if len(logins) != 2 || logins[0].Account != "A" || logins[1].Account != "B" || logins[0].User == logins[1].User ||
+		len(logins[0].Password) < 32 || logins[0].Password == logins[1].Password || logins[0].Password == ns.LeafPassword() {
+		t.Fatalf("leaf logins %d: want A's and B's, distinct users and passwords", len(logins))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dial := func(user, password string) *leaf.Conn {
+		t.Helper()
+		c, err := leaf.Dial(ctx, leaf.Config{URL: ns.LeafURL(), User: user, Password: password})
+		if err != nil {
+			t.Fatalf("leaf as %s: %v", user, err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	if c, err := leaf.Dial(ctx, leaf.Config{URL: ns.LeafURL(), User: logins[0].User, Password: logins[1].Password}); !errors.Is(err, leaf.ErrRefused) {
+		if c != nil {
+			_ = c.Close()
+		}
+		t.Fatalf("A's user with B's password: %v, want refused", err)
+	}
+	global, inA := dial(embedded.LeafUser, ns.LeafPassword()), dial(logins[0].User, logins[0].Password)
+	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("a", "pa"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync("_INBOX.acc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "A's leaf to hear of A's inbox", 30*time.Second, func() bool { return inA.Interested("_INBOX.acc") })
+	if global.Interested("_INBOX.acc") {
+		t.Fatal("the default account's leaf sees account A's inbox")
+	}
+}

@@ -50,16 +50,28 @@ type NATSConfig struct {
 	// LeafPassword is the leaf user's password. Default: 24 random bytes
 	// in hex, made at every start.
 	LeafPassword string
+	// LeafAccounts are accounts of ConfigFile that get a leaf user each,
+	// bound to the account, with a password made at start (LeafLogins):
+	// a leaf connection sees and reaches one account, so delivering to
+	// the inboxes of several accounts takes one connection per account.
+	// LeafUser stays, bound to the default account. Default none.
+	LeafAccounts []string
 }
 
 // LeafUser is the user of the embedded server's leafnode listener.
 const LeafUser = "queen-bridge"
+
+// LeafLogin is a user of the leafnode listener bound to one account.
+type LeafLogin struct {
+	Account, User, Password string
+}
 
 // NATS is a running in-process nats-server.
 type NATS struct {
 	srv          *server.Server
 	leafURL      string
 	leafPassword string
+	leafLogins   []LeafLogin
 	stop         sync.Once
 }
 
@@ -107,7 +119,10 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		return nil, errors.New("embedded nats: the configuration file sets a leafnodes listener; the embedded server's listener is the bridge's own (use an external server, QUEEN_NATS_URL, to take other leaf nodes)")
 	}
 	opts.LeafNode.Host, opts.LeafNode.Port = leafHost, leafPort
-	opts.LeafNode.Username, opts.LeafNode.Password = LeafUser, cfg.LeafPassword
+	logins, err := leafUsers(opts, cfg)
+	if err != nil {
+		return nil, err
+	}
 	opts.NoSigs = true // the bridge owns signal handling
 	opts.NoLog = true
 	if cfg.Cluster != "" {
@@ -142,7 +157,7 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		return nil, fmt.Errorf("embedded nats: leafnode port: %w", err)
 	}
 	leafURL := "nats-leaf://" + net.JoinHostPort(leafHost, strconv.Itoa(vz.LeafNode.Port))
-	return &NATS{srv: srv, leafURL: leafURL, leafPassword: cfg.LeafPassword}, nil
+	return &NATS{srv: srv, leafURL: leafURL, leafPassword: cfg.LeafPassword, leafLogins: logins}, nil
 }
 
 func splitListen(listen string) (string, int, error) {
@@ -178,6 +193,10 @@ func (n *NATS) LeafURL() string { return n.leafURL }
 
 // LeafPassword is LeafUser's password on the leafnode listener: a secret.
 func (n *NATS) LeafPassword() string { return n.leafPassword }
+
+// LeafLogins are the leaf users of NATSConfig.LeafAccounts, in its
+// order, each bound to its account: secrets.
+func (n *NATS) LeafLogins() []LeafLogin { return append([]LeafLogin(nil), n.leafLogins...) }
 
 // Server exposes the nats-server for tests that inspect routes or clients.
 func (n *NATS) Server() *server.Server { return n.srv }

@@ -17,8 +17,9 @@ type Config struct {
 	// BundleMax caps the segments of one bundle (QUEEN_BUNDLE_MAX). Default 64.
 	BundleMax int
 	// BundleMaxBytes caps the bytes of one bundle (QUEEN_BUNDLE_MAX_BYTES),
-	// counted before compression: each frame's payload, transactionId and
-	// traceId plus FrameOverhead, and SegmentOverhead per segment. A
+	// counted before compression: each frame's payload, transactionId,
+	// traceId, NATS subject and header plus FrameOverhead, and
+	// SegmentOverhead per segment. A
 	// partition whose pending frames exceed it is written over several
 	// flushes, in order, one at a time; a single frame larger than it is
 	// written alone, in a bundle of its own. Default 8 MiB.
@@ -29,8 +30,8 @@ type Config struct {
 	// ShardQueue is the capacity of each shard's submission queue; Submit
 	// blocks (until its context ends) when it is full. Default 4096.
 	ShardQueue int
-	// MaxPendingBytes caps payload bytes accepted but not yet answered; past
-	// it Submit fails with ErrOverloaded. Default 512 MiB.
+	// MaxPendingBytes caps payload (and NATS header) bytes accepted but not
+	// yet answered; past it Submit fails with ErrOverloaded. Default 512 MiB.
 	MaxPendingBytes int64
 	// InFlightMin, InFlightMax and InFlightInitial bound how many bundles
 	// may be in flight at once (QUEEN_BUNDLES_IN_FLIGHT_MIN, _MAX). With a

@@ -123,7 +123,7 @@ func (f *Fusion) Submit(ctx context.Context, s Submission) error {
 	r := &request{sub: s, f: f, hashes: make([][segment.HashSize]byte, len(s.Frames)), verdicts: make([]Verdict, len(s.Frames))}
 	for i := range s.Frames {
 		r.hashes[i] = segment.Hash(s.Frames[i].TransactionID)
-		r.bytes += int64(len(s.Frames[i].Payload))
+		r.bytes += int64(len(s.Frames[i].Payload) + len(s.Frames[i].Header))
 	}
 	r.remaining.Store(int32(len(s.Frames)))
 	if f.pendingBytes.Add(r.bytes) > f.cfg.MaxPendingBytes && r.bytes > 0 {

@@ -26,8 +26,16 @@ const (
 
 // frameBytes is what frame f counts against Config.BundleMaxBytes.
 func frameBytes(f *segment.Frame) int64 {
-	return int64(len(f.Payload)+len(f.TransactionID)+len(f.TraceID)) + FrameOverhead
+	n := int64(len(f.Payload)+len(f.TransactionID)+len(f.TraceID)) + FrameOverhead
+	if f.Subject != "" || len(f.Header) > 0 {
+		n += int64(len(f.Subject)+len(f.Header)) + natsOverhead
+	}
+	return n
 }
+
+// natsOverhead is what a frame carrying a NATS subject and header adds
+// besides their bytes: their two length prefixes.
+const natsOverhead = 2 * 5
 
 // fill adds the shard's ready partitions to b, oldest first, while b has
 // room: up to BundleMax segments and BundleMaxBytes. The first segment of an

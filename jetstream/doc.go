@@ -11,6 +11,7 @@
 // (queue = the stream's name; partition = the tokens the filter's wildcards
 // matched, or the Queen-Partition header; transactionId = Nats-Msg-Id;
 // payload = the body when it is JSON, else its base64 marked as such; the
+// subject and the header block kept with it, for JetStream consumers; the
 // tenant = the requester's account in the accounts mode), the refusals it
 // answers itself (Nats-Expected-Stream, a body over the limit, headers that
 // ask for what these streams cannot do) and the PubAck answers, rendered

@@ -1,13 +1,15 @@
 package jetstream
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/auth"
 )
 
-// The headers the intake reads; every other header is neither acted on
-// nor stored.
+// The headers the intake reads; every other header is stored with the
+// message (headerBlock) and not acted on.
 const (
 	msgIDHeader          = "Nats-Msg-Id"          // the transactionId
 	expectedStreamHeader = "Nats-Expected-Stream" // must name the stream
@@ -50,3 +52,52 @@ func unsupported(h nats.Header) *refusal {
 	}
 	return nil
 }
+
+// headerBlock is the header block of a published message, to store with
+// it: "NATS/1.0\r\n", a "Name: value\r\n" line per value, "\r\n"; nil when
+// the message has no header. nats.go hands the intake the header decoded
+// into a map, not the bytes that came, so the block is written again: names
+// in byte order (the map kept no order; JetStream clients publish theirs
+// in map order too), each name's values in the order they came, a value
+// as nats.go decoded it (its leading blanks gone). Nats-Request-Info is
+// left out: nats-server adds it to a publish that crossed accounts, and
+// JetStream strips it before storing too. One allocation, of the exact
+// size; none for a message without headers.
+func headerBlock(h nats.Header) []byte {
+	if len(h) == 0 {
+		return nil
+	}
+	var stack [8]string // names on the stack for the usual few headers
+	names := stack[:0]
+	size := len(hdrLine) + len(crlf)
+	for name, vs := range h {
+		if name == auth.RequestInfoHeader || len(vs) == 0 {
+			continue
+		}
+		names = append(names, name)
+		for _, v := range vs {
+			size += len(name) + 2 + len(v) + len(crlf)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	b := make([]byte, 0, size)
+	b = append(b, hdrLine...)
+	for _, name := range names {
+		for _, v := range h[name] {
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, crlf...)
+		}
+	}
+	return append(b, crlf...)
+}
+
+// The framing of a NATS header block.
+const (
+	hdrLine = "NATS/1.0\r\n"
+	crlf    = "\r\n"
+)

@@ -177,6 +177,7 @@ func (in *Intake) item(f *filter, m *nats.Msg) (jsonapi.Item, tenancy.TenantID, 
 		it.TransactionID = id
 	}
 	it.Payload, it.Encoded = jsonapi.BodyPayload(m.Data)
+	it.Subject, it.Header = m.Subject, headerBlock(m.Header)
 	return it, tenant, nil
 }
 

@@ -17,6 +17,12 @@ type Item struct {
 	// Encoded: Payload is the base64 JSON string of a body that was not
 	// JSON (BodyPayload); never set by DecodePush.
 	Encoded bool
+	// Subject and Header are the NATS subject and header block
+	// ("NATS/1.0\r\n…\r\n\r\n", nil when none) of a JetStream publish,
+	// stored with the message so that a JetStream consumer gets them back.
+	// A Queen push (DecodePush) leaves them empty.
+	Subject string
+	Header  []byte
 }
 
 // DefaultPartition is the partition of items that name none.

@@ -25,14 +25,28 @@ type Answer struct {
 	Verdicts []fusion.Verdict
 }
 
-// wireVersion leads every forward request and answer.
-const wireVersion = 1
+// wireVersion leads every forward request and answer. A request with a
+// frame that carries a NATS subject and header (segment.FlagNATS) is
+// wireNATS: a bridge that predates them refuses it as a bad request, and
+// the sender writes the group itself, instead of the owner misreading it.
+const (
+	wireVersion = 1
+	wireNATS    = 2
+)
 
 var errShort = errors.New("ownership: truncated forward message")
 
 // appendRequest encodes a forward request: the tenant and the groups.
 func appendRequest(dst []byte, tenant tenancy.TenantID, groups []Group) []byte {
-	dst = append(dst, wireVersion)
+	version := byte(wireVersion)
+	for i := range groups {
+		for j := range groups[i].Frames {
+			if groups[i].Frames[j].HasNATS() {
+				version = wireNATS
+			}
+		}
+	}
+	dst = append(dst, version)
 	dst = append(dst, tenant[:]...)
 	dst = binary.AppendUvarint(dst, uint64(len(groups)))
 	for i := range groups {
@@ -42,22 +56,32 @@ func appendRequest(dst []byte, tenant tenancy.TenantID, groups []Group) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(g.Frames)))
 		for j := range g.Frames {
 			f := &g.Frames[j]
+			nats := f.HasNATS()
 			dst = append(dst, f.ID[:]...)
-			dst = append(dst, f.Flags)
+			if nats {
+				dst = append(dst, f.Flags|segment.FlagNATS)
+			} else {
+				dst = append(dst, f.Flags&^segment.FlagNATS)
+			}
 			dst = appendString(dst, f.TransactionID)
 			dst = appendString(dst, f.TraceID)
 			dst = binary.AppendUvarint(dst, uint64(len(f.Payload)))
 			dst = append(dst, f.Payload...)
+			if nats {
+				dst = appendString(dst, f.Subject)
+				dst = binary.AppendUvarint(dst, uint64(len(f.Header)))
+				dst = append(dst, f.Header...)
+			}
 		}
 	}
 	return dst
 }
 
-// decodeRequest is appendRequest's inverse. Payloads alias b.
+// decodeRequest is appendRequest's inverse. Payloads and headers alias b.
 func decodeRequest(b []byte) (tenant tenancy.TenantID, groups []Group, err error) {
 	r := reader{b: b}
-	if v := r.byte(); v != wireVersion {
-		return tenant, nil, fmt.Errorf("ownership: forward request version %d, want %d", v, wireVersion)
+	if v := r.byte(); v != wireVersion && v != wireNATS {
+		return tenant, nil, fmt.Errorf("ownership: forward request version %d, want %d or %d", v, wireVersion, wireNATS)
 	}
 	copy(tenant[:], r.bytes(16))
 	n := r.count(2)
@@ -73,6 +97,14 @@ func decodeRequest(b []byte) (tenant tenancy.TenantID, groups []Group, err error
 			f.TransactionID = r.str()
 			f.TraceID = r.str()
 			f.Payload = r.bytes(r.count(1))
+			if f.Flags&segment.FlagNATS != 0 {
+				// The bit frames the fields here; segment.Pack sets it again.
+				f.Flags &^= segment.FlagNATS
+				f.Subject = r.str()
+				if h := r.bytes(r.count(1)); len(h) > 0 {
+					f.Header = h
+				}
+			}
 			g.Frames = append(g.Frames, f)
 		}
 		groups = append(groups, g)

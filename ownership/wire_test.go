@@ -20,6 +20,42 @@ func sampleGroups() []Group {
 	}
 }
 
+// natsGroups hold JetStream publishes: a subject and a header block.
+func natsGroups() []Group {
+	g := sampleGroups()
+	g[0].Frames = append(g[0].Frames,
+		segment.Frame{ID: [16]byte{4}, TransactionID: "m4", Payload: []byte(`{}`), Subject: "orders.eu.4", Header: []byte("NATS/1.0\r\nNats-Msg-Id: m4\r\n\r\n")},
+		segment.Frame{ID: [16]byte{5}, TransactionID: "m5", Payload: []byte(`1`), Subject: "orders.eu.5", Flags: segment.FlagBase64})
+	return g
+}
+
+// A forward keeps a JetStream publish's subject and header; a request
+// without them is the first version's bytes, which bridges of either age
+// read, and one with them is a version an older bridge refuses (so the
+// sender writes it itself) rather than misreads.
+func TestForwardRequestCarriesNATSSubjectAndHeader(t *testing.T) {
+	groups := natsGroups()
+	b := appendRequest(nil, [16]byte{1}, groups)
+	if b[0] != wireNATS {
+		t.Fatalf("version %d, want %d", b[0], wireNATS)
+	}
+	_, got, err := decodeRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, groups) {
+		t.Fatalf("decoded %+v, want %+v", got, groups)
+	}
+	if plain := appendRequest(nil, [16]byte{1}, sampleGroups()); plain[0] != wireVersion {
+		t.Fatalf("a request without NATS fields is version %d, want %d", plain[0], wireVersion)
+	}
+	for cut := 0; cut < len(b); cut++ {
+		if _, _, err := decodeRequest(b[:cut]); err == nil {
+			t.Fatalf("a request cut at %d of %d bytes decoded", cut, len(b))
+		}
+	}
+}
+
 func TestForwardRequestRoundTrips(t *testing.T) {
 	groups := sampleGroups()
 	tenant := [16]byte{9, 8, 7}
@@ -75,6 +111,7 @@ func TestForwardAnswerRoundTrips(t *testing.T) {
 // panics, and what decodes survives encoding and decoding again.
 func FuzzDecodeRequest(f *testing.F) {
 	f.Add(appendRequest(nil, [16]byte{1}, sampleGroups()))
+	f.Add(appendRequest(nil, [16]byte{1}, natsGroups()))
 	f.Add([]byte{1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tenant, groups, err := decodeRequest(b)

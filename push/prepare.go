@@ -54,7 +54,7 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 			enc = c.p.cfg.Queues.EncryptionFor(ctx, c.tenant, it.Queue)
 			encrypted.Put(it.Queue, enc)
 		}
-		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload}
+		f := segment.Frame{ID: id, TransactionID: c.st[i].txid, TraceID: it.TraceID, Payload: it.Payload, Subject: it.Subject, Header: it.Header}
 		var encoded uint8 // describes the plaintext, so it survives sealing
 		if it.Encoded {
 			encoded = segment.FlagBase64

@@ -24,6 +24,34 @@ func sampleFrames(n, payloadSize int) []segment.Frame {
 	return frames
 }
 
+// checkUnpacked fails unless blob holds exactly the frames want, read by
+// UnpackAll and frame by frame by Unpack; FlagNATS is expected where a
+// frame has a subject or header.
+func checkUnpacked(t *testing.T, blob []byte, want []segment.Frame) {
+	t.Helper()
+	all, err := segment.UnpackAll(blob)
+	if err != nil || len(all) != len(want) {
+		t.Fatalf("UnpackAll: %d frames (%v), want %d", len(all), err, len(want))
+	}
+	for k, w := range want {
+		one, err := segment.Unpack(blob, k) // skips the frames before k
+		if err != nil {
+			t.Fatalf("Unpack(%d): %v", k, err)
+		}
+		flags := w.Flags &^ segment.FlagNATS
+		if w.HasNATS() {
+			flags |= segment.FlagNATS
+		}
+		for _, got := range []segment.Frame{one, all[k]} {
+			if got.ID != w.ID || got.TransactionID != w.TransactionID || got.TraceID != w.TraceID || got.Flags != flags ||
+				!bytes.Equal(got.Payload, w.Payload) || got.Subject != w.Subject || !bytes.Equal(got.Header, w.Header) ||
+				(got.Header == nil) != (len(w.Header) == 0) {
+				t.Fatalf("frame %d: got %+v, want %+v with flags %08b", k, got, w, flags)
+			}
+		}
+	}
+}
+
 func TestPackUnpackRoundTrip(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -46,22 +74,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 			if err != nil || n != len(tc.frames) {
 				t.Fatalf("Count = %d, %v; want %d", n, err, len(tc.frames))
 			}
-			all, err := segment.UnpackAll(blob)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k, want := range tc.frames {
-				one, err := segment.Unpack(blob, k)
-				if err != nil {
-					t.Fatalf("Unpack(%d): %v", k, err)
-				}
-				for _, got := range []segment.Frame{one, all[k]} {
-					if got.ID != want.ID || got.TransactionID != want.TransactionID || got.TraceID != want.TraceID ||
-						got.Flags != want.Flags || !bytes.Equal(got.Payload, want.Payload) {
-						t.Fatalf("frame %d: got %+v want %+v", k, got, want)
-					}
-				}
-			}
+			checkUnpacked(t, blob, tc.frames)
 			if _, err := segment.Unpack(blob, len(tc.frames)); err == nil {
 				t.Fatal("Unpack past the last frame must fail")
 			}
@@ -116,14 +129,23 @@ func TestUnpackRejectsCorruptBlobs(t *testing.T) {
 	}
 }
 
+// BenchmarkPack packs Queen pushes, and JetStream publishes (nats=true:
+// each frame with a subject and a header block holding its Nats-Msg-Id).
 func BenchmarkPack(b *testing.B) {
-	for _, n := range []int{1, 10, 100} {
-		frames := sampleFrames(n, 200)
+	for _, c := range []struct {
+		n    int
+		nats bool
+	}{{1, false}, {10, false}, {100, false}, {1, true}, {10, true}, {100, true}} {
+		frames := sampleFrames(c.n, 200)
 		size := 0
-		for _, f := range frames {
-			size += len(f.Payload)
+		for i := range frames {
+			if c.nats {
+				frames[i].Subject = fmt.Sprintf("orders.eu.%d", i%16)
+				frames[i].Header = []byte("NATS/1.0\r\nNats-Msg-Id: " + frames[i].TransactionID + "\r\n\r\n")
+			}
+			size += len(frames[i].Payload)
 		}
-		b.Run(fmt.Sprintf("frames=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("frames=%d/nats=%v", c.n, c.nats), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			buf := make([]byte, 0, 64<<10)
@@ -154,5 +176,45 @@ func TestSmallSegmentsStayRaw(t *testing.T) {
 		if err != nil || len(back) != c.frames || string(back[c.frames-1].Payload) != string(frames[c.frames-1].Payload) {
 			t.Fatalf("%d frames: read back %d, %v", c.frames, len(back), err)
 		}
+	}
+}
+
+// natsFrames are JetStream publishes (a subject and a header block) mixed
+// with a Queen push (neither).
+func natsFrames() []segment.Frame {
+	return []segment.Frame{
+		{TransactionID: "m-1", Subject: "orders.eu.42", Header: []byte("NATS/1.0\r\nNats-Msg-Id: m-1\r\nX-Trace: abc\r\n\r\n"), Payload: []byte(`{"n":1}`)},
+		{TransactionID: "q-2", Payload: []byte(`{"n":2}`), Flags: segment.FlagBase64},
+		{TransactionID: "m-3", Subject: "orders.us.7", Payload: []byte(`{"n":3}`)},
+		{TransactionID: "m-4", Header: []byte("NATS/1.0\r\nA: b\r\n\r\n"), Payload: nil, Flags: segment.FlagEncrypted | segment.FlagKeyed},
+	}
+}
+
+func TestFramesCarryTheirNATSSubjectAndHeader(t *testing.T) {
+	frames := natsFrames()
+	for _, pad := range []int{0, 200} { // raw and zstd
+		in := append([]segment.Frame(nil), frames...)
+		for i := 0; i < pad; i++ {
+			in = append(in, segment.Frame{TransactionID: fmt.Sprint("pad-", i), Subject: "orders.pad", Payload: []byte(`{"order":"padding padding padding"}`)})
+		}
+		checkUnpacked(t, segment.Pack(nil, in), in)
+	}
+	// The subject and header are no part of the deduplication identity.
+	a, b := frames[0], frames[0]
+	b.Subject, b.Header = "other.subject", nil
+	if !bytes.Equal(segment.AppendHashes(nil, []segment.Frame{a}), segment.AppendHashes(nil, []segment.Frame{b})) {
+		t.Fatal("the hash of a frame depends on its subject or header")
+	}
+}
+
+// A frame whose flags claim NATS fields that are not there is corrupt.
+func TestUnpackRejectsATruncatedNATSFrame(t *testing.T) {
+	raw := segment.Pack(nil, []segment.Frame{{TransactionID: "x", Payload: []byte("1")}})
+	raw[3] |= segment.FlagNATS // the first frame's flags, after format, codec and count
+	if _, err := segment.UnpackAll(raw); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("UnpackAll: %v, want ErrCorrupt", err)
+	}
+	if _, err := segment.Unpack(raw, 0); !errors.Is(err, segment.ErrCorrupt) {
+		t.Fatalf("Unpack: %v, want ErrCorrupt", err)
 	}
 }

@@ -12,8 +12,13 @@
 //
 // Packed frames (after decompression): uvarint K, then per frame
 // flags(1) | message id(16) | uvarint+transactionId | uvarint+traceId |
-// uvarint+payload. Payload bytes are stored exactly as given; the flags say
-// what they are (FlagEncrypted, FlagKeyed, FlagBase64).
+// uvarint+payload, and, only when the flags hold FlagNATS, uvarint+subject |
+// uvarint+header (the NATS subject and header block a JetStream producer
+// published with). Payload bytes are stored exactly as given; the flags say
+// what they are (FlagEncrypted, FlagKeyed, FlagBase64). Frames without
+// FlagNATS are packed byte for byte as before the bit existed, so segments
+// of either age read alike (testdata/format-v1-*.bin). The subject and
+// header are no part of the deduplication identity.
 //
 // The package also holds the plain types a bundle is described with on its way
 // to PostgreSQL and back (Write, Result, Stored), so that fusion, which builds

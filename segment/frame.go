@@ -22,6 +22,12 @@ const (
 	// text); reads mark such a message "encoding":"base64". Independent of
 	// encryption: a sealed payload keeps it, and it describes the plaintext.
 	FlagBase64 uint8 = 1 << 2
+	// FlagNATS: the frame carries the NATS subject and header block it was
+	// published with (a JetStream publish), packed after the payload. The
+	// codec owns this bit: Pack sets it exactly when Subject or Header is
+	// not empty, whatever the caller's Flags say, and Unpack reports it.
+	// Frames without it are packed as before the bit existed.
+	FlagNATS uint8 = 1 << 3
 )
 
 // Frame is one message as stored.
@@ -31,7 +37,18 @@ type Frame struct {
 	TraceID       string
 	Flags         uint8
 	Payload       []byte
+	// Subject is the NATS subject the message was published on; "" for a
+	// Queen push.
+	Subject string
+	// Header is the NATS header block as published ("NATS/1.0\r\n",
+	// "Name: value\r\n" lines, "\r\n"); nil when the message had none.
+	// Stored as given: it is not covered by payload encryption.
+	Header []byte
 }
+
+// HasNATS says whether f carries a subject or header: whether it is packed
+// with FlagNATS.
+func (f *Frame) HasNATS() bool { return f.Subject != "" || len(f.Header) > 0 }
 
 // HashSize is the width of one entry of the hash blob.
 const HashSize = 16
@@ -62,6 +79,9 @@ func packedSize(frames []Frame) int {
 	for i := range frames {
 		f := &frames[i]
 		n += 1 + 16 + 3*binary.MaxVarintLen64 + len(f.TransactionID) + len(f.TraceID) + len(f.Payload)
+		if f.HasNATS() {
+			n += 2*binary.MaxVarintLen64 + len(f.Subject) + len(f.Header)
+		}
 	}
 	return n
 }
@@ -70,7 +90,12 @@ func appendFrames(dst []byte, frames []Frame) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(frames)))
 	for i := range frames {
 		f := &frames[i]
-		dst = append(dst, f.Flags)
+		nats := f.HasNATS()
+		flags := f.Flags &^ FlagNATS
+		if nats {
+			flags |= FlagNATS
+		}
+		dst = append(dst, flags)
 		dst = append(dst, f.ID[:]...)
 		dst = binary.AppendUvarint(dst, uint64(len(f.TransactionID)))
 		dst = append(dst, f.TransactionID...)
@@ -78,6 +103,12 @@ func appendFrames(dst []byte, frames []Frame) []byte {
 		dst = append(dst, f.TraceID...)
 		dst = binary.AppendUvarint(dst, uint64(len(f.Payload)))
 		dst = append(dst, f.Payload...)
+		if nats {
+			dst = binary.AppendUvarint(dst, uint64(len(f.Subject)))
+			dst = append(dst, f.Subject...)
+			dst = binary.AppendUvarint(dst, uint64(len(f.Header)))
+			dst = append(dst, f.Header...)
+		}
 	}
 	return dst
 }
@@ -121,12 +152,25 @@ func (r *frameReader) frame(f *Frame) {
 	f.TransactionID = string(r.bytes(r.uvarint()))
 	f.TraceID = string(r.bytes(r.uvarint()))
 	f.Payload = r.bytes(r.uvarint())
+	if f.Flags&FlagNATS != 0 {
+		f.Subject = string(r.bytes(r.uvarint()))
+		if h := r.bytes(r.uvarint()); len(h) > 0 {
+			f.Header = h
+		}
+		if !f.HasNATS() { // two empty fields: as Pack would have written it
+			f.Flags &^= FlagNATS
+		}
+	}
 }
 
 // skip passes over one frame without materialising it.
 func (r *frameReader) skip() {
-	r.bytes(17)
-	for i := 0; i < 3 && r.err == nil; i++ {
+	head := r.bytes(17)
+	fields := 3
+	if r.err == nil && head[0]&FlagNATS != 0 {
+		fields = 5
+	}
+	for i := 0; i < fields && r.err == nil; i++ {
 		r.bytes(r.uvarint())
 	}
 }

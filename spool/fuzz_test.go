@@ -10,6 +10,7 @@ import (
 func FuzzReadRecord(f *testing.F) {
 	f.Add(appendRecord(nil, ptr(rec("seed"))))
 	f.Add(appendRecord(nil, &Record{}))
+	f.Add(appendRecord(nil, ptr(natsRec("seed"))))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, n, err := readRecord(data)
@@ -31,6 +32,7 @@ func FuzzReadRecord(f *testing.F) {
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRecord(nil, ptr(rec("seed")))[headerSize:])
 	f.Add(appendRecord(nil, &Record{})[headerSize:])
+	f.Add(appendRecord(nil, ptr(natsRec("seed")))[headerSize:])
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := decodeRecord(body)
 		if err != nil {
@@ -39,7 +41,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		back, err := decodeRecord(appendRecord(nil, &r)[headerSize:])
 		if err != nil || back.TransactionID != r.TransactionID || back.Queue != r.Queue || back.Partition != r.Partition ||
 			back.TraceID != r.TraceID || back.Flags != r.Flags || back.Tenant != r.Tenant || back.MessageID != r.MessageID ||
-			!back.SpooledAt.Equal(r.SpooledAt) || !bytes.Equal(back.Payload, r.Payload) {
+			!back.SpooledAt.Equal(r.SpooledAt) || !bytes.Equal(back.Payload, r.Payload) ||
+			back.Subject != r.Subject || !bytes.Equal(back.Header, r.Header) {
 			t.Fatalf("round trip changed the record (%v)", err)
 		}
 	})

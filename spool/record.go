@@ -23,11 +23,19 @@ type Record struct {
 	TraceID       string
 	Flags         uint8
 	Payload       []byte
-	SpooledAt     time.Time
+	// Subject and Header are a JetStream publish's NATS subject and header
+	// block (segment.Frame's); empty for a Queen push.
+	Subject   string
+	Header    []byte
+	SpooledAt time.Time
 }
 
 const (
 	recordVersion = 1
+	// recordNATS is the version of a record with a NATS subject or header:
+	// the fields of version 1, then the subject and the header. Records
+	// without them are written as version 1, as before they existed.
+	recordNATS = 2
 	// headerSize is magic + length + CRC. Records written before the magic
 	// existed have the 8-byte legacyHeaderSize header (length + CRC) and
 	// still read.
@@ -46,15 +54,23 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // size is the encoded size of r's body.
 func (r *Record) size() int {
-	return 1 + 16 + 16 + 8 + 1 + 5*binary.MaxVarintLen32 + len(r.Queue) + len(r.Partition) + len(r.TransactionID) + len(r.TraceID) + len(r.Payload)
+	return 1 + 16 + 16 + 8 + 1 + 7*binary.MaxVarintLen32 + len(r.Queue) + len(r.Partition) + len(r.TransactionID) + len(r.TraceID) + len(r.Payload) +
+		len(r.Subject) + len(r.Header)
 }
+
+// hasNATS says whether r is written as recordNATS.
+func (r *Record) hasNATS() bool { return r.Subject != "" || len(r.Header) > 0 }
 
 // appendRecord appends the framed record (header and body) to dst.
 func appendRecord(dst []byte, r *Record) []byte {
 	start := len(dst)
 	dst = append(dst, magic[:]...)
 	dst = append(dst, make([]byte, headerSize-len(magic))...)
-	dst = append(dst, recordVersion)
+	if r.hasNATS() {
+		dst = append(dst, recordNATS)
+	} else {
+		dst = append(dst, recordVersion)
+	}
 	dst = append(dst, r.Tenant[:]...)
 	dst = append(dst, r.MessageID[:]...)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(r.SpooledAt.UnixNano()))
@@ -65,6 +81,12 @@ func appendRecord(dst []byte, r *Record) []byte {
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(r.Payload)))
 	dst = append(dst, r.Payload...)
+	if r.hasNATS() {
+		dst = binary.AppendUvarint(dst, uint64(len(r.Subject)))
+		dst = append(dst, r.Subject...)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Header)))
+		dst = append(dst, r.Header...)
+	}
 	body := dst[start+headerSize:]
 	binary.LittleEndian.PutUint32(dst[start+4:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(dst[start+8:], crc32.Checksum(body, castagnoli))
@@ -74,7 +96,7 @@ func appendRecord(dst []byte, r *Record) []byte {
 // decodeRecord parses one record body (after its header was checked).
 func decodeRecord(body []byte) (Record, error) {
 	var r Record
-	if len(body) < 1+16+16+8+1 || body[0] != recordVersion {
+	if len(body) < 1+16+16+8+1 || (body[0] != recordVersion && body[0] != recordNATS) {
 		return r, fmt.Errorf("%w: short body or unknown version", ErrCorrupt)
 	}
 	copy(r.Tenant[:], body[1:17])
@@ -91,8 +113,12 @@ func decodeRecord(body []byte) (Record, error) {
 		rest = rest[k+int(n):]
 		return f, nil
 	}
-	var fields [5][]byte
-	for i := range fields {
+	var fields [7][]byte
+	n := 5
+	if body[0] == recordNATS {
+		n = 7
+	}
+	for i := range fields[:n] {
 		f, err := next()
 		if err != nil {
 			return r, err
@@ -104,6 +130,13 @@ func decodeRecord(body []byte) (Record, error) {
 	}
 	r.Queue, r.Partition, r.TransactionID, r.TraceID = string(fields[0]), string(fields[1]), string(fields[2]), string(fields[3])
 	r.Payload = fields[4]
+	r.Subject = string(fields[5])
+	if len(fields[6]) > 0 {
+		r.Header = fields[6]
+	}
+	if body[0] == recordNATS && !r.hasNATS() {
+		return r, fmt.Errorf("%w: a version %d record without a subject or header", ErrCorrupt, recordNATS)
+	}
 	return r, nil
 }
 

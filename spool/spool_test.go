@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,13 @@ import (
 func rec(tx string) Record {
 	return Record{Tenant: [16]byte{1}, Queue: "q", Partition: "p", MessageID: [16]byte{2}, TransactionID: tx,
 		TraceID: "tr", Flags: 1, Payload: []byte(`{"tx":"` + tx + `"}`), SpooledAt: time.Unix(1700000000, 5)}
+}
+
+// natsRec is a spooled JetStream publish: rec with a subject and header.
+func natsRec(tx string) Record {
+	r := rec(tx)
+	r.Subject, r.Header = "orders.eu."+tx, []byte("NATS/1.0\r\nNats-Msg-Id: "+tx+"\r\n\r\n")
+	return r
 }
 
 func open(t *testing.T, dir string, tune func(*Config)) *Spool {
@@ -185,5 +193,28 @@ func TestDrainKeepsWhatReplayKeepsAndStopsOnError(t *testing.T) {
 	got := drainAll(t, s)
 	if len(got) != 2 || got[0].TransactionID != "3" || got[1].TransactionID != "7" {
 		t.Fatalf("kept records replayed: %v", got)
+	}
+}
+
+// A spooled JetStream publish keeps its subject and header; a record
+// without them is written in the first version, which every bridge reads.
+func TestRecordsKeepNATSSubjectAndHeader(t *testing.T) {
+	for _, r := range []Record{rec("plain"), natsRec("js")} {
+		b := appendRecord(nil, &r)
+		wantVersion := byte(recordVersion)
+		if r.Subject != "" {
+			wantVersion = recordNATS
+		}
+		if b[headerSize] != wantVersion {
+			t.Fatalf("%s: version %d, want %d", r.TransactionID, b[headerSize], wantVersion)
+		}
+		got, n, err := readRecord(b)
+		if err != nil || n != len(b) {
+			t.Fatalf("%s: %v (%d of %d bytes)", r.TransactionID, err, n, len(b))
+		}
+		if got.Subject != r.Subject || !bytes.Equal(got.Header, r.Header) || (got.Header == nil) != (r.Header == nil) ||
+			got.TransactionID != r.TransactionID || !bytes.Equal(got.Payload, r.Payload) {
+			t.Fatalf("%s: read back %+v, want %+v", r.TransactionID, got, r)
+		}
 	}
 }

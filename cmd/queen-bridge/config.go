@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/leaf"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jetstream"
@@ -34,6 +35,7 @@ type config struct {
 	natsTLSKey                      string
 	natsLeafURL, natsLeafUser       string
 	natsLeafPassword                string
+	natsLeafAccounts                string
 	pgDSN                           string
 	pgPoolSize                      int
 	pgStatementTimeoutMS            int
@@ -115,6 +117,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_NATS_LEAF_URL", "", "leafnode listener of the NATS server of QUEEN_NATS_URL (nats-leaf://host:port, or a comma list): the bridge delivers to JetStream consumers over it, as the server refuses their ack replies from a client (embedded NATS: its own listener, automatically)", str(&c.natsLeafURL)},
 		{"QUEEN_NATS_LEAF_USER", "", "user of that leafnode listener", str(&c.natsLeafUser)},
 		{"QUEEN_NATS_LEAF_PASSWORD", "", "that user's password", str(&c.natsLeafPassword)},
+		{"QUEEN_NATS_LEAF_ACCOUNTS", "", "accounts mode with QUEEN_NATS_LEAF_URL: ACCOUNT=user:password,... one user of that listener bound to each account of QUEEN_NATS_ACCOUNTS (a leaf connection reaches one account's inboxes; instead of QUEEN_NATS_LEAF_USER and _PASSWORD; embedded NATS makes its own)", str(&c.natsLeafAccounts)},
 		{"QUEEN_PG_DSN", "", "connect to this PostgreSQL instead of embedding one", str(&c.pgDSN)},
 		{"QUEEN_PG_POOL_SIZE", "16", "PostgreSQL connections", num(&c.pgPoolSize)},
 		{"QUEEN_PG_STATEMENT_TIMEOUT_MS", "5000", "bundle call timeout, ms: then cancel on the server and spool the items", num(&c.pgStatementTimeoutMS)},
@@ -245,19 +248,55 @@ func load(args []string) (*config, error) {
 // checkLeaf holds the leafnode settings together: they name an external
 // server's listener (the embedded server brings its own), a user and
 // password only with a URL, and a URL that parses (errors never show its
-// password).
+// password); in the accounts mode, a user per account instead of one.
 func (c *config) checkLeaf() error {
 	switch {
 	case c.natsLeafURL != "" && c.natsURL == "":
 		return fmt.Errorf("QUEEN_NATS_LEAF_URL is the leafnode listener of an external NATS (QUEEN_NATS_URL); the embedded server's own is used without it")
-	case c.natsLeafURL == "" && (c.natsLeafUser != "" || c.natsLeafPassword != ""):
-		return fmt.Errorf("QUEEN_NATS_LEAF_USER and QUEEN_NATS_LEAF_PASSWORD log in to QUEEN_NATS_LEAF_URL, which is not set")
+	case c.natsLeafURL == "" && (c.natsLeafUser != "" || c.natsLeafPassword != "" || c.natsLeafAccounts != ""):
+		return fmt.Errorf("QUEEN_NATS_LEAF_USER, QUEEN_NATS_LEAF_PASSWORD and QUEEN_NATS_LEAF_ACCOUNTS log in to QUEEN_NATS_LEAF_URL, which is not set")
 	case c.natsLeafURL != "":
 		if _, err := leaf.ParseURL(c.natsLeafURL); err != nil {
 			return fmt.Errorf("QUEEN_NATS_LEAF_URL: %w", err)
 		}
 	}
-	return nil
+	switch {
+	case c.natsLeafAccounts != "" && c.natsAccounts == "":
+		return fmt.Errorf("QUEEN_NATS_LEAF_ACCOUNTS is for the accounts mode (QUEEN_NATS_ACCOUNTS); without it QUEEN_NATS_LEAF_USER and _PASSWORD log in")
+	case c.natsAccounts != "" && (c.natsLeafUser != "" || c.natsLeafPassword != ""):
+		return fmt.Errorf("in the accounts mode (QUEEN_NATS_ACCOUNTS) a leaf user reaches one account only: give one per account in QUEEN_NATS_LEAF_ACCOUNTS instead of QUEEN_NATS_LEAF_USER and _PASSWORD")
+	}
+	accounts, err := parsePairs("QUEEN_NATS_ACCOUNTS", c.natsAccounts, "account")
+	if err != nil {
+		return err
+	}
+	_, err = c.leafLogins(accounts)
+	return err
+}
+
+// leafLogins are the external leafnode listener's users of the accounts
+// mode, one per account of accounts with its tenant: none outside the
+// accounts mode, none without QUEEN_NATS_LEAF_URL. Errors never show a
+// password.
+func (c *config) leafLogins(accounts map[string]tenancy.TenantID) ([]leaf.Login, error) {
+	if len(accounts) == 0 || c.natsLeafURL == "" {
+		return nil, nil
+	}
+	logins, err := leaf.ParseLogins(c.natsLeafAccounts, accounts)
+	if err != nil {
+		return nil, fmt.Errorf("QUEEN_NATS_LEAF_ACCOUNTS: %w", err)
+	}
+	return logins, nil
+}
+
+// embeddedLeafLogins are the embedded server's leaf users of the accounts
+// mode with their accounts' tenants.
+func embeddedLeafLogins(ns *embedded.NATS, accounts map[string]tenancy.TenantID) []leaf.Login {
+	var out []leaf.Login
+	for _, l := range ns.LeafLogins() {
+		out = append(out, leaf.Login{Tenant: accounts[l.Account], Account: l.Account, User: l.User, Password: l.Password})
+	}
+	return out
 }
 
 // streams are the JetStream stream definitions, checked together and

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // The renamed settings still answer to their old names for a release (the
@@ -81,9 +83,7 @@ func TestLeafSettings(t *testing.T) {
 		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "http://127.0.0.1:7422"}, "scheme"},
 		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://u:" + secret + "@127.0.0.1:7422/%zz"}, "invalid URL escape"},
 	} {
-		for _, name := range []string{"QUEEN_NATS_URL", "QUEEN_NATS_LEAF_URL", "QUEEN_NATS_LEAF_USER", "QUEEN_NATS_LEAF_PASSWORD"} {
-			t.Setenv(name, tc.env[name])
-		}
+		setLeafEnv(t, tc.env)
 		c, err := load(nil)
 		switch {
 		case tc.want == "" && err != nil:
@@ -93,6 +93,66 @@ func TestLeafSettings(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: %v, want an error saying %q", tc.env, err, tc.want)
 		case err != nil && strings.Contains(err.Error(), secret):
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+func setLeafEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, name := range []string{"QUEEN_NATS_URL", "QUEEN_NATS_LEAF_URL", "QUEEN_NATS_LEAF_USER", "QUEEN_NATS_LEAF_PASSWORD", "QUEEN_NATS_ACCOUNTS", "QUEEN_NATS_LEAF_ACCOUNTS"} {
+		t.Setenv(name, env[name])
+	}
+}
+
+// In the accounts mode an external NATS's leafnode listener takes one
+// user per account (QUEEN_NATS_LEAF_ACCOUNTS), each account of
+// QUEEN_NATS_ACCOUNTS with one, for its tenant; the one user of the
+// single-account mode is refused there, and the per-account users outside
+// it. No error shows a password.
+func TestLeafAccountsSettings(t *testing.T) {
+	const secret = "leaf-pw-4417"
+	tA, tB := uuid.New().String(), uuid.New().String()
+	accounts := "TENANT_A=" + tA + ",TENANT_B=" + tB
+	ext := func(more map[string]string) map[string]string {
+		env := map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://127.0.0.1:7422", "QUEEN_NATS_ACCOUNTS": accounts}
+		for k, v := range more {
+			env[k] = v
+		}
+		return env
+	}
+	setLeafEnv(t, ext(map[string]string{"QUEEN_NATS_LEAF_ACCOUNTS": "TENANT_A=leaf-a:" + secret + ",TENANT_B=leaf-b:" + secret + "b"}))
+	c, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants, err := parsePairs("QUEEN_NATS_ACCOUNTS", c.natsAccounts, "account")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logins, err := c.leafLogins(tenants)
+	if err != nil || len(logins) != 2 || logins[0].Account != "TENANT_A" || logins[0].Tenant.String() != tA || logins[0].User != "leaf-a" ||
+		logins[0].Password != secret || logins[1].Tenant.String() != tB || logins[1].Password != secret+"b" {
+		t.Fatalf("logins %d, %v", len(logins), err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{ext(map[string]string{"QUEEN_NATS_LEAF_ACCOUNTS": "TENANT_A=leaf-a:" + secret}), `account "TENANT_B" has no login`},
+		{ext(nil), `QUEEN_NATS_LEAF_ACCOUNTS: account "TENANT_A" has no login`},
+		{ext(map[string]string{"QUEEN_NATS_LEAF_ACCOUNTS": "TENANT_A=leaf-a" + secret + ",TENANT_B=leaf-b:" + secret}), "entry 1 is not ACCOUNT=user:password"},
+		{ext(map[string]string{"QUEEN_NATS_LEAF_USER": "queen-leaf", "QUEEN_NATS_LEAF_PASSWORD": secret}), "give one per account in QUEEN_NATS_LEAF_ACCOUNTS"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_LEAF_URL": "nats-leaf://127.0.0.1:7422", "QUEEN_NATS_LEAF_ACCOUNTS": "TENANT_A=leaf-a:" + secret}, "QUEEN_NATS_LEAF_ACCOUNTS is for the accounts mode"},
+		{map[string]string{"QUEEN_NATS_URL": "nats://127.0.0.1:4222", "QUEEN_NATS_ACCOUNTS": accounts, "QUEEN_NATS_LEAF_ACCOUNTS": "TENANT_A=leaf-a:" + secret}, "QUEEN_NATS_LEAF_URL, which is not set"},
+		{map[string]string{"QUEEN_NATS_ACCOUNTS": accounts, "QUEEN_NATS_LEAF_ACCOUNTS": "TENANT_A=leaf-a:" + secret}, "QUEEN_NATS_LEAF_URL, which is not set"},
+	} {
+		setLeafEnv(t, tc.env)
+		_, err := load(nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error saying %q", tc.env["QUEEN_NATS_LEAF_ACCOUNTS"] != "", err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
 			t.Errorf("the error shows the password: %v", err)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -122,9 +124,15 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 	// waiting for the embedded cluster's start (initdb on a first run).
 	natsURL, natsWhere := cfg.natsURL, "external "+auth.URL(cfg.natsURL)
 	leafURL, leafUser, leafPassword := cfg.natsLeafURL, cfg.natsLeafUser, cfg.natsLeafPassword
+	leafLogins, err := cfg.leafLogins(accounts)
+	if err != nil {
+		return err
+	}
 	natsOpts := append([]nats.Option{nats.Name("queen-bridge"), nats.MaxReconnects(-1)}, natsAuth...)
 	if natsURL == "" {
-		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen, ConfigFile: cfg.natsConfig})
+		// In the accounts mode each account gets a leaf user of its own:
+		// a leaf connection delivers into one account only.
+		ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: cfg.natsListen, ConfigFile: cfg.natsConfig, LeafAccounts: slices.Sorted(maps.Keys(accounts))})
 		if errors.Is(err, embedded.ErrNATSListen) {
 			return fmt.Errorf("%w (QUEEN_NATS_LISTEN sets another address, QUEEN_NATS_URL an external server)", err)
 		}
@@ -134,6 +142,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		defer ns.Stop()
 		natsURL, natsWhere = ns.ClientURL(), "embedded "+ns.ClientURL()
 		leafURL, leafUser, leafPassword = ns.LeafURL(), embedded.LeafUser, ns.LeafPassword()
+		leafLogins = embeddedLeafLogins(ns, accounts)
 		// The bridge's own connection to its embedded server is in-process
 		// (a pipe, not loopback TCP): no socket system calls on either side
 		// for every request and answer. Clients still use the TCP listener.
@@ -213,7 +222,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		DisableHotlist: !cfg.hotlist, RetentionInterval: retentionInterval(cfg.retentionMS),
 		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,
 		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond, ForwardGather: time.Duration(cfg.forwardGatherUS) * time.Microsecond, JetStream: streams,
-		LeafURL: leafURL, LeafUser: leafUser, LeafPassword: leafPassword,
+		LeafURL: leafURL, LeafUser: leafUser, LeafPassword: leafPassword, LeafLogins: leafLogins,
 	}, meters)
 	if err != nil {
 		return err

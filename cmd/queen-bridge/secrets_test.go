@@ -31,7 +31,7 @@ func passwordNATS(t *testing.T, user, password string) (string, *embedded.NATS) 
 	return strings.TrimPrefix(ns.ClientURL(), "nats://"), ns
 }
 
-// Configured secrets (a NATS password, the leafnode password, tenant and
+// Configured secrets (a NATS password, the leafnode passwords, tenant and
 // admin tokens, the encryption key) appear nowhere in the log of a whole run, in -h, or in
 // the errors of settings that are wrong.
 func TestSecretsNeverPrinted(t *testing.T) {
@@ -40,9 +40,10 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		tenantToken  = "tok-tenant-5512"
 		adminToken   = "tok-admin-9034"
 		keyHex       = "6b65792d3439313066616b656b65796b65792d3439313066616b656b65796b65"
+		leafAcctPW   = "leaf-acct-pw-2209"
 	)
 	hostPort, ns := passwordNATS(t, "queen", natsPassword)
-	secrets := []string{natsPassword, ns.LeafPassword(), tenantToken, adminToken, keyHex}
+	secrets := []string{natsPassword, ns.LeafPassword(), tenantToken, adminToken, keyHex, leafAcctPW}
 	check := func(what, out string) {
 		t.Helper()
 		for _, s := range secrets {
@@ -97,6 +98,10 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		{"QUEEN_HTTP_TOKENS=" + tenantToken},                                     // no tenant
 		{"QUEEN_HTTP_ADMIN_TOKENS=" + adminToken + "=not-a-uuid"},
 		{"QUEEN_ENCRYPTION_KEY_FILE=", "QUEEN_ENCRYPTION_KEY=" + keyHex[:40]}, // too short
+		// the accounts mode's leaf users: one without its password's colon,
+		// one for an account that is not mapped
+		{"QUEEN_NATS_ACCOUNTS=TENANT_A=" + tenant, "QUEEN_NATS_LEAF_USER=", "QUEEN_NATS_LEAF_PASSWORD=", "QUEEN_NATS_LEAF_ACCOUNTS=TENANT_A=leaf-a" + leafAcctPW},
+		{"QUEEN_NATS_ACCOUNTS=TENANT_A=" + tenant, "QUEEN_NATS_LEAF_USER=", "QUEEN_NATS_LEAF_PASSWORD=", "QUEEN_NATS_LEAF_ACCOUNTS=TENANT_A=leaf-a:" + leafAcctPW + ",TENANT_C=leaf-c:" + leafAcctPW},
 	} {
 		cmd := exec.Command(bin)
 		cmd.Env = append(append(os.Environ(), env...), append(bad, "QUEEN_HTTP_ADDR="+freeAddr(t), "QUEEN_NATS_LISTEN="+freeAddr(t))...)

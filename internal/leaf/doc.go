@@ -43,5 +43,16 @@
 // delivery comes back after its ack wait). A first connection that fails
 // is Dial's error.
 //
-// It imports nothing of the project.
+// Accounts: a leaf connection binds the one account its user is bound to
+// on the hub, sees that account's subscriptions only and reaches its
+// inboxes only. Set holds one Conn per tenant (DialSet, from Logins:
+// ParseLogins reads them as ACCOUNT=user:password,...), so that in the
+// accounts mode each tenant's deliveries go into its own account: it
+// publishes and answers Interested by tenant, and tells the interest lost
+// with the tenant whose account lost it (an inbox name means nothing
+// without its account). A Set's map is fixed once dialled; each Conn
+// keeps itself connected.
+//
+// It imports nothing of the project but internal/tenancy (the tenant a
+// Set is keyed by).
 package leaf

@@ -15,4 +15,7 @@ var (
 	// not send (the error says which), or a message larger than the hub's
 	// max_payload; nothing was sent.
 	ErrBadMessage = errors.New("leaf: bad message")
+	// ErrNoConnection: a Set was asked to send for a tenant it has no
+	// connection for (no login for its account); nothing was sent.
+	ErrNoConnection = errors.New("leaf: no leaf connection for the tenant")
 )
