@@ -12,7 +12,7 @@
 // rooms whose figures it shows), pgwire, NATS, net/http or Prometheus:
 // the overview is answered from memory, never from PostgreSQL, so the
 // console shows a bridge whose database is down. It writes no JSON by hand
-// (jsonapi renders it).
+// (overview.go: the answer, beside its route, rendered by encoding/json).
 //
 // Goroutines: the sampler, started by Start and waited for by Stop. It and
 // the request goroutines share the ring under a mutex (console.go says

@@ -45,7 +45,7 @@ func (a Answer) refuse(status int, msg string) {
 		a.Item(status, jsonapi.Result{Error: msg})
 		return
 	}
-	a.Body(status, jsonapi.ErrorBody(msg))
+	a.Body(status, jsonapi.AppendError(nil, msg))
 }
 
 // itemState is what the push call knows of one item.

@@ -1,8 +1,8 @@
-package jsonapi
+package admin
 
 import (
 	"encoding/json"
-	"errors"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/url"
 	"testing"
 	"time"
@@ -14,20 +14,20 @@ import (
 func TestAdminAnswersGolden(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 29, 23, 41, 7, 123456000, time.FixedZone("CET", 3600))
-	golden(t, EncodeResource(QueueList{Queues: []QueueSummary{{ID: "7", Name: "orders.eu", Namespace: "orders", Task: "eu", CreatedAt: StatTime(at),
+	golden(t, jsonapi.AppendResource(nil, QueueList{Queues: []QueueSummary{{ID: "7", Name: "orders.eu", Namespace: "orders", Task: "eu", CreatedAt: StatTime(at),
 		Partitions: 2, Messages: ThreeCounts{Total: 4, Pending: 2, Processing: 1}}}}),
 		`{"queues":[{"id":"7","name":"orders.eu","namespace":"orders","task":"eu","createdAt":"2026-11-29T22:41:07.123456Z","partitions":2,"messages":{"total":4,"pending":2,"processing":1}}]}`)
-	golden(t, EncodeResource(QueueDetail{ID: "7", Name: "q", Partitions: []PartitionDetail{{ID: "17", Name: "p", Stats: SixCounts{Total: 1, Pending: 1}}}}),
+	golden(t, jsonapi.AppendResource(nil, QueueDetail{ID: "7", Name: "q", Partitions: []PartitionDetail{{ID: "17", Name: "p", Stats: SixCounts{Total: 1, Pending: 1}}}}),
 		`{"id":"7","name":"q","namespace":"","task":"","createdAt":null,"partitions":[{"id":"17","name":"p","createdAt":null,`+
 			`"stats":{"total":1,"pending":1,"processing":0,"completed":0,"failed":0,"deadLetter":0},"oldestMessage":null,"newestMessage":null}],`+
 			`"totals":{"total":0,"pending":0,"processing":0,"completed":0,"failed":0,"deadLetter":0}}`)
-	golden(t, EncodeResource(QueueDeleted{Deleted: true, Queue: "q", Existed: true}), `{"deleted":true,"queue":"q","existed":true}`)
-	golden(t, EncodeResource(StatusTotals{Messages: SixCounts{Total: 2}, SixCounts: SixCounts{Total: 2}}),
+	golden(t, jsonapi.AppendResource(nil, QueueDeleted{Deleted: true, Queue: "q", Existed: true}), `{"deleted":true,"queue":"q","existed":true}`)
+	golden(t, jsonapi.AppendResource(nil, StatusTotals{Messages: SixCounts{Total: 2}, SixCounts: SixCounts{Total: 2}}),
 		`{"messages":{"total":2,"pending":0,"processing":0,"completed":0,"failed":0,"deadLetter":0},"total":2,"pending":0,"processing":0,"completed":0,"failed":0,"deadLetter":0}`)
 	golden(t, NotAQueenRoute(), `{"error":"not a Queen route"}`)
 	golden(t, StatsRefreshed(), `{"success":true}`)
 	var st map[string]json.RawMessage
-	if err := json.Unmarshal(EncodeResource(Status{Throughput: []json.RawMessage{}, Workers: []json.RawMessage{},
+	if err := json.Unmarshal(jsonapi.AppendResource(nil, Status{Throughput: []json.RawMessage{}, Workers: []json.RawMessage{},
 		Messages: StatusMessages{BatchEfficiency: json.RawMessage(`{}`)}}), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -84,26 +84,4 @@ func TestParseStatusQueries(t *testing.T) {
 		_, err := ParseQueueStatsQuery(get(q))
 		wantBad(t, err, want)
 	}
-}
-
-// FuzzDecodeSwitch reads any switch body: no panic; a refusal is the one
-// BadRequest; a body let through has a boolean enabled, the one decoded.
-func FuzzDecodeSwitch(f *testing.F) {
-	for _, s := range []string{`{"enabled":true}`, `{"enabled":false}`, `{}`, `{"enabled":"true"}`, `null`, `[true]`, `{"enabled":true,"enabled":false}`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		on, err := DecodeSwitch(body)
-		if err != nil {
-			var bad *BadRequest
-			if !errors.As(err, &bad) || err.Error() != "enabled (boolean) is required" {
-				t.Fatalf("refusal %v", err)
-			}
-			return
-		}
-		var v struct{ Enabled *bool }
-		if json.Unmarshal(body, &v) != nil || v.Enabled == nil || *v.Enabled != on {
-			t.Fatalf("%q let through as %v", body, on)
-		}
-	})
 }

@@ -1,90 +1,13 @@
-package jsonapi
+package admin
 
 import (
-	"math"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"strconv"
 	"time"
 )
 
-// The web console's own routes (docs/console.md): this bridge's live
-// figures, a queue's partitions and consumer groups, and the requeue of
-// dead letters. Times are RFC 3339 in UTC.
-
-// BridgeOverview is GET /api/v1/bridge/overview's answer.
-type BridgeOverview struct {
-	Bridge          string           `json:"bridge"`
-	Time            time.Time        `json:"time"`
-	Maintenance     bool             `json:"maintenance"`
-	PopMaintenance  bool             `json:"popMaintenance"`
-	Spool           OverviewSpool    `json:"spool"`
-	BundlesInFlight int              `json:"bundlesInFlight"`
-	InFlightLimit   int              `json:"inFlightLimit"`
-	FlushMs         float64          `json:"flushMs"`
-	BundleLatencyMs float64          `json:"bundleLatencyMs"`
-	Totals          OverviewTotals   `json:"totals"`
-	History         []OverviewPoint  `json:"history"`
-	Buckets         int              `json:"buckets"`
-	Bridges         []OverviewBridge `json:"bridges"`
-}
-
-// OverviewSpool is the spool's state: records waiting, bytes of its files,
-// and whether it can take more.
-type OverviewSpool struct {
-	Records int64 `json:"records"`
-	Bytes   int64 `json:"bytes"`
-	Healthy bool  `json:"healthy"`
-}
-
-// OverviewTotals are this bridge's counters since it started.
-type OverviewTotals struct {
-	Pushed   uint64 `json:"pushed"`
-	Consumed uint64 `json:"consumed"`
-	Commits  uint64 `json:"commits"`
-	Segments uint64 `json:"segments"`
-}
-
-// OverviewPoint is one interval between two samples, at its end.
-type OverviewPoint struct {
-	Time              time.Time `json:"time"`
-	PushedPerSecond   float64   `json:"pushedPerSecond"`
-	ConsumedPerSecond float64   `json:"consumedPerSecond"`
-	SegmentsPerCommit float64   `json:"segmentsPerCommit"`
-	FlushMs           float64   `json:"flushMs"`
-}
-
-// OverviewBridge is one live bridge and how many buckets it owns.
-type OverviewBridge struct {
-	ID      string `json:"id"`
-	Self    bool   `json:"self"`
-	Buckets int    `json:"buckets"`
-}
-
-// Millis is d in milliseconds, as the answers' *Ms fields carry it.
-func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// EncodeBridgeOverview renders o: times in UTC, lists never null, and a figure
-// JSON cannot carry (NaN, an infinity) as 0.
-func EncodeBridgeOverview(o BridgeOverview) []byte {
-	o.Time = o.Time.UTC()
-	o.FlushMs, o.BundleLatencyMs = finite(o.FlushMs), finite(o.BundleLatencyMs)
-	hist := make([]OverviewPoint, len(o.History))
-	for i, p := range o.History {
-		hist[i] = OverviewPoint{Time: p.Time.UTC(), PushedPerSecond: finite(p.PushedPerSecond), ConsumedPerSecond: finite(p.ConsumedPerSecond),
-			SegmentsPerCommit: finite(p.SegmentsPerCommit), FlushMs: finite(p.FlushMs)}
-	}
-	o.History = hist
-	if o.Bridges == nil {
-		o.Bridges = []OverviewBridge{}
-	}
-	return EncodeResource(o)
-}
-
-func finite(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return f
-}
+// The web console's queue page (console.go): a queue's partitions and its
+// consumer groups' cursors.
 
 // QueueConsumers is GET /api/v1/resources/queues/{queue}/consumers'
 // answer: the queue's partitions by name, and its consumer groups by name,
@@ -187,7 +110,7 @@ func EncodeQueueConsumers(q QueueConsumers) []byte {
 	}{Queue: q.Queue, Partitions: make([]consumerPartitionJSON, len(q.Partitions)), Groups: make([]consumerGroupJSON, len(q.Groups)),
 		Streams: make([]streamQueryJSON, len(q.Streams))}
 	for i, s := range q.Streams {
-		out.Streams[i] = streamQueryJSON{QueryID: string(AppendUUID(nil, s.ID)), Name: s.Name, ConfigHash: s.ConfigHash, Partitions: s.Partitions,
+		out.Streams[i] = streamQueryJSON{QueryID: string(jsonapi.AppendUUID(nil, s.ID)), Name: s.Name, ConfigHash: s.ConfigHash, Partitions: s.Partitions,
 			Rows: s.Rows, Bytes: s.Bytes, Registered: StatTime(s.Registered), LastWrite: StatTime(s.LastWrite)}
 		if s.Sink != "" {
 			out.Streams[i].Sink = &q.Streams[i].Sink
@@ -203,10 +126,10 @@ func EncodeQueueConsumers(q QueueConsumers) []byte {
 			cs[j] = groupCursorJSON{Partition: c.Partition, PartitionID: strconv.FormatInt(c.PartitionID, 10), Cursor: c.Cursor, Lag: c.Lag,
 				Popped: c.Popped, BatchSize: c.BatchSize}
 			if c.Leased {
-				cs[j].LeaseID, cs[j].LeaseExpiresAt = groupString(AppendUUID(nil, c.Lease)), StatTime(c.Expires)
+				cs[j].LeaseID, cs[j].LeaseExpiresAt = groupString(jsonapi.AppendUUID(nil, c.Lease)), StatTime(c.Expires)
 			}
 		}
 		out.Groups[i] = consumerGroupJSON{Name: g.Name, Partitions: cs}
 	}
-	return EncodeResource(out)
+	return jsonapi.AppendResource(nil, out)
 }

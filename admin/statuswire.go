@@ -1,7 +1,8 @@
-package jsonapi
+package admin
 
 import (
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"time"
 )
 
@@ -27,7 +28,7 @@ func ParseStatusQuery(get func(string) string, now time.Time) (StatusRequest, er
 		if v := get(p.name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				return r, Badf("%s must be an RFC 3339 time, got %q", p.name, v)
+				return r, jsonapi.Badf("%s must be an RFC 3339 time, got %q", p.name, v)
 			}
 			*p.to = t
 		}
@@ -36,7 +37,7 @@ func ParseStatusQuery(get func(string) string, now time.Time) (StatusRequest, er
 		r.From = r.To.Add(-time.Hour)
 	}
 	if r.From.After(r.To) {
-		return r, Badf("from must not be after to")
+		return r, jsonapi.Badf("from must not be after to")
 	}
 	return r, nil
 }
@@ -67,11 +68,11 @@ type QueueStatsRequest struct {
 // limit 100 and offset 0 unless given.
 func ParseQueueStatsQuery(get func(string) string) (QueueStatsRequest, error) {
 	r := QueueStatsRequest{Namespace: get("namespace"), Task: get("task"), Limit: 100}
-	err := queryInts(get,
-		intParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
-		intParam{"offset", 32, func(n int64) { r.Offset = int(n) }})
+	err := jsonapi.ParseQueryInts(get,
+		jsonapi.IntParam{Name: "limit", Bits: 32, Set: func(n int64) { r.Limit = int(n) }},
+		jsonapi.IntParam{Name: "offset", Bits: 32, Set: func(n int64) { r.Offset = int(n) }})
 	if err == nil && (r.Limit < 1 || r.Offset < 0) {
-		err = Badf("limit must be at least 1 and offset at least 0")
+		err = jsonapi.Badf("limit must be at least 1 and offset at least 0")
 	}
 	return r, err
 }

@@ -1,7 +1,7 @@
-package jsonapi
+package admin
 
 import (
-	"encoding/json"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"time"
 )
 
@@ -150,19 +150,11 @@ type Overview struct {
 	StatsAge   int64       `json:"statsAge"`
 }
 
-// EncodeResource is the JSON of an answer of these routes (it holds nothing that
-// fails to encode).
-func EncodeResource(v any) []byte {
-	out, err := json.Marshal(v)
-	if err != nil {
-		return ErrorBody("encoding the answer: " + err.Error())
-	}
-	return out
-}
-
 // NotAQueenRoute is the answer to the routes Queen's clients call and Queen
 // does not serve (docs/admin.md, "Client methods with no Queen route").
-func NotAQueenRoute() []byte { return ErrorBody("not a Queen route") }
+func NotAQueenRoute() []byte {
+	return jsonapi.AppendError(nil, "not a Queen route")
+}
 
 // StatsRefreshed is POST /api/v1/stats/refresh's answer: counts are
 // computed when they are read, so there is nothing to refresh.

@@ -1,6 +1,7 @@
-package jsonapi
+package admin
 
 import (
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"strconv"
 	"time"
 )
@@ -70,16 +71,16 @@ func ParseMessageListQuery(q map[string][]string, now time.Time) (MessageListReq
 	switch r.Status {
 	case "", MessagePending, MessageProcessing, MessageCompleted, MessageDeadLetter:
 	default:
-		return r, Badf("status must be pending, processing, completed or dead_letter, got %q", r.Status)
+		return r, jsonapi.Badf("status must be pending, processing, completed or dead_letter, got %q", r.Status)
 	}
 	get := func(k string) string { return first(q, k) }
-	if err := queryInts(get,
-		intParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
-		intParam{"offset", 32, func(n int64) { r.Offset = int(n) }}); err != nil {
+	if err := jsonapi.ParseQueryInts(get,
+		jsonapi.IntParam{Name: "limit", Bits: 32, Set: func(n int64) { r.Limit = int(n) }},
+		jsonapi.IntParam{Name: "offset", Bits: 32, Set: func(n int64) { r.Offset = int(n) }}); err != nil {
 		return r, err
 	}
 	if r.Limit < 1 || r.Limit > maxListLimit || r.Offset < 0 || r.Offset > maxListOffset {
-		return r, Badf("limit must be 1..%d and offset 0..%d, got %d and %d", maxListLimit, maxListOffset, r.Limit, r.Offset)
+		return r, jsonapi.Badf("limit must be 1..%d and offset 0..%d, got %d and %d", maxListLimit, maxListOffset, r.Limit, r.Offset)
 	}
 	var err error
 	if r.From, err = queryTime(get, "from", now.Add(-time.Hour)); err != nil {
@@ -101,7 +102,7 @@ func queryTime(get func(string) string, name string, def time.Time) (time.Time, 
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return t, Badf("%s must be an RFC 3339 time, got %q", name, v)
+		return t, jsonapi.Badf("%s must be an RFC 3339 time, got %q", name, v)
 	}
 	return t, nil
 }
@@ -159,23 +160,23 @@ type GroupConsumed struct {
 
 func appendHeadStart(out []byte, m *MessageHead) []byte {
 	out = append(out, `{"id":"`...)
-	out = AppendUUID(out, m.ID)
+	out = jsonapi.AppendUUID(out, m.ID)
 	out = append(out, `","transactionId":`...)
-	out = AppendString(out, m.TransactionID)
+	out = jsonapi.AppendString(out, m.TransactionID)
 	out = append(out, `,"partitionId":"`...)
 	out = strconv.AppendInt(out, m.PartitionID, 10)
 	out = append(out, `","queuePath":`...)
-	out = AppendString(out, m.Queue+"/"+m.Partition)
+	out = jsonapi.AppendString(out, m.Queue+"/"+m.Partition)
 	out = append(out, `,"queue":`...)
-	out = AppendString(out, m.Queue)
+	out = jsonapi.AppendString(out, m.Queue)
 	out = append(out, `,"partition":`...)
-	out = AppendString(out, m.Partition)
+	out = jsonapi.AppendString(out, m.Partition)
 	out = append(out, `,"namespace":`...)
-	out = AppendString(out, m.Namespace)
+	out = jsonapi.AppendString(out, m.Namespace)
 	out = append(out, `,"task":`...)
-	out = AppendString(out, m.Task)
+	out = jsonapi.AppendString(out, m.Task)
 	out = append(out, `,"status":`...)
-	return AppendString(out, m.Status)
+	return jsonapi.AppendString(out, m.Status)
 }
 
 func appendTrace(out []byte, m *MessageHead) []byte {
@@ -183,7 +184,7 @@ func appendTrace(out []byte, m *MessageHead) []byte {
 	if m.TraceID == "" {
 		return append(out, `null`...)
 	}
-	return AppendString(out, m.TraceID)
+	return jsonapi.AppendString(out, m.TraceID)
 }
 
 func appendTimeOrNull(out []byte, t time.Time) []byte {
@@ -196,7 +197,7 @@ func appendTimeOrNull(out []byte, t time.Time) []byte {
 }
 
 // option appends a stored option if it is a JSON number, else def.
-func option(out []byte, stored []byte, def int64) []byte {
+func appendOption(out []byte, stored []byte, def int64) []byte {
 	if len(stored) > 0 {
 		if _, err := strconv.ParseFloat(string(stored), 64); err == nil {
 			return append(out, stored...)
@@ -219,7 +220,7 @@ func AppendMessageList(out []byte, msgs []MessageHead, mode MessageMode) []byte 
 		}
 		out = appendHeadStart(out, m)
 		out = append(out, `,"queueStatus":`...)
-		out = AppendString(out, m.QueueStatus)
+		out = jsonapi.AppendString(out, m.QueueStatus)
 		out = append(out, `,"busStatus":{"consumedBy":`...)
 		out = strconv.AppendInt(out, int64(m.ConsumedBy), 10)
 		out = append(out, `,"totalGroups":`...)
@@ -227,7 +228,7 @@ func AppendMessageList(out []byte, msgs []MessageHead, mode MessageMode) []byte 
 		out = append(out, '}')
 		out = appendTrace(out, m)
 		out = append(out, `,"producerSub":null,"queuePriority":`...)
-		out = option(out, m.Priority, OptionDefaults["priority"])
+		out = appendOption(out, m.Priority, jsonapi.OptionDefaults["priority"])
 		out = append(out, `,"createdAt":`...)
 		out = appendTimeOrNull(out, m.CreatedAt)
 		out = append(out, `,"leaseExpiresAt":`...)
@@ -239,7 +240,7 @@ func AppendMessageList(out []byte, msgs []MessageHead, mode MessageMode) []byte 
 	out = append(out, `,"busGroupsCount":`...)
 	out = strconv.AppendInt(out, int64(mode.BusGroups), 10)
 	out = append(out, `,"type":`...)
-	out = AppendString(out, mode.kind())
+	out = jsonapi.AppendString(out, mode.kind())
 	return append(out, `}}`...)
 }
 
@@ -266,7 +267,7 @@ func AppendMessageDetail(out []byte, m *MessageHead) []byte {
 	out = appendTimeOrNull(out, m.CreatedAt)
 	if m.HasDeadLetter {
 		out = append(out, `,"errorMessage":`...)
-		out = AppendString(out, m.ErrorMessage)
+		out = jsonapi.AppendString(out, m.ErrorMessage)
 		out = append(out, `,"retryCount":`...)
 		out = strconv.AppendInt(out, int64(m.RetryCount), 10)
 	} else {
@@ -275,15 +276,15 @@ func AppendMessageDetail(out []byte, m *MessageHead) []byte {
 	out = append(out, `,"leaseExpiresAt":`...)
 	out = appendTimeOrNull(out, m.LeaseExpires)
 	out = append(out, `,"queueConfig":{"leaseTime":`...)
-	out = option(out, m.LeaseTime, OptionDefaults["leaseTime"])
+	out = appendOption(out, m.LeaseTime, jsonapi.OptionDefaults["leaseTime"])
 	out = append(out, `,"retryLimit":`...)
-	out = option(out, m.RetryLimit, OptionDefaults["retryLimit"])
+	out = appendOption(out, m.RetryLimit, jsonapi.OptionDefaults["retryLimit"])
 	out = append(out, `,"retryDelay":`...)
-	out = option(out, m.RetryDelay, OptionDefaults["retryDelay"])
+	out = appendOption(out, m.RetryDelay, jsonapi.OptionDefaults["retryDelay"])
 	out = append(out, `,"ttl":`...)
-	out = option(out, m.TTL, OptionDefaults["ttl"])
+	out = appendOption(out, m.TTL, jsonapi.OptionDefaults["ttl"])
 	out = append(out, `,"priority":`...)
-	out = option(out, m.Priority, OptionDefaults["priority"])
+	out = appendOption(out, m.Priority, jsonapi.OptionDefaults["priority"])
 	out = append(out, `},"mode":{"hasQueueMode":`...)
 	out = strconv.AppendBool(out, m.Mode.HasQueueMode)
 	out = append(out, `,"busGroupsCount":`...)
@@ -291,14 +292,14 @@ func AppendMessageDetail(out []byte, m *MessageHead) []byte {
 	out = append(out, `,"consumedByGroups":`...)
 	out = strconv.AppendInt(out, int64(m.ConsumedBy), 10)
 	out = append(out, `,"type":`...)
-	out = AppendString(out, m.Mode.kind())
+	out = jsonapi.AppendString(out, m.Mode.kind())
 	out = append(out, `},"consumerGroups":[`...)
 	for i, g := range m.Groups {
 		if i > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, `{"name":`...)
-		out = AppendString(out, g.Name)
+		out = jsonapi.AppendString(out, g.Name)
 		out = append(out, `,"consumed":`...)
 		out = strconv.AppendBool(out, g.Consumed)
 		out = append(out, `,"leaseExpiresAt":`...)
@@ -317,14 +318,14 @@ func AppendMessageDeleted(out []byte, deleted bool, partitionID, transactionID s
 	out = append(out, `{"success":`...)
 	out = strconv.AppendBool(out, deleted)
 	out = append(out, `,"partitionId":`...)
-	out = AppendString(out, partitionID)
+	out = jsonapi.AppendString(out, partitionID)
 	out = append(out, `,"transactionId":`...)
-	out = AppendString(out, transactionID)
+	out = jsonapi.AppendString(out, transactionID)
 	msg := ErrMessageNotFound
 	if deleted {
 		msg = "Message deleted successfully"
 	}
 	out = append(out, `,"message":`...)
-	out = AppendString(out, msg)
+	out = jsonapi.AppendString(out, msg)
 	return append(out, '}')
 }

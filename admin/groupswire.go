@@ -1,7 +1,8 @@
-package jsonapi
+package admin
 
 import (
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"math"
 	"strconv"
 	"time"
@@ -164,7 +165,7 @@ const DefaultMinLagSeconds = 3600
 // ParseMinLagSeconds reads the lagging route's minLagSeconds.
 func ParseMinLagSeconds(get func(string) string) (int64, error) {
 	n := int64(DefaultMinLagSeconds)
-	err := queryInts(get, intParam{"minLagSeconds", 64, func(v int64) { n = v }})
+	err := jsonapi.ParseQueryInts(get, jsonapi.IntParam{Name: "minLagSeconds", Bits: 64, Set: func(v int64) { n = v }})
 	return n, err
 }
 
@@ -206,18 +207,18 @@ func DecodeSeek(body []byte) (SeekTarget, error) {
 	}
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			return SeekTarget{}, Badf("seek body: %s", err.Error())
+			return SeekTarget{}, jsonapi.Badf("seek body: %s", err.Error())
 		}
 	}
 	if req.ToEnd != nil && *req.ToEnd {
 		return SeekTarget{ToEnd: true}, nil
 	}
 	if req.Timestamp == nil {
-		return SeekTarget{}, Badf("Must specify either 'toEnd': true or 'timestamp'")
+		return SeekTarget{}, jsonapi.Badf("Must specify either 'toEnd': true or 'timestamp'")
 	}
 	at, err := time.Parse(time.RFC3339Nano, *req.Timestamp)
 	if err != nil {
-		return SeekTarget{}, Badf("timestamp must be an RFC 3339 time, got %q", *req.Timestamp)
+		return SeekTarget{}, jsonapi.Badf("timestamp must be an RFC 3339 time, got %q", *req.Timestamp)
 	}
 	return SeekTarget{At: at}, nil
 }
@@ -266,15 +267,15 @@ func DecodeSubscription(body []byte) (sent string, at time.Time, err error) {
 	}
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			return "", time.Time{}, Badf("subscription body: %s", err.Error())
+			return "", time.Time{}, jsonapi.Badf("subscription body: %s", err.Error())
 		}
 	}
 	if req.Timestamp == nil {
-		return "", time.Time{}, Badf("Missing subscriptionTimestamp in request body")
+		return "", time.Time{}, jsonapi.Badf("Missing subscriptionTimestamp in request body")
 	}
 	at, err = time.Parse(time.RFC3339Nano, *req.Timestamp)
 	if err != nil {
-		return "", time.Time{}, Badf("subscriptionTimestamp must be an RFC 3339 time, got %q", *req.Timestamp)
+		return "", time.Time{}, jsonapi.Badf("subscriptionTimestamp must be an RFC 3339 time, got %q", *req.Timestamp)
 	}
 	return *req.Timestamp, at, nil
 }

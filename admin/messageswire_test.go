@@ -1,4 +1,4 @@
-package jsonapi
+package admin
 
 import (
 	"encoding/json"

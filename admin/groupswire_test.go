@@ -1,7 +1,8 @@
-package jsonapi
+package admin
 
 import (
 	"errors"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func FuzzDecodeGroupBodies(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var bad *BadRequest
+		var bad *jsonapi.BadRequest
 		to, err := DecodeSeek(body)
 		if err != nil && !errors.As(err, &bad) {
 			t.Fatalf("seek %q: error of the wrong kind: %v", body, err)
