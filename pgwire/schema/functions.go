@@ -1,4 +1,4 @@
-package pgwire
+package schema
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func functionsIn(fsys fs.FS) ([]function, error) {
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".sql")
 		if !ok {
-			return nil, fmt.Errorf("pgwire: function file %q must end in .sql", e.Name())
+			return nil, fmt.Errorf("schema: function file %q must end in .sql", e.Name())
 		}
 		body, err := fs.ReadFile(fsys, "functions/"+e.Name())
 		if err != nil {
@@ -54,7 +54,7 @@ func functionsIn(fsys fs.FS) ([]function, error) {
 		}
 		starts := statementStart.FindAllString(string(body), -1)
 		if len(starts) != 1 || !strings.HasPrefix(starts[0], "CREATE OR REPLACE FUNCTION queen."+name+"(") {
-			return nil, fmt.Errorf("pgwire: function file %s must hold one statement, CREATE OR REPLACE FUNCTION queen.%s(...), and no other; it starts %q",
+			return nil, fmt.Errorf("schema: function file %s must hold one statement, CREATE OR REPLACE FUNCTION queen.%s(...), and no other; it starts %q",
 				e.Name(), name, starts)
 		}
 		sum := sha256.Sum256(body)
@@ -78,7 +78,7 @@ func applyFunctions(ctx context.Context, tx pgx.Tx, fns []function) error {
 			EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = 'queen'::regnamespace AND p.proname = f.name)
 		FROM queen.schema_functions f`)
 	if err != nil {
-		return fmt.Errorf("pgwire: read schema_functions: %w", err)
+		return fmt.Errorf("schema: read schema_functions: %w", err)
 	}
 	for rows.Next() {
 		var name string
@@ -96,11 +96,11 @@ func applyFunctions(ctx context.Context, tx pgx.Tx, fns []function) error {
 			continue
 		}
 		if _, err := tx.Exec(ctx, fn.sql); err != nil {
-			return fmt.Errorf("pgwire: apply function file %s.sql: %w", fn.name, err)
+			return fmt.Errorf("schema: apply function file %s.sql: %w", fn.name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO queen.schema_functions (name, sha256) VALUES ($1, $2)
 			ON CONFLICT (name) DO UPDATE SET sha256 = EXCLUDED.sha256, applied_at = now()`, fn.name, fn.sha); err != nil {
-			return fmt.Errorf("pgwire: record function file %s.sql: %w", fn.name, err)
+			return fmt.Errorf("schema: record function file %s.sql: %w", fn.name, err)
 		}
 	}
 	return nil
