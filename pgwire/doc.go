@@ -70,4 +70,12 @@
 // with Config.MigrationLockTimeout and Config.OnMigrationWait. pgwire's
 // statements call the functions the schema's files define, by their _vN
 // names (pgwire/schema/doc.go has the rule).
+//
+// # Statements
+//
+// A statement of more than about ten lines lives in sql/<what it
+// does>.sql, embedded and read once into a package variable
+// (statements.go), so that it is prepared once per connection as a
+// constant was: pgx caches a prepared statement by its text. The bundle's
+// statements keep BundleTag at the front of their text, in Go.
 package pgwire

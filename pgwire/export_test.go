@@ -26,7 +26,7 @@ func (db *DB) PushGeneralOnly(ctx context.Context, writes []segment.Write) ([]se
 
 // KnownSQL is the known-partition statement of a bundle of several
 // segments, for the test that reads its plan.
-const KnownSQL = knownSQL
+var KnownSQL = knownSQL
 
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
