@@ -30,14 +30,14 @@ var KnownSQL = knownSQL
 
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
-const (
+var (
 	WholeAckSQL      = wholeAckSQL
 	WholeAckMovesSQL = wholeAckMovesSQL
 )
 
 // DeleteGroupSQL and SeekSQL are the consumer-group statements, for the
 // test that reads their plans.
-const (
+var (
 	DeleteGroupSQL = deleteGroupSQL
 	SeekSQL        = seekSQL
 )
@@ -52,14 +52,14 @@ var CountSQL = map[string][]any{
 
 // PopKnownSQL and PopTailSQL are the pop statements, for the test that
 // reads their plans.
-const (
+var (
 	PopKnownSQL = popKnownSQL
 	PopTailSQL  = popTailSQL
 )
 
 // QueueConsumersSQL and RequeueSelectSQL are the console's statements, for
 // the test that reads their plans.
-const (
+var (
 	QueueConsumersSQL = queueConsumersSQL
 	RequeueSelectSQL  = requeueSelectSQL
 )
