@@ -70,29 +70,25 @@ func functionsIn(fsys fs.FS) ([]function, error) {
 // migrations, so a file may rely on every table and column they make.
 func applyFunctions(ctx context.Context, tx pgx.Tx, fns []function) error {
 	type state struct {
-		sha    string
-		exists bool
+		Name, SHA string
+		Exists    bool
 	}
-	recorded := map[string]state{}
 	rows, err := tx.Query(ctx, `SELECT f.name, f.sha256,
 			EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = 'queen'::regnamespace AND p.proname = f.name)
 		FROM queen.schema_functions f`)
 	if err != nil {
 		return fmt.Errorf("schema: read schema_functions: %w", err)
 	}
-	for rows.Next() {
-		var name string
-		var s state
-		if err := rows.Scan(&name, &s.sha, &s.exists); err != nil {
-			return err
-		}
-		recorded[name] = s
+	states, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
+	if err != nil {
+		return fmt.Errorf("schema: read schema_functions: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	recorded := make(map[string]state, len(states))
+	for _, s := range states {
+		recorded[s.Name] = s
 	}
 	for _, fn := range fns {
-		if s, ok := recorded[fn.name]; ok && s.exists && s.sha == fn.sha {
+		if s, ok := recorded[fn.name]; ok && s.Exists && s.SHA == fn.sha {
 			continue
 		}
 		if _, err := tx.Exec(ctx, fn.sql); err != nil {

@@ -185,16 +185,13 @@ func migrateInTransaction(ctx context.Context, conn *pgx.Conn, ms []migration, f
 		if err != nil {
 			return fmt.Errorf("schema: read schema_migrations: %w", err)
 		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				return err
-			}
+		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return fmt.Errorf("schema: read schema_migrations: %w", err)
+		}
+		for _, v := range versions {
 			applied[v] = true
 			newest = max(newest, v)
-		}
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		var pending []string
 		for _, m := range ms {
