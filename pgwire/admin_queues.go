@@ -143,17 +143,12 @@ func (db *DB) QueueStats(ctx context.Context, tenant tenancy.TenantID, f QueueFi
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s QueueStat
-			if err := scanQueueInfo(rows, &s.QueueInfo, &s.Partitions,
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (s QueueStat, err error) {
+			return s, scanQueueInfo(r, &s.QueueInfo, &s.Partitions,
 				&s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing, &s.Counts.Completed, &s.Counts.DeadLetter,
-				&s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked, &s.LeasedPartitions, &s.DeadPartitions); err != nil {
-				return err
-			}
-			out = append(out, s)
-		}
-		return rows.Err()
+				&s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked, &s.LeasedPartitions, &s.DeadPartitions)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: queue counts: %w", err)
@@ -184,22 +179,18 @@ func (db *DB) PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s PartitionStat
+		parts, err = pgx.AppendRows(parts, rows, func(r pgx.CollectableRow) (s PartitionStat, err error) {
 			var oldest, newest, pending pgtype.Timestamptz
-			if err := rows.Scan(&s.ID, &s.Name, &s.Last, &s.LastWrite, &s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing,
+			err = r.Scan(&s.ID, &s.Name, &s.Last, &s.LastWrite, &s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing,
 				&s.Counts.Completed, &s.Counts.DeadLetter, &s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked,
-				&oldest, &newest, &pending); err != nil {
-				return err
-			}
+				&oldest, &newest, &pending)
 			s.Oldest, s.Newest, s.OldestPending = oldest.Time, newest.Time, pending.Time
-			parts = append(parts, s)
-		}
+			return s, err
+		})
 		// Sorted here: ORDER BY p.id would have the planner walk every
 		// partition by its primary key instead of the queue's by its index.
 		slices.SortFunc(parts, func(a, b PartitionStat) int { return cmp.Compare(a.ID, b.ID) })
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return QueueInfo{}, nil, false, fmt.Errorf("pgwire: partition counts of %q: %w", queue, err)
@@ -263,15 +254,8 @@ func (db *DB) TopDeadLetterErrors(ctx context.Context, tenant tenancy.TenantID, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e DeadLetterError
-			if err := rows.Scan(&e.Error, &e.Count); err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = pgx.AppendRows(out, rows, pgx.RowToStructByPos[DeadLetterError])
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: dead-letter errors: %w", err)

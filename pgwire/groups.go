@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -58,23 +59,19 @@ func (db *DB) GroupCursors(ctx context.Context, tenant tenancy.TenantID, group s
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var g GroupCursor
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (g GroupCursor, err error) {
 			var lease pgtype.UUID
 			var oldest, subAt, subCreated pgtype.Timestamptz
-			if err := rows.Scan(&g.Group, &g.Queue, &g.Partition, &g.PartitionID, &g.Last, &g.Cursor, &g.Start, &lease, &g.LeaseLive,
-				&g.UpdatedAt, &g.Lag, &oldest, &g.LagSeconds, &g.SubMode, &subAt, &subCreated); err != nil {
-				return err
-			}
+			err = r.Scan(&g.Group, &g.Queue, &g.Partition, &g.PartitionID, &g.Last, &g.Cursor, &g.Start, &lease, &g.LeaseLive,
+				&g.UpdatedAt, &g.Lag, &oldest, &g.LagSeconds, &g.SubMode, &subAt, &subCreated)
 			g.Lease, g.LeaseLive = lease.Bytes, g.LeaseLive && lease.Valid
 			g.OldestAt, g.SubAt, g.SubCreated = oldest.Time, subAt.Time, subCreated.Time
 			if !oldest.Valid {
 				g.LagSeconds = 0
 			}
-			out = append(out, g)
-		}
-		return rows.Err()
+			return g, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: cursors of consumer group %q: %w", group, err)

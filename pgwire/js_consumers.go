@@ -188,15 +188,11 @@ func (db *DB) ListConsumers(ctx context.Context, tenant tenancy.TenantID, queue 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (JSConsumer, error) {
 			c := JSConsumer{Tenant: tenant, Queue: queue}
-			if err := scanConsumer(rows, &c); err != nil {
-				return err
-			}
-			out = append(out, c)
-		}
-		return rows.Err()
+			return c, scanConsumer(r, &c)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: consumers of %s: %w", queue, err)
