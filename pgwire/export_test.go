@@ -2,6 +2,8 @@ package pgwire
 
 import (
 	"context"
+	"io/fs"
+	"strings"
 
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -99,4 +101,19 @@ func (db *DB) PopKnownOnce(ctx context.Context, req PopRequest) (res PopResult, 
 	}
 	res, err = db.popDecode(ctx, req, res, raw)
 	return res, raw.gone, false, err
+}
+
+// UnreadSQLFiles are the files of sql/ that no statement reads.
+func UnreadSQLFiles() ([]string, error) {
+	entries, err := fs.ReadDir(sqlFiles, "sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if name := strings.TrimSuffix(e.Name(), ".sql"); !statementsRead[name] {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
