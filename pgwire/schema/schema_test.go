@@ -1,4 +1,4 @@
-package pgwire_test
+package schema_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/pgwire/schema"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -24,7 +25,7 @@ const schemaFile = "testdata/schema.txt"
 // schemaQueries read the queen schema from the catalogs, one line per
 // object, in a stable order. Functions are listed with their signature and
 // settings and the SHA-256 of their body (the body itself is the function's
-// file, pgwire/functions).
+// file, pgwire/schema/functions).
 var schemaQueries = []string{
 	`SELECT 'table ' || c.relname || coalesce(' WITH (' || array_to_string(c.reloptions, ', ') || ')', '')
 	 FROM pg_class c WHERE c.relnamespace = 'queen'::regnamespace AND c.relkind IN ('r', 'p') ORDER BY c.relname`,
@@ -110,7 +111,7 @@ func readSnapshot(t *testing.T, path string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (write it with: go test ./pgwire -run %s -update)", err, t.Name())
+		t.Fatalf("%v (write it with: go test ./pgwire/schema -run %s -update)", err, t.Name())
 	}
 	var out []string
 	for _, l := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
@@ -124,7 +125,7 @@ func readSnapshot(t *testing.T, path string) []string {
 // writeSnapshot writes lines under a header that says how to regenerate them.
 func writeSnapshot(t *testing.T, path, about string, lines []string) {
 	t.Helper()
-	text := "# " + about + "\n# Regenerate: go test ./pgwire -run " + t.Name() + " -update\n" + strings.Join(lines, "\n") + "\n"
+	text := "# " + about + "\n# Regenerate: go test ./pgwire/schema -run " + t.Name() + " -update\n" + strings.Join(lines, "\n") + "\n"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +141,12 @@ func TestSchemaSnapshot(t *testing.T) {
 	t.Parallel()
 	got := schemaOf(t, newDB(t).Pool())
 	if *update {
-		writeSnapshot(t, schemaFile, "The queen schema of a freshly migrated database (function bodies as SHA-256; the text is pgwire/functions).", got)
+		writeSnapshot(t, schemaFile, "The queen schema of a freshly migrated database (function bodies as SHA-256; the text is pgwire/schema/functions).", got)
 		return
 	}
 	if d := lineDiff(readSnapshot(t, schemaFile), got); d != "" {
 		t.Fatalf("the migrated schema differs from %s (- only in the file, + only in the database); "+
-			"if the change is meant, regenerate with: go test ./pgwire -run TestSchemaSnapshot -update\n%s", schemaFile, d)
+			"if the change is meant, regenerate with: go test ./pgwire/schema -run TestSchemaSnapshot -update\n%s", schemaFile, d)
 	}
 }
 
@@ -164,7 +165,7 @@ func TestUpgradeEndsWithTheFreshSchema(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if err := db.MigrateTo(ctx, step); err != nil {
+			if err := schema.MigrateTo(ctx, db.Pool(), step); err != nil {
 				t.Fatal(err)
 			}
 			// A segment written by the bundle call of that step (0002's to

@@ -1,4 +1,4 @@
-package pgwire_test
+package schema_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/pgwire/schema"
 )
 
 // How each migration file runs: index statements alone outside a
@@ -38,7 +39,7 @@ func TestMigrationPlan(t *testing.T) {
 		{name: "new table", version: 20, sql: "CREATE TABLE queen.n (x int);\nALTER TABLE queen.n ADD COLUMN y int;\nCREATE INDEX n_x ON queen.n (x);"},
 		{name: "released before the rule", version: 17, sql: "ALTER TABLE queen.consumer_cursors ADD COLUMN start_offset bigint;"},
 	} {
-		outside, err := pgwire.PlanMigration(c.version, c.name, c.sql)
+		outside, err := schema.PlanMigration(c.version, c.name, c.sql)
 		switch {
 		case c.refused != "":
 			if err == nil || !strings.Contains(err.Error(), c.refused) {
@@ -57,7 +58,7 @@ func TestMigrationPlan(t *testing.T) {
 // in the strongest mode asked for, and none on a table a migration makes.
 func TestMigrationLocksInTheLiveOrder(t *testing.T) {
 	t.Parallel()
-	got := pgwire.PreLocks(
+	got := schema.PreLocks(
 		"ALTER TABLE queen.consumer_cursors ADD COLUMN a int;\nCREATE INDEX c_a ON queen.consumer_cursors (a);",
 		"-- lock: ACCESS EXCLUSIVE on queen.queues: a column\nALTER TABLE queen.queues ADD COLUMN b int;",
 		"CREATE TABLE queen.n (x int);\nALTER TABLE queen.n ADD COLUMN y int;\nCREATE TRIGGER t AFTER INSERT ON queen.zz FOR EACH ROW EXECUTE FUNCTION f();",
@@ -95,7 +96,7 @@ func TestInvalidIndexIsBuiltAgain(t *testing.T) {
 	if _, err := db.Pool().Exec(ctx, `DELETE FROM queen.twice WHERE ctid = (SELECT min(ctid) FROM queen.twice)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ApplyMigration(ctx, 9001, "9001_twice_x.sql", "CREATE UNIQUE INDEX twice_x ON queen.twice (x);"); err != nil {
+	if err := schema.ApplyMigration(ctx, db.Pool(), 9001, "9001_twice_x.sql", "CREATE UNIQUE INDEX twice_x ON queen.twice (x);"); err != nil {
 		t.Fatal(err)
 	}
 	if v := valid(); len(v) != 1 || v[0] != "true" {
@@ -115,7 +116,7 @@ func TestMigrationWaitsItsTurn(t *testing.T) {
 	ctx := context.Background()
 	dsn := testenv.NewDatabase(t)
 	old := openBridge(t, dsn)
-	if err := old.MigrateOlder(ctx, 12, os.DirFS("testdata/bridge-0012")); err != nil {
+	if err := schema.MigrateOlder(ctx, old.Pool(), 12, os.DirFS("testdata/bridge-0012")); err != nil {
 		t.Fatal(err)
 	}
 	older := olderCalls{old.Pool()}

@@ -1,4 +1,4 @@
-package pgwire
+package schema
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func functionsIn(fsys fs.FS) ([]function, error) {
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".sql")
 		if !ok {
-			return nil, fmt.Errorf("pgwire: function file %q must end in .sql", e.Name())
+			return nil, fmt.Errorf("schema: function file %q must end in .sql", e.Name())
 		}
 		body, err := fs.ReadFile(fsys, "functions/"+e.Name())
 		if err != nil {
@@ -54,7 +54,7 @@ func functionsIn(fsys fs.FS) ([]function, error) {
 		}
 		starts := statementStart.FindAllString(string(body), -1)
 		if len(starts) != 1 || !strings.HasPrefix(starts[0], "CREATE OR REPLACE FUNCTION queen."+name+"(") {
-			return nil, fmt.Errorf("pgwire: function file %s must hold one statement, CREATE OR REPLACE FUNCTION queen.%s(...), and no other; it starts %q",
+			return nil, fmt.Errorf("schema: function file %s must hold one statement, CREATE OR REPLACE FUNCTION queen.%s(...), and no other; it starts %q",
 				e.Name(), name, starts)
 		}
 		sum := sha256.Sum256(body)
@@ -70,37 +70,33 @@ func functionsIn(fsys fs.FS) ([]function, error) {
 // migrations, so a file may rely on every table and column they make.
 func applyFunctions(ctx context.Context, tx pgx.Tx, fns []function) error {
 	type state struct {
-		sha    string
-		exists bool
+		Name, SHA string
+		Exists    bool
 	}
-	recorded := map[string]state{}
 	rows, err := tx.Query(ctx, `SELECT f.name, f.sha256,
 			EXISTS (SELECT 1 FROM pg_proc p WHERE p.pronamespace = 'queen'::regnamespace AND p.proname = f.name)
 		FROM queen.schema_functions f`)
 	if err != nil {
-		return fmt.Errorf("pgwire: read schema_functions: %w", err)
+		return fmt.Errorf("schema: read schema_functions: %w", err)
 	}
-	for rows.Next() {
-		var name string
-		var s state
-		if err := rows.Scan(&name, &s.sha, &s.exists); err != nil {
-			return err
-		}
-		recorded[name] = s
+	states, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
+	if err != nil {
+		return fmt.Errorf("schema: read schema_functions: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	recorded := make(map[string]state, len(states))
+	for _, s := range states {
+		recorded[s.Name] = s
 	}
 	for _, fn := range fns {
-		if s, ok := recorded[fn.name]; ok && s.exists && s.sha == fn.sha {
+		if s, ok := recorded[fn.name]; ok && s.Exists && s.SHA == fn.sha {
 			continue
 		}
 		if _, err := tx.Exec(ctx, fn.sql); err != nil {
-			return fmt.Errorf("pgwire: apply function file %s.sql: %w", fn.name, err)
+			return fmt.Errorf("schema: apply function file %s.sql: %w", fn.name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO queen.schema_functions (name, sha256) VALUES ($1, $2)
 			ON CONFLICT (name) DO UPDATE SET sha256 = EXCLUDED.sha256, applied_at = now()`, fn.name, fn.sha); err != nil {
-			return fmt.Errorf("pgwire: record function file %s.sql: %w", fn.name, err)
+			return fmt.Errorf("schema: record function file %s.sql: %w", fn.name, err)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package pgwire_test
+package schema_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/pgwire/schema"
 )
 
 // retiredFunctions are the functions a migration dropped because no
@@ -48,7 +49,7 @@ func TestOlderBridgesFunctionsStayCallable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := steps.MigrateTo(ctx, v); err != nil {
+		if err := schema.MigrateTo(ctx, steps.Pool(), v); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range functionSignatures(t, steps) {
@@ -58,7 +59,7 @@ func TestOlderBridgesFunctionsStayCallable(t *testing.T) {
 		}
 	}
 	upgraded := openBridge(t, testenv.NewDatabase(t))
-	if err := upgraded.MigrateOlder(ctx, 12, os.DirFS("testdata/bridge-0012")); err != nil {
+	if err := schema.MigrateOlder(ctx, upgraded.Pool(), 12, os.DirFS("testdata/bridge-0012")); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range functionSignatures(t, upgraded) {
@@ -69,7 +70,7 @@ func TestOlderBridgesFunctionsStayCallable(t *testing.T) {
 	if err := upgraded.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	guide, err := os.ReadFile("../docs/operations.md")
+	guide, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}

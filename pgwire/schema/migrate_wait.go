@@ -1,4 +1,4 @@
-package pgwire
+package schema
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // A migration waits its turn. Each of its statements runs with a short
-// lock_timeout (Config.MigrationLockTimeout): a statement that wants a lock
+// lock_timeout (Config.LockTimeout): a statement that wants a lock
 // a live statement holds waits that long at most, and while it waits, the
 // statements queued behind it in PostgreSQL's lock queue wait too; then it
 // gives up (SQLSTATE 55P03), lets them through, and the runner tries again
@@ -24,12 +24,12 @@ import (
 //
 // Each try is watched from another connection: what the migration's
 // session waits for (pg_locks) and who holds it (pg_blocking_pids), so
-// that Config.OnMigrationWait can say which lock a migration that keeps
+// that Config.OnWait can say which lock a migration that keeps
 // waiting is waiting on.
 
-// MigrationWait is what the runner reports when a migration step gave up
+// Wait is what the runner reports when a migration step gave up
 // waiting for a lock and will try again.
-type MigrationWait struct {
+type Wait struct {
 	// Step is what waited: the migration lock, the migration transaction,
 	// or one statement of a migration that runs outside a transaction.
 	Step string
@@ -45,7 +45,7 @@ type MigrationWait struct {
 	Blockers []string
 }
 
-func (w MigrationWait) String() string {
+func (w Wait) String() string {
 	return fmt.Sprintf("%s: gave up waiting for a lock %d times in %s (waiting for %q, held by %q)",
 		w.Step, w.Tries, w.Waited.Round(time.Millisecond), w.Lock, w.Blockers)
 }
@@ -67,23 +67,22 @@ const (
 // untilLocked runs try until it does not fail for want of a lock, with a
 // pause between tries, reporting each give-up; ctx bounds it. conn is the
 // migration's session, whose waits are watched.
-func (db *DB) untilLocked(ctx context.Context, conn *pgx.Conn, step string, try func() error) error {
+func (mg *migrator) untilLocked(ctx context.Context, conn *pgx.Conn, step string, try func() error) error {
 	start := time.Now()
 	pause := migrationBackoff
 	for tries := 1; ; tries++ {
-		seen, err := db.watched(ctx, conn.PgConn().PID(), try)
+		seen, err := mg.watched(ctx, conn.PgConn().PID(), try)
 		if !lockNotAvailable(err) {
 			return err
 		}
-		db.migrationWaits.Add(1)
-		if db.cfg.OnMigrationWait != nil {
-			db.cfg.OnMigrationWait(MigrationWait{Step: step, Tries: tries, Waited: time.Since(start), Lock: seen.lock, Blockers: seen.blockers})
+		if mg.cfg.OnWait != nil {
+			mg.cfg.OnWait(Wait{Step: step, Tries: tries, Waited: time.Since(start), Lock: seen.lock, Blockers: seen.blockers})
 		}
 		t := time.NewTimer(pause + rand.N(pause/2+1))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("pgwire: %s: still waiting for %s after %d tries: %w", step, seen.lock, tries, ctx.Err())
+			return fmt.Errorf("schema: %s: still waiting for %s after %d tries: %w", step, seen.lock, tries, ctx.Err())
 		case <-t.C:
 		}
 		pause = min(2*pause, migrationBackoffMax)
@@ -99,7 +98,7 @@ type lockSeen struct {
 // watched runs try while a goroutine looks, four times per lock timeout,
 // at what the session pid waits for; it answers the last wait seen. The
 // goroutine is stopped before watched returns.
-func (db *DB) watched(ctx context.Context, pid uint32, try func() error) (lockSeen, error) {
+func (mg *migrator) watched(ctx context.Context, pid uint32, try func() error) (lockSeen, error) {
 	var (
 		mu   sync.Mutex // guards seen: written by the watcher, read after it stopped
 		seen lockSeen
@@ -109,7 +108,7 @@ func (db *DB) watched(ctx context.Context, pid uint32, try func() error) (lockSe
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(max(db.cfg.MigrationLockTimeout/4, 5*time.Millisecond))
+		tick := time.NewTicker(max(mg.cfg.LockTimeout/4, 5*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
@@ -117,7 +116,7 @@ func (db *DB) watched(ctx context.Context, pid uint32, try func() error) (lockSe
 				return
 			case <-tick.C:
 			}
-			if s, ok := db.waitOf(ctx, pid); ok {
+			if s, ok := mg.waitOf(ctx, pid); ok {
 				mu.Lock()
 				seen = s
 				mu.Unlock()
@@ -133,11 +132,11 @@ func (db *DB) watched(ctx context.Context, pid uint32, try func() error) (lockSe
 // waitOf reads the lock session pid waits for and the sessions that hold
 // it; ok is false when it waits for none (or the look failed: the report
 // is then without it).
-func (db *DB) waitOf(ctx context.Context, pid uint32) (lockSeen, bool) {
+func (mg *migrator) waitOf(ctx context.Context, pid uint32) (lockSeen, bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var s lockSeen
-	err := db.pool.QueryRow(ctx, `SELECT l.mode || ' on ' || l.locktype
+	err := mg.pool.QueryRow(ctx, `SELECT l.mode || ' on ' || l.locktype
 			|| coalesce(' ' || l.relation::regclass::text, '') || coalesce(' ' || l.virtualxid, '')
 			|| CASE WHEN l.locktype = 'advisory' THEN ' ' || l.objid ELSE '' END,
 			coalesce((SELECT array_agg(format('pid %s (%s, %s): %s', a.pid, a.application_name, a.state, left(a.query, 120)) ORDER BY a.pid)

@@ -1,4 +1,4 @@
-package pgwire
+package schema
 
 import (
 	"fmt"
@@ -92,12 +92,12 @@ func (m *migration) plan() error {
 	switch {
 	case marked:
 		if strings.Contains(m.sql, "$") {
-			return fmt.Errorf("pgwire: migration %s runs outside a transaction and so is split at ';': it must hold no dollar-quoted text", m.name)
+			return fmt.Errorf("schema: migration %s runs outside a transaction and so is split at ';': it must hold no dollar-quoted text", m.name)
 		}
 		for _, s := range stmts {
 			st, err := outsideAsWritten(s)
 			if err != nil {
-				return fmt.Errorf("pgwire: migration %s: %w", m.name, err)
+				return fmt.Errorf("schema: migration %s: %w", m.name, err)
 			}
 			m.outside = append(m.outside, st)
 		}
@@ -108,7 +108,7 @@ func (m *migration) plan() error {
 	default:
 		if m.version >= lockRuleFrom {
 			if t := undeclaredLock(m.sql); t != "" {
-				return fmt.Errorf("pgwire: migration %s takes a strong lock on %s, a table it did not create: "+
+				return fmt.Errorf("schema: migration %s takes a strong lock on %s, a table it did not create: "+
 					"say so in a header line \"-- lock: <mode> on %s: <why>\" (and in docs/operations.md), or make the change without it", m.name, t, t)
 			}
 		}

@@ -1,4 +1,4 @@
-package pgwire_test
+package schema_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/pgwire/schema"
 	"github.com/queenbridge/queenbridge/segment"
 )
 
@@ -258,7 +259,7 @@ func TestOlderBridgeServesWhileNewerMigrates(t *testing.T) {
 		ctx := context.Background()
 		dsn := testenv.NewDatabase(t)
 		old := openBridge(t, dsn)
-		if err := old.MigrateOlder(ctx, older, os.DirFS("testdata/bridge-0012")); err != nil {
+		if err := schema.MigrateOlder(ctx, old.Pool(), older, os.DirFS("testdata/bridge-0012")); err != nil {
 			t.Fatal(err)
 		}
 		l := &load{queue: "rolling", parts: 4}

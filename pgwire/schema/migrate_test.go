@@ -1,4 +1,4 @@
-package pgwire_test
+package schema_test
 
 import (
 	"context"
@@ -12,9 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/pgwire/schema"
 )
-
-func newDBDSN(t testing.TB) string { return testenv.NewDatabase(t) }
 
 // migrationFiles counts the SQL files the migrator embeds.
 func migrationFiles(t testing.TB) int64 {
@@ -42,7 +41,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 // processes that migrate one fresh database at the same moment.
 func TestMigrateFromTwoProcessesAtOnce(t *testing.T) {
 	t.Parallel()
-	dsn := newDBDSN(t)
+	dsn := testenv.NewDatabase(t)
 	var wg sync.WaitGroup
 	outs := make([][]byte, 2)
 	errs := make([]error, 2)
@@ -157,7 +156,7 @@ func TestChangedFunctionFileIsApplied(t *testing.T) {
 		return out
 	}
 	before := applied()
-	if err := db.MigrateEdited(ctx, edit); err != nil {
+	if err := schema.MigrateEdited(ctx, db.Pool(), edit); err != nil {
 		t.Fatal(err)
 	}
 	if src := functionSource(t, db, "consumer_option_v1"); !strings.Contains(src, marker) {

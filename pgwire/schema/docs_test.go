@@ -1,4 +1,4 @@
-package pgwire
+package schema
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // TestEveryFunctionIsInTheSQLDocs: each function file has its row in
 // docs/sql.md's table of functions and their callers.
 func TestEveryFunctionIsInTheSQLDocs(t *testing.T) {
-	doc, err := os.ReadFile("../docs/sql.md")
+	doc, err := os.ReadFile("../../docs/sql.md")
 	if err != nil {
 		t.Fatal(err)
 	}
