@@ -25,6 +25,7 @@ import (
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/ownership"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/push"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
@@ -45,6 +46,7 @@ type Bridge struct {
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
+	relay    *publish.Relay    // queen.publish messages from the watched databases
 	tokens   *auth.Tokens      // HTTP bearer tokens; none: HTTP is open
 	accounts *auth.Accounts    // NATS account -> tenant; none: single-account mode
 
@@ -126,6 +128,11 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	if b.relay, err = publish.New(publish.Config{Sources: cfg.Publish, Push: b, Positions: cfg.DB,
+		Retry: cfg.PublishRetry, MaxBatch: min(256, cfg.MaxPartitionsPerRequest), MaxLagBytes: cfg.PublishMaxLagBytes,
+		MaxLag: cfg.PublishMaxLag, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
 	if b.pusher, err = push.New(push.Config{Fusion: cfg.Fusion, Router: b.router, Queues: b.queues, Keeper: b.keeper, Reads: b.reads,
 		Observer: m, MaxPartitionsPerRequest: cfg.MaxPartitionsPerRequest, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
@@ -151,6 +158,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	cfg.Fusion.SetOnCommitted(tail.Committed)
 	m.RegisterJetStream(b.js)
+	m.RegisterPublish(b.relay)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
 	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Consumer: b.consumer, Queues: b.queues, Router: b.router,
@@ -196,6 +204,11 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return fmt.Errorf("bridge: nats flush after subscribing: %w", err)
 		}
 	}
+	// The relay pushes on its own goroutines (no worker needed), so it
+	// runs with or without NATS.
+	if err := b.relay.Start(ctx); err != nil {
+		return err
+	}
 	var err error
 	if b.cfg.HTTPAddr != "" {
 		if b.httpSrv, err = httpserve.Listen(b.cfg.HTTPAddr, b.httpHandler(), b.cfg.Logger, b.leanPush()); err != nil {
@@ -230,6 +243,11 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		// server delivered here is written; it sends the rest to the
 		// other bridges of the queue group.
 		if err := b.js.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		// The relay likewise: its push in progress is answered and
+		// confirmed; the slot is left for the next bridge.
+		if err := b.relay.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 		b.gate.Close()

@@ -22,6 +22,7 @@ import (
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/spool"
 )
 
@@ -70,6 +71,7 @@ type nodeOpts struct {
 	fwdTO    time.Duration                 // Config.ForwardTimeout
 	streams  []jetstream.Stream            // Config.JetStream
 	subMode  string                        // Config.DefaultSubscriptionMode
+	publish  []publish.Source              // Config.Publish
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -120,7 +122,8 @@ func newNode(t testing.TB, o nodeOpts) *node {
 	br, err := bridge.New(bridge.Config{DB: db, Fusion: fu, NATS: nc, Prefix: o.prefix, HTTPAddr: "127.0.0.1:0",
 		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParked: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
-		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams, DefaultSubscriptionMode: o.subMode}, m)
+		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams, DefaultSubscriptionMode: o.subMode,
+		Publish: o.publish, PublishRetry: 50 * time.Millisecond}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
