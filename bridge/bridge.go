@@ -152,7 +152,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		return console.Figures{Pushed: f.ItemsFired, Consumed: b.consumer.Stats().Delivered, Commits: f.Bundles - min(f.BundleErrors, f.Bundles), Segments: f.Segments,
 			BundlesInFlight: f.PermitsInUse, InFlightLimit: f.InFlightLimit, Flush: f.FlushTime, BundleLatency: f.BundleLatency,
 			Maintenance: k.Maintenance, PopMaintenance: k.PopMaintenance, SpoolRecords: k.SpoolRecords, SpoolBytes: k.SpoolBytes,
-			SpoolHealthy: k.SpoolHealthy, Members: ids, Owned: owned}
+			SpoolHealthy: k.SpoolHealthy, Members: ids, Owned: owned, Publish: b.publishFigures()}
 	}}); err != nil {
 		return nil, err
 	}

@@ -104,3 +104,17 @@ func (b *Bridge) PushItems(ctx context.Context, transport string, tenant tenancy
 
 // PublishStats are the publish relay's figures per watched database.
 func (b *Bridge) PublishStats() []publish.SourceStats { return b.relay.Stats() }
+
+// publishFigures are the relay's slots as the console shows them.
+func (b *Bridge) publishFigures() []jsonapi.OverviewSlot {
+	st := b.relay.Stats()
+	if len(st) == 0 {
+		return nil
+	}
+	out := make([]jsonapi.OverviewSlot, len(st))
+	for i, s := range st {
+		out[i] = jsonapi.OverviewSlot{Database: s.Database, Slot: s.Slot, State: s.State, Relayed: s.Relayed,
+			LagBytes: s.LagBytes, LagSeconds: s.Lag.Seconds(), Behind: s.Behind}
+	}
+	return out
+}

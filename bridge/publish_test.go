@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +15,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/rs/zerolog"
 )
 
 // publishing starts a bridge that relays its own database and waits until
@@ -311,4 +316,194 @@ func storedPayloadNumbers(t *testing.T, n *node, queue, partition string) []int 
 		t.Fatal(err)
 	}
 	return out
+}
+
+// PostgreSQL crashes (an immediate stop: no shutdown checkpoint, so the
+// slot may hand out again what it had confirmed) and starts again while
+// transactions publish: every committed message is stored once.
+func TestPublishSurvivesPostgresRestart(t *testing.T) {
+	pg := startOwnPostgres(t)
+	n, pool := publishing(t, nodeOpts{dsn: pg.DSN()})
+	ctx := context.Background()
+	var (
+		mu        sync.Mutex // guards the lists: the publishing goroutine appends, the test reads after it ends
+		committed []string   // transactionIds named by transactions that committed
+		derived   int        // transactions without one that committed
+		unknown   int        // COMMITs whose answer was lost with the connection
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+	)
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(committed) + derived }
+	wg.Add(1)
+	go func() { // owned by the test: it closes stop and waits
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			txid := ""
+			if i%2 == 0 {
+				txid = fmt.Sprintf("r-%d", i)
+			}
+			tx, err := pool.Begin(ctx)
+			if err == nil {
+				if err = pub(tx, "restarted", fmt.Sprintf("p%d", i%4), `{}`, txid); err != nil {
+					_ = tx.Rollback(ctx)
+				}
+			}
+			if err != nil {
+				time.Sleep(10 * time.Millisecond) // PostgreSQL is down: a pause between attempts, not a wait on anything
+				continue
+			}
+			err = tx.Commit(ctx)
+			mu.Lock()
+			switch {
+			case err != nil:
+				unknown++
+			case txid != "":
+				committed = append(committed, txid)
+			default:
+				derived++
+			}
+			mu.Unlock()
+		}
+	}()
+	testkit.WaitFor(t, "messages relayed", 60*time.Second, func() bool { return len(storedTxids(t, n, "restarted")) >= 100 })
+	pg.kill(t)
+	before := count()
+	pg.start(t)
+	testkit.WaitFor(t, "transactions committed after the restart", 60*time.Second, func() bool { return count() >= before+100 })
+	close(stop)
+	wg.Wait()
+	want := make(map[string]bool, len(committed))
+	for _, id := range committed {
+		want[id] = true
+	}
+	var stored map[string]int
+	testkit.WaitFor(t, "every committed message stored", 90*time.Second, func() bool {
+		stored = storedTxids(t, n, "restarted")
+		for id := range want {
+			if stored[id] == 0 {
+				return false
+			}
+		}
+		return len(stored) >= len(committed)+derived
+	})
+	for id, c := range stored {
+		if c != 1 {
+			t.Errorf("%s stored %d times", id, c)
+		}
+	}
+	if len(stored) > len(committed)+derived+unknown {
+		t.Errorf("%d stored; at most %d committed", len(stored), len(committed)+derived+unknown)
+	}
+	t.Logf("%d committed (%d before the crash, %d unanswered COMMITs), each stored once", len(committed)+derived, before, unknown)
+}
+
+// A slot that falls behind its bound (here: read by a connection that
+// never confirms anything, while the database writes) is named on /health,
+// which stays 200, and in the console's overview.
+func TestPublishSlotBehindIsReported(t *testing.T) {
+	dsn := testenv.NewDatabase(t)
+	ctx := context.Background()
+	// The slot's reader that never confirms: it holds the slot, so the
+	// bridge waits as a standby and reads the slot's lag from PostgreSQL.
+	db, err := pgwire.DatabaseOf(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := pgwire.OpenSlot(ctx, dsn, pgwire.SlotName(db), func(string) (uint64, error) { return 0, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	n := newNode(t, nodeOpts{dsn: dsn, publish: []publish.Source{{DSN: dsn}}, pubLag: 64 << 10})
+	testkit.WaitFor(t, "the bridge to wait for the slot", 60*time.Second, func() bool {
+		return n.br.PublishStats()[0].State == publish.StateStandby
+	})
+	if status, out := n.get("/health"); status != 200 || strings.Contains(string(out), "publishBehind") {
+		t.Fatalf("/health before any lag: %d %s", status, out)
+	}
+	if _, err := n.db.Pool().Exec(ctx, `CREATE TABLE filler AS SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 5000) g`); err != nil {
+		t.Fatal(err)
+	}
+	var health []byte
+	testkit.WaitFor(t, "/health to name the slot", 60*time.Second, func() bool {
+		var status int
+		status, health = n.get("/health")
+		return status == 200 && strings.Contains(string(health), `"publishBehind":["`)
+	})
+	var o struct {
+		Publish []struct {
+			Slot, State string
+			Behind      bool
+			LagBytes    int64
+		}
+	}
+	_, out := n.get("/api/v1/bridge/overview")
+	if err := json.Unmarshal(out, &o); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Publish) != 1 || !o.Publish[0].Behind || o.Publish[0].State != publish.StateStandby || o.Publish[0].LagBytes <= 64<<10 {
+		t.Fatalf("overview's publish: %s", out)
+	}
+	t.Logf("health: %s", health)
+}
+
+// logLines is a log writer the test reads while the bridge writes.
+type logLines struct {
+	mu  sync.Mutex // the relay's goroutine writes, the test reads
+	buf strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Against a PostgreSQL without wal_level=logical the bridge says in one
+// line what is missing, installs no queen.publish (a call fails instead of
+// writing messages nobody reads), and serves everything else.
+func TestPublishNotReadySaysWhatIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil { // the cluster runs as postgres when we are root
+		t.Fatal(err)
+	}
+	pg, err := embedded.StartPostgres(context.Background(), embedded.Config{DataDir: filepath.Join(dir, "pg"), NoSync: true,
+		Settings: map[string]string{"wal_level": "replica"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop(context.Background()) })
+	logs := &logLines{}
+	n := newNode(t, nodeOpts{dsn: pg.DSN(), publish: []publish.Source{{DSN: pg.DSN()}}, logger: zerolog.New(logs)})
+	testkit.WaitFor(t, "the relay to find the database not ready", 60*time.Second, func() bool {
+		return n.br.PublishStats()[0].State == publish.StateNotReady
+	})
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "not ready for the publish relay") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "wal_level=logical (it is replica)") {
+		t.Fatalf("want one line naming wal_level; the log:\n%s", logs)
+	}
+	if rs := n.pushHTTP(items(item("still", "p", "served"))); rs[0].Status != "queued" {
+		t.Fatalf("a push while the relay is not ready: %+v", rs)
+	}
+	var exists bool
+	if err := n.db.Pool().QueryRow(context.Background(),
+		`SELECT to_regprocedure('queen.publish(text,text,jsonb,text,text)') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Fatalf("queen.publish installed where nothing relays it (%v)", err)
+	}
 }

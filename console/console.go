@@ -30,6 +30,9 @@ type Figures struct {
 	// each owns (ownership Shares): every bucket has one owner.
 	Members []string
 	Owned   []int
+
+	// Publish are the publish relay's slots (publish Stats).
+	Publish []jsonapi.OverviewSlot
 }
 
 // Config wires the console.
@@ -163,7 +166,7 @@ func (c *Console) Overview() jsonapi.BridgeOverview {
 		BundlesInFlight: f.BundlesInFlight, InFlightLimit: f.InFlightLimit,
 		FlushMs: jsonapi.Millis(f.Flush), BundleLatencyMs: jsonapi.Millis(f.BundleLatency),
 		Totals:  jsonapi.OverviewTotals{Pushed: f.Pushed, Consumed: f.Consumed, Commits: f.Commits, Segments: f.Segments},
-		Bridges: make([]jsonapi.OverviewBridge, len(f.Members))}
+		Bridges: make([]jsonapi.OverviewBridge, len(f.Members)), Publish: f.Publish}
 	for i, id := range f.Members {
 		o.Bridges[i] = jsonapi.OverviewBridge{ID: id, Self: id == c.cfg.Bridge}
 		if i < len(f.Owned) {

@@ -104,6 +104,23 @@ func Health(postgres, nats string) (int, []byte) {
 	return status, append(out, '}')
 }
 
+// HealthBehind adds to a health answer the publish slots that fell behind
+// their bound (database/slot): the bridge still serves, so the status
+// stays, but an operator sees the slot that holds WAL.
+func HealthBehind(body []byte, slots []string) []byte {
+	if len(slots) == 0 || len(body) == 0 || body[len(body)-1] != '}' {
+		return body
+	}
+	out := append(body[:len(body)-1:len(body)-1], `,"publishBehind":[`...)
+	for i, s := range slots {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = AppendString(out, s)
+	}
+	return append(out, "]}"...)
+}
+
 // OwnersTable is the owners' table as producers read it (<prefix>.v1.owners,
 // <prefix>.v1.owners.changed; docs/ownership.md).
 type OwnersTable struct {

@@ -10,9 +10,9 @@ import (
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/jetstream"
-	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +69,7 @@ func (s *source) run(ctx context.Context) {
 			s.setState(StateNotReady)
 			if !warnedReady {
 				// The one line at start that says what is missing.
-				s.log.Warn().Msgf("publish: %v; queen.publish is not installed here and nothing is relayed, everything else runs (docs/publish.md)", err)
+				s.log.Warn().Msgf("%v; queen.publish is not installed here and nothing is relayed; everything else runs (docs/publish.md)", err)
 				warnedReady = true
 			}
 			wait = time.Minute
@@ -107,7 +108,7 @@ func (s *source) session(ctx context.Context) error {
 		return err
 	}
 	if len(missing) > 0 {
-		return errors.Join(pgwire.ErrNotReady, errors.New("it lacks "+strings.Join(missing, ", ")))
+		return fmt.Errorf("%w: it lacks %s", pgwire.ErrNotReady, strings.Join(missing, ", "))
 	}
 	var key string
 	var stored uint64
