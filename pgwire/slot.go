@@ -2,6 +2,8 @@ package pgwire
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -50,8 +52,9 @@ type Txn struct {
 const statusInterval = 10 * time.Second
 
 // OpenSlot connects to the database behind dsn for logical replication,
-// installs the publish surface there (publish/publish.sql: queen.publish and
-// the publication), creates the slot when missing and starts streaming it
+// creates the slot when missing, installs the publish surface there
+// (publish/publish.sql: queen.publish and the publication) and starts
+// streaming the slot
 // from the position start returns for the source cluster's system
 // identifier (0: from the slot's own confirmed position). A slot that
 // another connection streams answers ErrSlotBusy.
@@ -87,13 +90,19 @@ func (s *Slot) open(ctx context.Context, startAt func(string) (uint64, error)) e
 	if err != nil {
 		return err
 	}
-	if _, err := s.conn.Exec(ctx, publishSQL).ReadAll(); err != nil {
-		return fmt.Errorf("pgwire: slot %s: install queen.publish: %w", s.name, err)
-	}
+	// The slot before the function: a message is decoded only when its
+	// transaction commits after the slot's consistent point, so while
+	// queen.publish exists a slot must already, or a message published in
+	// between would be lost. (Creating the slot waits for the transactions
+	// running then to end; none of them can have called a function that did
+	// not exist yet.)
 	_, err = pglogrepl.CreateReplicationSlot(ctx, s.conn, s.name, "pgoutput",
 		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication})
 	if err != nil && !isDuplicateObject(err) {
 		return fmt.Errorf("pgwire: slot %s: create: %w", s.name, err)
+	}
+	if err := s.install(ctx); err != nil {
+		return err
 	}
 	err = pglogrepl.StartReplication(ctx, s.conn, s.name, pglogrepl.LSN(start), pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + PublicationName + "'", "messages 'true'"},
@@ -107,6 +116,27 @@ func (s *Slot) open(ctx context.Context, startAt func(string) (uint64, error)) e
 	s.confirmed.Store(start)
 	s.sent = start
 	s.nextStatus = time.Now().Add(statusInterval)
+	return nil
+}
+
+// install runs the publish surface's file unless the database has this
+// very text already: its SHA-256 is the function's comment. So the bridges
+// that wait for the slot, trying every second, change no catalog.
+func (s *Slot) install(ctx context.Context) error {
+	sum := sha256.Sum256([]byte(publishSQL))
+	mark := "queen publish surface sha256:" + hex.EncodeToString(sum[:])
+	res := s.conn.Exec(ctx, `SELECT coalesce(obj_description(to_regprocedure('queen.publish(text,text,jsonb,text,text)'), 'pg_proc'), '')
+		|| CASE WHEN EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '`+PublicationName+`') THEN '' ELSE ' (no publication)' END`)
+	rs, err := res.ReadAll()
+	if err != nil {
+		return fmt.Errorf("pgwire: slot %s: look up queen.publish: %w", s.name, err)
+	}
+	if len(rs) == 1 && len(rs[0].Rows) == 1 && string(rs[0].Rows[0][0]) == mark {
+		return nil
+	}
+	if _, err := s.conn.Exec(ctx, publishSQL+";\nCOMMENT ON FUNCTION queen.publish(text, text, jsonb, text, text) IS '"+mark+"'").ReadAll(); err != nil {
+		return fmt.Errorf("pgwire: slot %s: install queen.publish: %w", s.name, err)
+	}
 	return nil
 }
 
