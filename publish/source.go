@@ -59,9 +59,11 @@ func (s *source) setState(st string) { s.state.Store(&st) }
 func (s *source) run(ctx context.Context) {
 	s.setState(StateStarting)
 	warnedReady, warnedDown := false, false
+	ready := false // the database had what the relay needs at the last check
+	var lagRead time.Time
 	for ctx.Err() == nil {
 		wait := s.r.cfg.Retry
-		err := s.session(ctx)
+		err := s.session(ctx, &ready)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -75,8 +77,12 @@ func (s *source) run(ctx context.Context) {
 			wait = time.Minute
 		case errors.Is(err, pgwire.ErrSlotBusy):
 			s.setState(StateStandby)
-			s.noteStandbyLag(ctx)
+			if time.Since(lagRead) >= standbyLagEvery {
+				s.noteStandbyLag(ctx)
+				lagRead = time.Now()
+			}
 		case err != nil:
+			ready = false
 			s.setState(StateDown)
 			if !warnedDown {
 				s.log.Warn().Err(err).Msg("publish: relay interrupted; retrying")
@@ -91,6 +97,10 @@ func (s *source) run(ctx context.Context) {
 	}
 }
 
+// standbyLagEvery is how often a bridge that waits for a slot reads its lag
+// (a connection each time): the bound it is held to is far longer.
+const standbyLagEvery = 5 * time.Second
+
 // noteStandbyLag reads the slot's lag while another bridge holds it, or
 // nobody does: a slot nobody reads holds WAL, and every bridge says so.
 func (s *source) noteStandbyLag(ctx context.Context) {
@@ -100,20 +110,24 @@ func (s *source) noteStandbyLag(ctx context.Context) {
 	}
 }
 
-// session is one connection to the slot: checked, opened, read until it
-// fails or ctx ends.
-func (s *source) session(ctx context.Context) error {
-	_, missing, err := pgwire.Readiness(ctx, s.dsn)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: it lacks %s", pgwire.ErrNotReady, strings.Join(missing, ", "))
+// session is one connection to the slot: checked (unless *ready says the
+// last check passed), opened, read until it fails or ctx ends.
+func (s *source) session(ctx context.Context, ready *bool) error {
+	if !*ready {
+		_, missing, err := pgwire.Readiness(ctx, s.dsn)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: it lacks %s", pgwire.ErrNotReady, strings.Join(missing, ", "))
+		}
+		*ready = true
 	}
 	var key string
 	var stored uint64
 	slot, err := pgwire.OpenSlot(ctx, s.dsn, s.slot, func(systemID string) (uint64, error) {
 		key = systemID + "/" + s.slot
+		var err error
 		stored, err = s.r.cfg.Positions.RelayPosition(ctx, key)
 		return stored, err
 	})
@@ -186,7 +200,7 @@ func (s *source) pushLoop(ctx context.Context, slot *pgwire.Slot, key string, tx
 		if end == 0 {
 			return nil
 		}
-		if err := s.r.cfg.Positions.SaveRelayPosition(ctx, key, end); err != nil {
+		if err := s.r.cfg.Positions.SaveRelayPosition(context.WithoutCancel(ctx), key, end); err != nil {
 			return err
 		}
 		slot.Confirm(end)
@@ -248,7 +262,9 @@ func (s *source) push(ctx context.Context, items []jsonapi.Item) error {
 		return nil
 	}
 	for {
-		status, results := s.r.cfg.Push.PushItems(ctx, Transport, tenancy.TenantID{}, items)
+		// Not cancelled by Stop: a push under way is answered, and its
+		// position stored and confirmed, before the session ends.
+		status, results := s.r.cfg.Push.PushItems(context.WithoutCancel(ctx), Transport, tenancy.TenantID{}, items)
 		failed := ""
 		if status != jsonapi.StatusCreated {
 			failed = "the push was refused"
