@@ -162,5 +162,6 @@ func (b *Bridge) withBody(fn func(ctx context.Context, tenant tenancy.TenantID, 
 
 func (b *Bridge) httpHealth(w http.ResponseWriter, r *http.Request) {
 	status, out := b.keeper.ServeHealth(r.Context())
+	out = jsonapi.AppendHealthBehind(nil, out, b.relay.Behind())
 	writeJSON(w, status, out)
 }

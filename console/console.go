@@ -29,6 +29,9 @@ type Figures struct {
 	// each owns (ownership Shares): every bucket has one owner.
 	Members []string
 	Owned   []int
+
+	// Publish are the publish relay's slots (publish Stats).
+	Publish []OverviewSlot
 }
 
 // Config wires the console.
@@ -162,7 +165,7 @@ func (c *Console) Overview() BridgeOverview {
 		BundlesInFlight: f.BundlesInFlight, InFlightLimit: f.InFlightLimit,
 		FlushMs: Millis(f.Flush), BundleLatencyMs: Millis(f.BundleLatency),
 		Totals:  OverviewTotals{Pushed: f.Pushed, Consumed: f.Consumed, Commits: f.Commits, Segments: f.Segments},
-		Bridges: make([]OverviewBridge, len(f.Members))}
+		Bridges: make([]OverviewBridge, len(f.Members)), Publish: f.Publish}
 	for i, id := range f.Members {
 		o.Bridges[i] = OverviewBridge{ID: id, Self: id == c.cfg.Bridge}
 		if i < len(f.Owned) {

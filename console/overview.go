@@ -25,6 +25,22 @@ type BridgeOverview struct {
 	History         []OverviewPoint  `json:"history"`
 	Buckets         int              `json:"buckets"`
 	Bridges         []OverviewBridge `json:"bridges"`
+	// Publish are the publish relay's slots (left out when it watches
+	// none).
+	Publish []OverviewSlot `json:"publish,omitempty"`
+}
+
+// OverviewSlot is one slot of the publish relay as this bridge sees it:
+// its state (reading, standby, not-ready, down, starting), its lag, and
+// whether the lag passed its bound.
+type OverviewSlot struct {
+	Database   string  `json:"database"`
+	Slot       string  `json:"slot"`
+	State      string  `json:"state"`
+	Relayed    uint64  `json:"relayed"`
+	LagBytes   int64   `json:"lagBytes"`
+	LagSeconds float64 `json:"lagSeconds"`
+	Behind     bool    `json:"behind"`
 }
 
 // OverviewSpool is the spool's state: records waiting, bytes of its files,

@@ -112,3 +112,22 @@ func AppendOwnersWithTenant(dst, table []byte, tenant tenancy.TenantID) []byte {
 	dst = append(dst, `",`...)
 	return append(dst, table[1:]...)
 }
+
+// AppendHealthBehind appends health, a health answer, with the publish
+// slots that fell behind their bound (database/slot) added: the bridge
+// still serves, so the status stays, but an operator sees the slot that
+// holds WAL.
+func AppendHealthBehind(dst, health []byte, slots []string) []byte {
+	if len(slots) == 0 || len(health) == 0 || health[len(health)-1] != '}' {
+		return append(dst, health...)
+	}
+	dst = append(dst, health[:len(health)-1]...)
+	dst = append(dst, `,"publishBehind":[`...)
+	for i, s := range slots {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, s)
+	}
+	return append(dst, "]}"...)
+}

@@ -132,3 +132,16 @@ func FuzzDecodeSwitch(f *testing.F) {
 		}
 	})
 }
+
+// The slots behind their bound join a health answer as publishBehind; with
+// none, the answer is left as it was.
+func TestAppendHealthBehind(t *testing.T) {
+	_, health := AppendHealth(nil, "up", "disabled")
+	if got := string(AppendHealthBehind(nil, health, nil)); got != string(health) {
+		t.Fatalf("no slots: %s", got)
+	}
+	want := `{"status":"healthy","postgres":"up","nats":"disabled","publishBehind":["a/queen_publish_a","b/s"]}`
+	if got := string(AppendHealthBehind(nil, health, []string{"a/queen_publish_a", "b/s"})); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

@@ -29,6 +29,9 @@ func TestEncodersAppendToDst(t *testing.T) {
 			_, out := AppendHealth(dst, "up", "disabled")
 			return out
 		},
+		"AppendHealthBehind": func(dst []byte) []byte {
+			return AppendHealthBehind(dst, []byte(`{"status":"healthy"}`), []string{"db/slot"})
+		},
 		"AppendOwnersWithTenant": func(dst []byte) []byte {
 			return AppendOwnersWithTenant(dst, []byte(`{"version":"v"}`), uuidB)
 		},

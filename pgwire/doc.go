@@ -6,7 +6,8 @@
 // acknowledgements through consumer_ack_v1, in one statement), and a
 // requeue of dead letters (Requeue, requeue.go: the pushes as a
 // transaction's, with no acknowledgement, and the dead letters' removal, in
-// one statement), and the state of JetStream pull consumers (below).
+// one statement), and the state of JetStream pull consumers (below), and
+// the publish relay's side of PostgreSQL (below).
 //
 // It must not import fusion, spool or bridge, nor NATS, net/http or
 // Prometheus: it knows nothing of requests, takes segment.Write values and
@@ -24,6 +25,24 @@
 // consumer definitions (ascending id), then partition rows (ascending id),
 // then consumer rows (ascending partition id, group), then dead letters
 // (insert only).
+//
+// # The publish relay (publish.go, slot.go, migration 0019)
+//
+// sql/publish_surface.sql is the SQL surface of queen.publish (two forms, the
+// argument checks, the one transactional logical message each call
+// writes) and the empty publication pgoutput needs. It is neither a
+// migration nor a function file: the relay runs it in every database it
+// watches, through the replication connection, after making sure the slot
+// exists (a message written before the slot's consistent point would be
+// lost), and only when its SHA-256, kept as the function's comment,
+// differs. Slot is one logical replication connection: the goroutine that
+// calls Next owns it (it answers keepalives and reports the confirmed
+// position there); Confirm is an atomic any goroutine may store. A slot
+// another connection streams answers ErrSlotBusy: the single active
+// reader is the lock between bridges. Readiness names what a database
+// lacks (wal_level, a free slot, WAL senders, REPLICATION); RelayPosition
+// and SaveRelayPosition keep each slot's relayed position in
+// queen.publish_positions, which never moves back.
 //
 // # JetStream consumers (migration 0018)
 //
