@@ -2,7 +2,7 @@
 // bridge that no other route answers, sampled over time. It owns a sampler
 // goroutine that reads this bridge's counters every Config.Interval (2 s)
 // through Config.Figures, a func the front door wires from the rooms'
-// Stats (fusion, consume, durability, ownership), and keeps the last
+// Stats (fusion, consume, durability, ownership, publish), and keeps the last
 // Config.Keep (300: ten minutes) intervals as rates; and the route that
 // answers them, GET /api/v1/bridge/overview, as an internal/route table the
 // front door registers behind its guard (read role). docs/console.md has
