@@ -7,14 +7,14 @@ import (
 	"github.com/queenbridge/queenbridge/consume"
 	"github.com/queenbridge/queenbridge/durability"
 	"github.com/queenbridge/queenbridge/internal/route"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/rs/zerolog"
 )
 
 // Config is what the admin routes read and change.
 type Config struct {
-	DB       *pgwire.DB
+	// DB runs every read and write of the routes (*pgwire.DB). Required.
+	DB       Store
 	Consumer *consume.Consumer
 	Queues   *queues.Settings
 	Keeper   *durability.Keeper

@@ -34,16 +34,16 @@ func (a *Admin) queueConsumers(ctx context.Context, tenant tenancy.TenantID, req
 	if !found {
 		return queueNotFound()
 	}
-	out := jsonapi.QueueConsumers{Queue: name, Partitions: make([]jsonapi.ConsumerPartition, len(parts))}
+	out := QueueConsumers{Queue: name, Partitions: make([]ConsumerPartition, len(parts))}
 	for i, p := range parts {
-		out.Partitions[i] = jsonapi.ConsumerPartition{ID: p.ID, Name: p.Name, LastOffset: p.Last, LastWrite: p.LastWrite, Messages: p.Messages}
+		out.Partitions[i] = ConsumerPartition{ID: p.ID, Name: p.Name, LastOffset: p.Last, LastWrite: p.LastWrite, Messages: p.Messages}
 	}
 	for _, c := range cursors { // by group, then partition name
 		if len(out.Groups) == 0 || out.Groups[len(out.Groups)-1].Name != c.Group {
-			out.Groups = append(out.Groups, jsonapi.ConsumerGroup{Name: c.Group})
+			out.Groups = append(out.Groups, ConsumerGroup{Name: c.Group})
 		}
 		g := &out.Groups[len(out.Groups)-1]
-		g.Partitions = append(g.Partitions, jsonapi.GroupCursor{Partition: c.Partition, PartitionID: c.PartitionID, Cursor: c.Cursor, Lag: c.Lag, Popped: c.Popped,
+		g.Partitions = append(g.Partitions, GroupCursor{Partition: c.Partition, PartitionID: c.PartitionID, Cursor: c.Cursor, Lag: c.Lag, Popped: c.Popped,
 			Lease: c.Lease, Leased: c.LeaseLive, Expires: c.Expires, BatchSize: c.Delivered})
 	}
 	streams, err := a.cfg.DB.StreamQueriesOf(ctx, tenant, name)
@@ -51,8 +51,8 @@ func (a *Admin) queueConsumers(ctx context.Context, tenant tenancy.TenantID, req
 		return failed(err)
 	}
 	for _, s := range streams {
-		out.Streams = append(out.Streams, jsonapi.StreamQueryInfo{ID: s.ID, Name: s.Name, Sink: s.Sink, ConfigHash: s.Hash, Partitions: s.Partitions,
+		out.Streams = append(out.Streams, StreamQueryInfo{ID: s.ID, Name: s.Name, Sink: s.Sink, ConfigHash: s.Hash, Partitions: s.Partitions,
 			Rows: s.Rows, Bytes: s.Bytes, Registered: s.UpdatedAt, LastWrite: s.LastCycle})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeQueueConsumers(out)
+	return jsonapi.StatusOK, EncodeQueueConsumers(out)
 }

@@ -42,11 +42,11 @@ func (a *Admin) serveGroups(ctx context.Context, tenant tenancy.TenantID, _ Requ
 	if err != nil {
 		return failed(err)
 	}
-	var out []jsonapi.GroupSummary
+	var out []GroupSummary
 	moved := false
 	for i, c := range cs {
 		if i == 0 || c.Group != cs[i-1].Group || c.Queue != cs[i-1].Queue {
-			out = append(out, jsonapi.GroupSummary{Name: c.Group, Queue: c.Queue, SubscriptionCreatedAt: c.SubCreated})
+			out = append(out, GroupSummary{Name: c.Group, Queue: c.Queue, SubscriptionCreatedAt: c.SubCreated})
 			moved = false
 			switch c.SubMode {
 			case "new":
@@ -72,49 +72,49 @@ func (a *Admin) serveGroups(ctx context.Context, tenant tenancy.TenantID, _ Requ
 			g.State = "Dead"
 		}
 	}
-	return jsonapi.StatusOK, jsonapi.GroupList(out)
+	return jsonapi.StatusOK, GroupList(out)
 }
 
 func (a *Admin) serveGroup(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group := req.Path("group")
 	if err := jsonapi.CheckName("consumerGroup", group, true); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, group)
 	if err != nil {
 		return failed(err)
 	}
-	var out []jsonapi.GroupQueue
+	var out []GroupQueue
 	for i, c := range cs {
 		if i == 0 || c.Queue != cs[i-1].Queue {
-			out = append(out, jsonapi.GroupQueue{Queue: c.Queue})
+			out = append(out, GroupQueue{Queue: c.Queue})
 		}
 		q := &out[len(out)-1]
-		q.Partitions = append(q.Partitions, jsonapi.GroupPartition{Partition: c.Partition, WorkerID: worker(c), LastConsumedAt: lastConsumed(c),
+		q.Partitions = append(q.Partitions, GroupPartition{Partition: c.Partition, WorkerID: worker(c), LastConsumedAt: lastConsumed(c),
 			TotalConsumed: max(c.Cursor-c.Start, 0), OffsetLag: c.Lag, TimeLagSeconds: c.LagSeconds, LeaseActive: c.LeaseLive})
 	}
-	return jsonapi.StatusOK, jsonapi.GroupDetail(out)
+	return jsonapi.StatusOK, GroupDetail(out)
 }
 
 func (a *Admin) serveLagging(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
-	minLag, err := jsonapi.ParseMinLagSeconds(req.Query.Get)
+	minLag, err := ParseMinLagSeconds(req.Query.Get)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	cs, err := a.cfg.DB.GroupCursors(ctx, tenant, "")
 	if err != nil {
 		return failed(err)
 	}
-	var out []jsonapi.LaggingPartition
+	var out []LaggingPartition
 	for _, c := range cs {
 		if c.OldestAt.IsZero() || c.LagSeconds <= minLag {
 			continue
 		}
-		out = append(out, jsonapi.LaggingPartition{Group: c.Group, Queue: c.Queue, Partition: c.Partition, PartitionID: c.PartitionID,
+		out = append(out, LaggingPartition{Group: c.Group, Queue: c.Queue, Partition: c.Partition, PartitionID: c.PartitionID,
 			WorkerID: worker(c), OffsetLag: c.Lag, TimeLagSeconds: c.LagSeconds, OldestUnconsumedAt: c.OldestAt, LastConsumedAt: lastConsumed(c)})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeLagSeconds > out[j].TimeLagSeconds })
-	return jsonapi.StatusOK, jsonapi.LaggingList(out)
+	return jsonapi.StatusOK, LaggingList(out)
 }
 
 // serveDeleteGroup deletes a group on every queue of the tenant, or on the
@@ -122,14 +122,14 @@ func (a *Admin) serveLagging(ctx context.Context, tenant tenancy.TenantID, req R
 func (a *Admin) serveDeleteGroup(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group, queue := req.Path("group"), req.Path("queue")
 	if err := checkGroupPath(group, queue); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
-	meta := jsonapi.DeleteMetadata(req.Query.Get)
+	meta := DeleteMetadata(req.Query.Get)
 	parts, err := a.cfg.Consumer.DeleteGroup(ctx, tenant, group, queue, meta)
 	if err != nil {
 		return failed(err)
 	}
-	return jsonapi.StatusOK, jsonapi.GroupDeleted(group, queue, len(parts), meta)
+	return jsonapi.StatusOK, GroupDeleted(group, queue, len(parts), meta)
 }
 
 // serveSeek seeks a group on the path's queue (to the body's end or
@@ -137,46 +137,46 @@ func (a *Admin) serveDeleteGroup(ctx context.Context, tenant tenancy.TenantID, r
 func (a *Admin) serveSeek(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group, queue, partition := req.Path("group"), req.Path("queue"), req.Path("partition")
 	if err := checkGroupPath(group, queue); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	if partition != "" {
 		if err := jsonapi.CheckName("partition", partition, true); err != nil {
-			return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 		}
 		parts, err := a.cfg.Consumer.SeekGroup(ctx, pgwire.SeekRequest{Tenant: tenant, Group: group, Queue: queue, Partition: partition, ToEnd: true})
 		if err != nil {
 			return failed(err)
 		}
 		if len(parts) == 0 {
-			return jsonapi.StatusNotFound, jsonapi.PartitionNotFound()
+			return jsonapi.StatusNotFound, PartitionNotFound()
 		}
-		return jsonapi.StatusOK, jsonapi.PartitionSeeked(group, queue, partition, parts[0].Cursor)
+		return jsonapi.StatusOK, PartitionSeeked(group, queue, partition, parts[0].Cursor)
 	}
-	to, err := jsonapi.DecodeSeek(req.Body)
+	to, err := DecodeSeek(req.Body)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	parts, err := a.cfg.Consumer.SeekGroup(ctx, pgwire.SeekRequest{Tenant: tenant, Group: group, Queue: queue, ToEnd: to.ToEnd, At: to.At})
 	if err != nil {
 		return failed(err)
 	}
-	return jsonapi.StatusOK, jsonapi.Seeked(group, queue, to, len(parts))
+	return jsonapi.StatusOK, Seeked(group, queue, to, len(parts))
 }
 
 func (a *Admin) serveSubscription(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	group := req.Path("group")
 	if err := jsonapi.CheckName("consumerGroup", group, true); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
-	sent, at, err := jsonapi.DecodeSubscription(req.Body)
+	sent, at, err := DecodeSubscription(req.Body)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	n, err := a.cfg.DB.SetSubscriptionStart(ctx, tenant, group, at)
 	if err != nil {
 		return failed(err)
 	}
-	return jsonapi.StatusOK, jsonapi.SubscriptionUpdated(group, sent, n)
+	return jsonapi.StatusOK, SubscriptionUpdated(group, sent, n)
 }
 
 // checkGroupPath checks a group and, when the route has one, a queue.

@@ -26,10 +26,6 @@ func (a *Admin) messageRoutes() []Route {
 	}
 }
 
-// IsMessageList says whether GET /api/v1/messages with query q is Queen's
-// message list (ServeMessageList) rather than section 8's offset read.
-func IsMessageList(q url.Values) bool { return jsonapi.IsMessageList(q) }
-
 // partitionID reads a path's partitionId: the partition's id as push
 // results and pops give it; anything else names no partition.
 func partitionID(s string) (int64, bool) {
@@ -44,19 +40,19 @@ func (a *Admin) serveMessage(ctx context.Context, tenant tenancy.TenantID, req R
 	txid := req.Path("transactionId")
 	pid, ok := partitionID(req.Path("partitionId"))
 	if !ok {
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody(jsonapi.ErrMessageNotFound)
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, ErrMessageNotFound)
 	}
 	found, ok, err := a.cfg.DB.FindMessage(ctx, tenant, pid, txid)
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	if !ok {
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody(jsonapi.ErrMessageNotFound)
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, ErrMessageNotFound)
 	}
 	p, m := &found.Partition, &found.Message
 	payload, err := a.cfg.Queues.Plain(tenant, p.Queue, p.Partition, m.Frame.Flags, m.Frame.Payload)
 	if err != nil {
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("message %q: %v", txid, err))
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, fmt.Sprintf("message %q: %v", txid, err))
 	}
 	v := viewOf(p)
 	h := head(v, m)
@@ -67,17 +63,17 @@ func (a *Admin) serveMessage(ctx context.Context, tenant tenancy.TenantID, req R
 		h.HasDeadLetter, h.ErrorMessage, h.RetryCount = true, d.Error, d.RetryCount
 	}
 	h.LeaseTime, h.RetryLimit, h.RetryDelay, h.TTL = p.Other["leaseTime"], p.Other["retryLimit"], p.Other["retryDelay"], p.Other["ttl"]
-	h.Mode = jsonapi.MessageMode{HasQueueMode: v.qm != nil, BusGroups: len(v.bus)}
+	h.Mode = MessageMode{HasQueueMode: v.qm != nil, BusGroups: len(v.bus)}
 	for _, g := range p.Groups {
-		h.Groups = append(h.Groups, jsonapi.GroupConsumed{Name: g.Group, Consumed: g.Cursor >= m.Offset, LeaseExpires: g.LeaseExpires})
+		h.Groups = append(h.Groups, GroupConsumed{Name: g.Group, Consumed: g.Cursor >= m.Offset, LeaseExpires: g.LeaseExpires})
 	}
-	return jsonapi.StatusOK, jsonapi.AppendMessageDetail(nil, &h)
+	return jsonapi.StatusOK, AppendMessageDetail(nil, &h)
 }
 
 // head is what the list and the detail say of message m of partition v
 // alike.
-func head(v partView, m *pgwire.Message) jsonapi.MessageHead {
-	h := jsonapi.MessageHead{ID: m.Frame.ID, TransactionID: m.Frame.TransactionID, TraceID: m.Frame.TraceID,
+func head(v partView, m *pgwire.Message) MessageHead {
+	h := MessageHead{ID: m.Frame.ID, TransactionID: m.Frame.TransactionID, TraceID: m.Frame.TraceID,
 		PartitionID: v.p.ID, Queue: v.p.Queue, Partition: v.p.Partition, Namespace: v.p.Namespace, Task: v.p.Task,
 		CreatedAt: m.CreatedAt, TotalGroups: len(v.bus), Priority: v.p.Other["priority"]}
 	if v.qm != nil {
@@ -96,10 +92,10 @@ func (a *Admin) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID,
 	if pid, ok := partitionID(ps); ok {
 		var err error
 		if deleted, err = a.cfg.DB.DeleteMessage(ctx, tenant, pid, txid); err != nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 		}
 	}
-	return jsonapi.StatusOK, jsonapi.AppendMessageDeleted(nil, deleted, ps, txid)
+	return jsonapi.StatusOK, AppendMessageDeleted(nil, deleted, ps, txid)
 }
 
 // ServeMessageList answers the list form of GET /api/v1/messages: the
@@ -108,17 +104,17 @@ func (a *Admin) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID,
 // letters; the log is walked newest first from the part of each partition
 // the status can come from, and only as far as the page needs.
 func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q url.Values) (int, []byte) {
-	req, err := jsonapi.ParseMessageListQuery(q, time.Now())
+	req, err := ParseMessageListQuery(q, time.Now())
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	parts, err := a.cfg.DB.MessagePartitions(ctx, tenant, pgwire.MessageFilter{Queue: req.Queue, Partition: req.Partition,
 		Namespace: req.Namespace, Task: req.Task})
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	views := make(map[int64]partView, len(parts))
-	var mode jsonapi.MessageMode
+	var mode MessageMode
 	buses := map[string]struct{}{}
 	for i := range parts {
 		v := viewOf(&parts[i])
@@ -131,7 +127,7 @@ func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q
 	mode.BusGroups = len(buses)
 	want := int64(req.Offset + req.Limit)
 	var listed []pgwire.ListedMessage
-	if req.Status == jsonapi.MessageDeadLetter {
+	if req.Status == MessageDeadLetter {
 		pids := make([]int64, len(parts))
 		for i := range parts {
 			pids[i] = parts[i].ID
@@ -160,9 +156,9 @@ func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q
 		}
 	}
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
-	out := make([]jsonapi.MessageHead, 0, len(listed))
+	out := make([]MessageHead, 0, len(listed))
 	for i := range listed {
 		l := &listed[i]
 		v := views[l.PartitionID]
@@ -173,12 +169,12 @@ func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q
 		}
 	}
 	// Newest first; within one commit (one createdAt), by id, as Queen.
-	slices.SortFunc(out, func(x, y jsonapi.MessageHead) int {
+	slices.SortFunc(out, func(x, y MessageHead) int {
 		if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(string(y.ID[:]), string(x.ID[:]))
 	})
 	out = out[min(req.Offset, len(out)):min(req.Offset+req.Limit, len(out))]
-	return jsonapi.StatusOK, jsonapi.AppendMessageList(nil, out, mode)
+	return jsonapi.StatusOK, AppendMessageList(nil, out, mode)
 }

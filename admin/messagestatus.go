@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/pgwire"
 )
 
@@ -45,21 +44,21 @@ func (v partView) status(off int64, dead bool) (status, queueStatus string, cons
 	}
 	switch {
 	case dead:
-		queueStatus = jsonapi.MessageDeadLetter
+		queueStatus = MessageDeadLetter
 	case v.qm != nil && off <= v.qm.Cursor:
-		queueStatus = jsonapi.MessageCompleted
+		queueStatus = MessageCompleted
 	case v.leased() && off <= v.qm.DeliveredTo:
-		queueStatus = jsonapi.MessageProcessing
+		queueStatus = MessageProcessing
 	default:
-		queueStatus = jsonapi.MessagePending
+		queueStatus = MessagePending
 	}
 	switch {
 	case dead || v.qm != nil:
 		status = queueStatus
 	case len(v.bus) > 0 && consumedBy == len(v.bus):
-		status = jsonapi.MessageCompleted
+		status = MessageCompleted
 	default:
-		status = jsonapi.MessagePending
+		status = MessagePending
 	}
 	return status, queueStatus, consumedBy
 }
@@ -71,7 +70,7 @@ func (v partView) status(off int64, dead bool) (status, queueStatus string, cons
 func (v partView) bounds(status string) (lo, hi int64) {
 	last := v.p.Last
 	switch status {
-	case jsonapi.MessageCompleted:
+	case MessageCompleted:
 		switch {
 		case v.qm != nil:
 			return 0, min(v.qm.Cursor, last)
@@ -79,12 +78,12 @@ func (v partView) bounds(status string) (lo, hi int64) {
 			return 0, min(v.minBus(), last)
 		}
 		return 0, 0
-	case jsonapi.MessageProcessing:
+	case MessageProcessing:
 		if v.leased() {
 			return v.qm.Cursor, min(v.qm.DeliveredTo, last)
 		}
 		return 0, 0
-	case jsonapi.MessagePending:
+	case MessagePending:
 		switch {
 		case v.leased():
 			return max(v.qm.Cursor, v.qm.DeliveredTo), last

@@ -27,7 +27,7 @@ func (a *Admin) queueRoutes() []Route {
 		{Method: "GET", Pattern: "/api/v1/resources/tasks", Serve: a.listTasks},
 		{Method: "GET", Pattern: "/api/v1/resources/overview", Serve: a.overview},
 		{Method: "POST", Pattern: "/api/v1/stats/refresh", Admin: true, Serve: func(context.Context, tenancy.TenantID, Request) (int, []byte) {
-			return jsonapi.StatusOK, jsonapi.StatsRefreshed()
+			return jsonapi.StatusOK, StatsRefreshed()
 		}},
 		// Client methods that reach no Queen route (docs/admin.md).
 		{Method: "DELETE", Pattern: "/api/v1/queues/{queue}/clear", Serve: notAQueenRoute},
@@ -38,7 +38,7 @@ func (a *Admin) queueRoutes() []Route {
 }
 
 func notAQueenRoute(context.Context, tenancy.TenantID, Request) (int, []byte) {
-	return jsonapi.StatusNotFound, jsonapi.NotAQueenRoute()
+	return jsonapi.StatusNotFound, NotAQueenRoute()
 }
 
 // failed answers a database error: 503 when PostgreSQL could not be
@@ -46,9 +46,9 @@ func notAQueenRoute(context.Context, tenancy.TenantID, Request) (int, []byte) {
 // every route here), else 500.
 func failed(err error) (int, []byte) {
 	if pgwire.IsUnavailable(err) || pgwire.IsTimeout(err) {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
-	return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+	return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 }
 
 // queueName is the {queue} path value (percent-decoded by the front door)
@@ -60,13 +60,13 @@ func queueName(req Request) (string, bool) {
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
 
-func sixCounts(c pgwire.Counts) jsonapi.SixCounts {
-	return jsonapi.SixCounts{Total: c.Total, Pending: c.Pending, Processing: c.Processing, Completed: c.Completed, DeadLetter: c.DeadLetter}
+func sixCounts(c pgwire.Counts) SixCounts {
+	return SixCounts{Total: c.Total, Pending: c.Pending, Processing: c.Processing, Completed: c.Completed, DeadLetter: c.DeadLetter}
 }
 
-func summary(q pgwire.QueueStat) jsonapi.QueueSummary {
-	return jsonapi.QueueSummary{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task, CreatedAt: jsonapi.StatTime(q.CreatedAt),
-		Partitions: q.Partitions, Messages: jsonapi.ThreeCounts{Total: q.Counts.Total, Pending: q.Counts.Pending, Processing: q.Counts.Processing}}
+func summary(q pgwire.QueueStat) QueueSummary {
+	return QueueSummary{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task, CreatedAt: StatTime(q.CreatedAt),
+		Partitions: q.Partitions, Messages: ThreeCounts{Total: q.Counts.Total, Pending: q.Counts.Pending, Processing: q.Counts.Processing}}
 }
 
 func (a *Admin) listQueues(ctx context.Context, tenant tenancy.TenantID, _ Request) (int, []byte) {
@@ -74,16 +74,16 @@ func (a *Admin) listQueues(ctx context.Context, tenant tenancy.TenantID, _ Reque
 	if err != nil {
 		return failed(err)
 	}
-	out := jsonapi.QueueList{Queues: make([]jsonapi.QueueSummary, 0, len(qs))}
+	out := QueueList{Queues: make([]QueueSummary, 0, len(qs))}
 	for _, q := range qs {
 		out.Queues = append(out.Queues, summary(q))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 // queueNotFound is Queen's answer for an unknown queue.
 func queueNotFound() (int, []byte) {
-	return jsonapi.StatusNotFound, jsonapi.ErrorBody("Queue not found")
+	return jsonapi.StatusNotFound, jsonapi.AppendError(nil, "Queue not found")
 }
 
 // queueStats reads the {queue} of req and its partitions' counts. When
@@ -112,18 +112,18 @@ func (a *Admin) getQueue(ctx context.Context, tenant tenancy.TenantID, req Reque
 	if refused != nil {
 		return status, refused
 	}
-	out := jsonapi.QueueDetail{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task, CreatedAt: jsonapi.StatTime(q.CreatedAt),
-		Partitions: make([]jsonapi.PartitionDetail, 0, len(parts))}
+	out := QueueDetail{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task, CreatedAt: StatTime(q.CreatedAt),
+		Partitions: make([]PartitionDetail, 0, len(parts))}
 	for _, p := range parts {
-		out.Partitions = append(out.Partitions, jsonapi.PartitionDetail{ID: id(p.ID), Name: p.Name, CreatedAt: jsonapi.StatTime(p.Oldest),
-			Stats: sixCounts(p.Counts), OldestMessage: jsonapi.StatTime(p.Oldest), NewestMessage: jsonapi.StatTime(p.Newest)})
+		out.Partitions = append(out.Partitions, PartitionDetail{ID: id(p.ID), Name: p.Name, CreatedAt: StatTime(p.Oldest),
+			Stats: sixCounts(p.Counts), OldestMessage: StatTime(p.Oldest), NewestMessage: StatTime(p.Newest)})
 		out.Totals = addSix(out.Totals, sixCounts(p.Counts))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
-func addSix(a, b jsonapi.SixCounts) jsonapi.SixCounts {
-	return jsonapi.SixCounts{Total: a.Total + b.Total, Pending: a.Pending + b.Pending, Processing: a.Processing + b.Processing,
+func addSix(a, b SixCounts) SixCounts {
+	return SixCounts{Total: a.Total + b.Total, Pending: a.Pending + b.Pending, Processing: a.Processing + b.Processing,
 		Completed: a.Completed + b.Completed, DeadLetter: a.DeadLetter + b.DeadLetter}
 }
 
@@ -143,7 +143,7 @@ const purgeBudget = 2 * time.Second
 func (a *Admin) deleteQueue(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
 	name, ok := queueName(req)
 	if !ok { // no queue can have this name
-		return jsonapi.StatusOK, jsonapi.EncodeResource(jsonapi.QueueDeleted{Deleted: true, Queue: name})
+		return jsonapi.StatusOK, jsonapi.AppendResource(nil, QueueDeleted{Deleted: true, Queue: name})
 	}
 	d, err := a.cfg.DB.DeleteQueue(ctx, tenant, name)
 	if err != nil {
@@ -153,7 +153,7 @@ func (a *Admin) deleteQueue(ctx context.Context, tenant tenancy.TenantID, req Re
 		a.cfg.Queues.Dropped(ctx, tenant, name, d.Partitions)
 		a.purge(ctx)
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(jsonapi.QueueDeleted{Deleted: true, Queue: name, Existed: d.Existed})
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, QueueDeleted{Deleted: true, Queue: name, Existed: d.Existed})
 }
 
 // purge runs purge steps until nothing is left or the budget is spent.
@@ -202,12 +202,12 @@ func (a *Admin) listNamespaces(ctx context.Context, tenant tenancy.TenantID, _ R
 	if err != nil {
 		return failed(err)
 	}
-	out := jsonapi.NamespaceList{Namespaces: []jsonapi.NamespaceSummary{}}
+	out := NamespaceList{Namespaces: []NamespaceSummary{}}
 	for _, g := range groupBy(qs, func(q pgwire.QueueStat) string { return q.Namespace }) {
-		out.Namespaces = append(out.Namespaces, jsonapi.NamespaceSummary{Namespace: g.key, Queues: g.queues, Partitions: g.partitions,
-			Messages: jsonapi.TwoCounts{Total: g.total, Pending: g.pending}})
+		out.Namespaces = append(out.Namespaces, NamespaceSummary{Namespace: g.key, Queues: g.queues, Partitions: g.partitions,
+			Messages: TwoCounts{Total: g.total, Pending: g.pending}})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 func (a *Admin) listTasks(ctx context.Context, tenant tenancy.TenantID, _ Request) (int, []byte) {
@@ -215,12 +215,12 @@ func (a *Admin) listTasks(ctx context.Context, tenant tenancy.TenantID, _ Reques
 	if err != nil {
 		return failed(err)
 	}
-	out := jsonapi.TaskList{Tasks: []jsonapi.TaskSummary{}}
+	out := TaskList{Tasks: []TaskSummary{}}
 	for _, g := range groupBy(qs, func(q pgwire.QueueStat) string { return q.Task }) {
-		out.Tasks = append(out.Tasks, jsonapi.TaskSummary{Task: g.key, Queues: g.queues, Partitions: g.partitions,
-			Messages: jsonapi.TwoCounts{Total: g.total, Pending: g.pending}})
+		out.Tasks = append(out.Tasks, TaskSummary{Task: g.key, Queues: g.queues, Partitions: g.partitions,
+			Messages: TwoCounts{Total: g.total, Pending: g.pending}})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 // overview sums every queue of the tenant. Lag is each partition's
@@ -236,16 +236,16 @@ func (a *Admin) overview(ctx context.Context, tenant tenancy.TenantID, _ Request
 	if err != nil {
 		return failed(err)
 	}
-	out := jsonapi.Overview{Queues: int64(len(qs)), Timestamp: jsonapi.StatTime(time.Now()),
+	out := Overview{Queues: int64(len(qs)), Timestamp: StatTime(time.Now()),
 		Namespaces: int64(len(groupBy(qs, func(q pgwire.QueueStat) string { return q.Namespace }))),
 		Tasks:      int64(len(groupBy(qs, func(q pgwire.QueueStat) string { return q.Task }))),
-		Lag: jsonapi.OverviewLag{
-			Time:   jsonapi.LagSpread{Avg: lag.SecondsAvg, Median: lag.SecondsMedian, Min: lag.SecondsMin, Max: lag.SecondsMax},
-			Offset: jsonapi.LagSpread{Avg: lag.OffsetAvg, Median: lag.OffsetMedian, Min: float64(lag.OffsetMin), Max: float64(lag.OffsetMax)},
+		Lag: OverviewLag{
+			Time:   LagSpread{Avg: lag.SecondsAvg, Median: lag.SecondsMedian, Min: lag.SecondsMin, Max: lag.SecondsMax},
+			Offset: LagSpread{Avg: lag.OffsetAvg, Median: lag.OffsetMedian, Min: float64(lag.OffsetMin), Max: float64(lag.OffsetMax)},
 		}}
 	for _, q := range qs {
 		out.Partitions += q.Partitions
 		out.Messages = addSix(out.Messages, sixCounts(q.Counts))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }

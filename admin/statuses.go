@@ -52,15 +52,15 @@ func (a *Admin) setPopMaintenance(ctx context.Context, _ tenancy.TenantID, req R
 func setSwitch(ctx context.Context, req Request, serve func(context.Context, *bool) (int, []byte)) (int, []byte) {
 	on, err := jsonapi.DecodeSwitch(req.Body)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	return serve(ctx, &on)
 }
 
 func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
-	sr, err := jsonapi.ParseStatusQuery(req.Query.Get, time.Now())
+	sr, err := ParseStatusQuery(req.Query.Get, time.Now())
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	f := pgwire.QueueFilter{Name: sr.Queue, Namespace: sr.Namespace, Task: sr.Task}
 	qs, err := a.cfg.DB.QueueStats(ctx, tenant, f)
@@ -71,18 +71,18 @@ func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request
 	if err != nil {
 		return failed(err)
 	}
-	out := jsonapi.Status{
-		TimeRange:       jsonapi.StatusTimeRange{From: jsonapi.StatTime(sr.From), To: jsonapi.StatTime(sr.To)},
-		BucketMinutes:   jsonapi.BucketMinutes(sr.To.Sub(sr.From)),
+	out := Status{
+		TimeRange:       StatusTimeRange{From: StatTime(sr.From), To: StatTime(sr.To)},
+		BucketMinutes:   BucketMinutes(sr.To.Sub(sr.From)),
 		Throughput:      []json.RawMessage{},
-		Queues:          make([]jsonapi.StatusQueue, 0, len(qs)),
-		Messages:        jsonapi.StatusMessages{BatchEfficiency: json.RawMessage(`{}`)},
+		Queues:          make([]StatusQueue, 0, len(qs)),
+		Messages:        StatusMessages{BatchEfficiency: json.RawMessage(`{}`)},
 		Workers:         []json.RawMessage{},
-		DeadLetterQueue: jsonapi.StatusDeadLetters{TopErrors: make([]jsonapi.StatusErrorCount, 0, len(top))},
-		Errors:          jsonapi.StatusErrors{DBErrors: int64(a.cfg.DB.Stats().StatementTimeouts)},
+		DeadLetterQueue: StatusDeadLetters{TopErrors: make([]StatusErrorCount, 0, len(top))},
+		Errors:          StatusErrors{DBErrors: int64(a.cfg.DB.Stats().StatementTimeouts)},
 	}
 	for _, q := range qs {
-		out.Queues = append(out.Queues, jsonapi.StatusQueue{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
+		out.Queues = append(out.Queues, StatusQueue{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
 			Partitions: q.Partitions, TotalConsumed: q.Counts.Completed})
 		out.Messages.SixCounts = addSix(out.Messages.SixCounts, sixCounts(q.Counts))
 		out.Leases.Active += q.Leases.Active
@@ -94,25 +94,25 @@ func (a *Admin) status(ctx context.Context, tenant tenancy.TenantID, req Request
 	}
 	out.Errors.DLQMessages = out.DeadLetterQueue.TotalMessages
 	for _, e := range top {
-		out.DeadLetterQueue.TopErrors = append(out.DeadLetterQueue.TopErrors, jsonapi.StatusErrorCount{Error: e.Error, Count: e.Count})
+		out.DeadLetterQueue.TopErrors = append(out.DeadLetterQueue.TopErrors, StatusErrorCount{Error: e.Error, Count: e.Count})
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 func (a *Admin) statusQueues(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
-	r, err := jsonapi.ParseQueueStatsQuery(req.Query.Get)
+	r, err := ParseQueueStatsQuery(req.Query.Get)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	qs, err := a.cfg.DB.QueueStats(ctx, tenant, pgwire.QueueFilter{Namespace: r.Namespace, Task: r.Task, Limit: r.Limit, Offset: r.Offset})
 	if err != nil {
 		return failed(err)
 	}
-	out := jsonapi.QueueStatsPage{Queues: make([]jsonapi.QueueSummary, 0, len(qs)), Pagination: jsonapi.PageBounds{Limit: r.Limit, Offset: r.Offset}}
+	out := QueueStatsPage{Queues: make([]QueueSummary, 0, len(qs)), Pagination: PageBounds{Limit: r.Limit, Offset: r.Offset}}
 	for _, q := range qs {
 		out.Queues = append(out.Queues, summary(q))
 	}
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }
 
 // option is a queue option as stored, else null.
@@ -137,21 +137,21 @@ func (a *Admin) statusQueue(ctx context.Context, tenant tenancy.TenantID, req Re
 	if refused != nil {
 		return status, refused
 	}
-	out := jsonapi.StatusQueueDetail{
-		Queue: jsonapi.StatusQueueInfo{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
-			Priority: option(q.Options, "priority"), CreatedAt: jsonapi.StatTime(q.CreatedAt),
-			Config: jsonapi.QueueConfig{LeaseTime: actedOption(q.Options, "leaseTime"), RetryLimit: actedOption(q.Options, "retryLimit"),
+	out := StatusQueueDetail{
+		Queue: StatusQueueInfo{ID: id(q.ID), Name: q.Name, Namespace: q.Namespace, Task: q.Task,
+			Priority: option(q.Options, "priority"), CreatedAt: StatTime(q.CreatedAt),
+			Config: QueueConfig{LeaseTime: actedOption(q.Options, "leaseTime"), RetryLimit: actedOption(q.Options, "retryLimit"),
 				RetryDelay: option(q.Options, "retryDelay"), TTL: option(q.Options, "ttl"),
 				MaxQueueSize: option(q.Options, "maxQueueSize"), DeadLetterQueue: option(q.Options, "deadLetterQueue")}},
-		Partitions: make([]jsonapi.StatusPartition, 0, len(parts)),
+		Partitions: make([]StatusPartition, 0, len(parts)),
 	}
 	for _, p := range parts {
 		c := sixCounts(p.Counts)
-		out.Partitions = append(out.Partitions, jsonapi.StatusPartition{ID: id(p.ID), Name: p.Name, CreatedAt: jsonapi.StatTime(p.Oldest),
-			Messages: c, Stats: c, Cursor: jsonapi.CursorStats{TotalConsumed: p.Counts.Completed},
-			LastActivity: jsonapi.StatTime(p.LastWrite), OldestMessage: jsonapi.StatTime(p.Oldest), NewestMessage: jsonapi.StatTime(p.Newest)})
+		out.Partitions = append(out.Partitions, StatusPartition{ID: id(p.ID), Name: p.Name, CreatedAt: StatTime(p.Oldest),
+			Messages: c, Stats: c, Cursor: CursorStats{TotalConsumed: p.Counts.Completed},
+			LastActivity: StatTime(p.LastWrite), OldestMessage: StatTime(p.Oldest), NewestMessage: StatTime(p.Newest)})
 		out.Totals.SixCounts = addSix(out.Totals.SixCounts, c)
 	}
 	out.Totals.Messages = out.Totals.SixCounts
-	return jsonapi.StatusOK, jsonapi.EncodeResource(out)
+	return jsonapi.StatusOK, jsonapi.AppendResource(nil, out)
 }

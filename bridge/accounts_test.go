@@ -17,7 +17,6 @@ import (
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jetstream"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
 )
 
@@ -317,7 +316,7 @@ func TestAccountsModePartitionAwareProducers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no announcement of the two bridges' table reached the tenant: %v", err)
 		}
-		var tab jsonapi.OwnersTable
+		var tab ownership.OwnersTable
 		if json.Unmarshal(m.Data, &tab) == nil && len(tab.Bridges) == 2 {
 			if tab.Tenant != "" {
 				t.Fatalf("an announcement names a tenant: %s", tab.Tenant)
@@ -329,7 +328,7 @@ func TestAccountsModePartitionAwareProducers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tab jsonapi.OwnersTable
+	var tab ownership.OwnersTable
 	if err := json.Unmarshal(msg.Data, &tab); err != nil || tab.Tenant != tenantA.String() || len(tab.Bridges) != 2 {
 		t.Fatalf("the table as tenant A reads it: %s %v", msg.Data, err)
 	}

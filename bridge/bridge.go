@@ -25,6 +25,7 @@ import (
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/ownership"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/push"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
@@ -47,6 +48,7 @@ type Bridge struct {
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
 	jsc      *jsConsumers      // JetStream pull consumers; nil without streams or a leafnode listener
+	relay    *publish.Relay    // queen.publish messages from the watched databases
 	tokens   *auth.Tokens      // HTTP bearer tokens; none: HTTP is open
 	accounts *auth.Accounts    // NATS account -> tenant; none: single-account mode
 
@@ -138,6 +140,11 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	if b.relay, err = publish.New(publish.Config{Sources: cfg.Publish, Push: b, Positions: cfg.DB,
+		Retry: cfg.PublishRetry, MaxBatch: min(256, cfg.MaxPartitionsPerRequest), MaxLagBytes: cfg.PublishMaxLagBytes,
+		MaxLag: cfg.PublishMaxLag, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
 	if b.pusher, err = push.New(push.Config{Fusion: cfg.Fusion, Router: b.router, Queues: b.queues, Keeper: b.keeper, Reads: b.reads,
 		Observer: m, MaxPartitionsPerRequest: cfg.MaxPartitionsPerRequest, Stopping: b.gate.Closed}); err != nil {
 		return nil, err
@@ -157,7 +164,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		return console.Figures{Pushed: f.ItemsFired, Consumed: b.consumer.Stats().Delivered, Commits: f.Bundles - min(f.BundleErrors, f.Bundles), Segments: f.Segments,
 			BundlesInFlight: f.PermitsInUse, InFlightLimit: f.InFlightLimit, Flush: f.FlushTime, BundleLatency: f.BundleLatency,
 			Maintenance: k.Maintenance, PopMaintenance: k.PopMaintenance, SpoolRecords: k.SpoolRecords, SpoolBytes: k.SpoolBytes,
-			SpoolHealthy: k.SpoolHealthy, Members: ids, Owned: owned}
+			SpoolHealthy: k.SpoolHealthy, Members: ids, Owned: owned, Publish: b.publishFigures()}
 	}}); err != nil {
 		return nil, err
 	}
@@ -169,6 +176,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if b.jsc != nil {
 		m.RegisterJSConsumers(b.jsc.engine, b.jsc.forwards)
 	}
+	m.RegisterPublish(b.relay)
 	cfg.Fusion.SetSummaryFields(b.router.SummaryFields)
 	m.RegisterFusion(cfg.Fusion)
 	m.RegisterRooms(metrics.Rooms{DB: cfg.DB, Keeper: b.keeper, Reads: b.reads, Consumer: b.consumer, Queues: b.queues, Router: b.router,
@@ -218,6 +226,11 @@ func (b *Bridge) Start(ctx context.Context) error {
 			return fmt.Errorf("bridge: nats flush after subscribing: %w", err)
 		}
 	}
+	// The relay pushes on its own goroutines (no worker needed), so it
+	// runs with or without NATS.
+	if err := b.relay.Start(ctx); err != nil {
+		return err
+	}
 	var err error
 	if b.cfg.HTTPAddr != "" {
 		if b.httpSrv, err = httpserve.Listen(b.cfg.HTTPAddr, b.httpHandler(), b.cfg.Logger, b.leanPush()); err != nil {
@@ -257,6 +270,11 @@ func (b *Bridge) Stop(ctx context.Context) error {
 		// JetStream consumers: their parked requests hear 408 and pull
 		// again from another bridge; acknowledgements taken are stored.
 		if err := b.jsc.stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		// The relay likewise: its push in progress is answered and
+		// confirmed; the slot is left for the next bridge.
+		if err := b.relay.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 		b.gate.Close()

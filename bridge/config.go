@@ -12,6 +12,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/spool"
 	"github.com/rs/zerolog"
 )
@@ -50,6 +51,19 @@ type Config struct {
 	// bound to, so each tenant's deliveries need their own. LeafUser and
 	// LeafPassword are then unused. Default none.
 	LeafLogins []leaf.Login
+	// Publish are the databases whose queen.publish messages the bridge
+	// relays (QUEEN_PUBLISH, QUEEN_PUBLISH_DSN; docs/publish.md). Default
+	// none.
+	Publish []publish.Source
+	// PublishMaxLagBytes and PublishMaxLag bound a relayed slot's lag;
+	// beyond either it is reported behind on /health and in the console
+	// (QUEEN_PUBLISH_MAX_LAG_BYTES, QUEEN_PUBLISH_MAX_LAG_MS). Defaults
+	// 1 GiB, 60s.
+	PublishMaxLagBytes int64
+	PublishMaxLag      time.Duration
+	// PublishRetry is how often a bridge that does not hold a slot tries
+	// to take it. Default 1s.
+	PublishRetry time.Duration
 	// HTTPAddr is the HTTP API's listen address; "" or "off": none
 	// (QUEEN_HTTP_ADDR). Default "".
 	HTTPAddr string

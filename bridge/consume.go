@@ -15,7 +15,7 @@ import (
 func (b *Bridge) httpPop(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
 	req, err := jsonapi.ParsePopQuery(r.URL.Query().Get)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
+		writeJSON(w, http.StatusBadRequest, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	req.Queue, req.Partition = r.PathValue("queue"), r.PathValue("partition")
@@ -105,7 +105,7 @@ func (b *Bridge) natsDLQ(req micro.Request) {
 func (b *Bridge) natsWorker(req micro.Request, fn func(context.Context, tenancy.TenantID) (int, []byte)) {
 	tenant, status, err := b.natsTenant(req, "")
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, status, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	b.enqueue(req, func() {

@@ -18,7 +18,7 @@ import (
 
 func (b *Bridge) configure(ctx context.Context, tenant tenancy.TenantID, _ *http.Request, body []byte) (int, []byte) {
 	if b.gate.Closed() {
-		return http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
+		return http.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping)
 	}
 	req, err := jsonapi.DecodeConfigure(body)
 	if err != nil {
@@ -38,7 +38,7 @@ func (b *Bridge) natsConfigure(req micro.Request) {
 // refused.
 func (b *Bridge) natsMaintenance(req micro.Request) {
 	if b.accounts.Enabled() && req.Headers().Get(auth.RequestInfoHeader) != "" {
-		respondNATS(b.cfg.NATS, req, http.StatusForbidden, jsonapi.ErrorBody("maintenance mode is switched from the bridges' own NATS account only"))
+		respondNATS(b.cfg.NATS, req, http.StatusForbidden, jsonapi.AppendError(nil, "maintenance mode is switched from the bridges' own NATS account only"))
 		return
 	}
 	b.enqueue(req, func() {

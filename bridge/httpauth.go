@@ -59,7 +59,7 @@ func (b *Bridge) refuse(w http.ResponseWriter, a auth.Action, status int, msg st
 	if a == auth.ActionPush {
 		b.metrics.Request("http")
 	}
-	writeJSON(w, status, jsonapi.ErrorBody(msg))
+	writeJSON(w, status, jsonapi.AppendError(nil, msg))
 }
 
 var actionText = map[auth.Action]string{

@@ -45,7 +45,7 @@ func (b *Bridge) httpHandler() http.Handler {
 		mux.Handle(p, console)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, jsonapi.ErrorBody("no route "+r.Method+" "+r.URL.Path))
+		writeJSON(w, http.StatusNotFound, jsonapi.AppendError(nil, "no route "+r.Method+" "+r.URL.Path))
 	})
 	prom := b.metrics.Handler()
 	scrape := b.guard(auth.ActionMetrics, func(w http.ResponseWriter, r *http.Request, _ tenancy.TenantID) {
@@ -69,7 +69,7 @@ func (b *Bridge) loopbackOnly() bool {
 	return !b.tokens.Enabled() && httpserve.LoopbackHost(b.cfg.HTTPAddr)
 }
 
-var notLoopback = jsonapi.ErrorBody("without tokens this service answers only requests to localhost or a loopback address that no page of another site sent; configure tokens (QUEEN_HTTP_TOKENS) for more")
+var notLoopback = jsonapi.AppendError(nil, "without tokens this service answers only requests to localhost or a loopback address that no page of another site sent; configure tokens (QUEEN_HTTP_TOKENS) for more")
 
 // leanPush is POST /api/v1/push as the listener serves it itself
 // (httpserve.LeanRoute, docs/request-path.md): the checks of the handler
@@ -77,7 +77,7 @@ var notLoopback = jsonapi.ErrorBody("without tokens this service answers only re
 func (b *Bridge) leanPush() httpserve.LeanRoute {
 	refuse := func(status int, msg string) []byte {
 		b.metrics.Request("http")
-		return jsonapi.ErrorBody(msg)
+		return jsonapi.AppendError(nil, msg)
 	}
 	return httpserve.LeanRoute{Method: http.MethodPost, Path: "/api/v1/push",
 		MaxBody: min(b.cfg.MaxBodyBytes, 1<<20), Budget: b.budget, BudgetWait: b.cfg.BudgetWait, BodyTimeout: b.cfg.BodyTimeout,
@@ -115,7 +115,7 @@ func (b *Bridge) body(w http.ResponseWriter, r *http.Request) (body []byte, done
 	done = func() { b.budget.Give(taken) }
 	if err != nil {
 		done()
-		writeJSON(w, status, jsonapi.ErrorBody(err.Error()))
+		writeJSON(w, status, jsonapi.AppendError(nil, err.Error()))
 		return nil, nil, false
 	}
 	return body, done, true
@@ -162,5 +162,6 @@ func (b *Bridge) withBody(fn func(ctx context.Context, tenant tenancy.TenantID, 
 
 func (b *Bridge) httpHealth(w http.ResponseWriter, r *http.Request) {
 	status, out := b.keeper.ServeHealth(r.Context())
+	out = jsonapi.AppendHealthBehind(nil, out, b.relay.Behind())
 	writeJSON(w, status, out)
 }

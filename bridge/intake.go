@@ -4,9 +4,11 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/queenbridge/queenbridge/console"
 	"github.com/queenbridge/queenbridge/internal/httpserve"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/push"
 )
 
@@ -67,4 +69,53 @@ func (b *Bridge) PushItem(transport string, tenant tenancy.TenantID, it jsonapi.
 		b.budget.Give(size)
 		done(http.StatusServiceUnavailable, jsonapi.Result{Error: push.ErrStopping})
 	}
+}
+
+// PushItems pushes the publish relay's batch through the path of one push
+// request (PushItem's, for many items: grouping by partition keeps their
+// order within each) for tenant, and returns when every item has its
+// verdict: the push's status and one result per item. It runs on the
+// caller's goroutine (the relay's own, which may wait), so it needs no
+// worker; it waits for room in the in-flight budget as a body does.
+func (b *Bridge) PushItems(ctx context.Context, transport string, tenant tenancy.TenantID, items []jsonapi.Item) (int, []jsonapi.Result) {
+	var size int64
+	for i := range items {
+		size += int64(len(items[i].Payload))
+	}
+	refused := func(status int, msg string) (int, []jsonapi.Result) {
+		return status, []jsonapi.Result{{Status: jsonapi.StatusFailed, Error: msg}}
+	}
+	if !b.gate.Admit() {
+		return refused(http.StatusServiceUnavailable, push.ErrStopping)
+	}
+	defer b.gate.Done()
+	if !b.budget.Take(ctx, size, b.cfg.BudgetWait) {
+		return refused(http.StatusServiceUnavailable, httpserve.ErrBusy.Error())
+	}
+	defer b.budget.Give(size)
+	type answer struct {
+		status int
+		rs     []jsonapi.Result
+	}
+	done := make(chan answer, 1)
+	b.pusher.Push(ctx, transport, tenant, items, push.Answer{Items: func(status int, rs []jsonapi.Result) { done <- answer{status, rs} }})
+	a := <-done
+	return a.status, a.rs
+}
+
+// PublishStats are the publish relay's figures per watched database.
+func (b *Bridge) PublishStats() []publish.SourceStats { return b.relay.Stats() }
+
+// publishFigures are the relay's slots as the console shows them.
+func (b *Bridge) publishFigures() []console.OverviewSlot {
+	st := b.relay.Stats()
+	if len(st) == 0 {
+		return nil
+	}
+	out := make([]console.OverviewSlot, len(st))
+	for i, s := range st {
+		out[i] = console.OverviewSlot{Database: s.Database, Slot: s.Slot, State: s.State, Relayed: s.Relayed,
+			LagBytes: s.LagBytes, LagSeconds: s.Lag.Seconds(), Behind: s.Behind}
+	}
+	return out
 }

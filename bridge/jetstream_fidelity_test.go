@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
@@ -147,7 +146,7 @@ func TestJetStreamHeadersSurviveAForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tab jsonapi.OwnersTable
+	var tab ownership.OwnersTable
 	if err := json.Unmarshal(msg.Data, &tab); err != nil || tab.Buckets == 0 {
 		t.Fatalf("owners' table %s: %v", msg.Data, err)
 	}

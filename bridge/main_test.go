@@ -22,7 +22,9 @@ import (
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/metrics"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/spool"
+	"github.com/rs/zerolog"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -71,6 +73,9 @@ type nodeOpts struct {
 	streams  []jetstream.Stream            // Config.JetStream
 	leaf     [3]string                     // Config.LeafURL, LeafUser, LeafPassword
 	subMode  string                        // Config.DefaultSubscriptionMode
+	publish  []publish.Source              // Config.Publish
+	pubLag   int64                         // Config.PublishMaxLagBytes
+	logger   zerolog.Logger                // Config.Logger; default disabled
 }
 
 func newNode(t testing.TB, o nodeOpts) *node {
@@ -122,7 +127,8 @@ func newNode(t testing.TB, o nodeOpts) *node {
 		MaxBodyBytes: o.maxBody, EncryptionKeys: o.keys, Tokens: o.tokens, AdminTokens: o.admins, MetricsAddr: o.metrics, NATSAccounts: o.accounts, MaxInflightBytes: o.inflight, BudgetWait: o.bodyWait, BodyTimeout: o.bodyTO, MaxParked: o.parked, Registry: o.registry, Spool: sp,
 		MaintenancePoll: o.poll, DrainInterval: 50 * time.Millisecond, DisableHotlist: o.noHot, RetentionInterval: retention(o.retain),
 		Heartbeat: o.beat, ForwardTimeout: o.fwdTO, JetStream: o.streams, DefaultSubscriptionMode: o.subMode,
-		LeafURL: o.leaf[0], LeafUser: o.leaf[1], LeafPassword: o.leaf[2]}, m)
+		LeafURL: o.leaf[0], LeafUser: o.leaf[1], LeafPassword: o.leaf[2],
+		Publish: o.publish, PublishRetry: 50 * time.Millisecond, PublishMaxLagBytes: o.pubLag, Logger: o.logger}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

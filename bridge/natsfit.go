@@ -63,11 +63,11 @@ func (b *Bridge) fitAnswer(what string, status int, body []byte) (int, []byte) {
 	if limit := b.cfg.NATS.MaxPayload(); int64(len(body)) > limit {
 		b.natsTooLarge.Add(1)
 		status = http.StatusRequestEntityTooLarge
-		body = jsonapi.ErrorBody(fmt.Sprintf("%s answer of %d bytes is larger than the %d bytes a NATS message carries here (max_payload): %s",
+		body = jsonapi.AppendError(nil, fmt.Sprintf("%s answer of %d bytes is larger than the %d bytes a NATS message carries here (max_payload): %s",
 			what, len(body), limit, overHTTP[what]))
 	}
 	if status == http.StatusRequestEntityTooLarge && tooLargeLog.Allow() {
-		b.cfg.Logger.Warn().Str("target", "bridge").Str("call", what).Str("error", jsonapi.ErrorMessage(body)).
+		b.cfg.Logger.Warn().Str("target", "bridge").Str("call", what).Str("error", jsonapi.DecodeError(body)).
 			Msg("a NATS answer larger than max_payload was refused (counted in queen_nats_answers_too_large_total and queen_consumer_pops_too_large_total)")
 	}
 	return status, body
@@ -88,12 +88,12 @@ var overHTTP = map[string]string{
 func (b *Bridge) natsPopCancel(req micro.Request) {
 	tenant, status, err := b.natsTenant(req, "")
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, status, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	id, err := jsonapi.DecodePopCancel(req.Data())
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	b.enqueue(req, func() {
@@ -106,7 +106,7 @@ func (b *Bridge) cancelPop(req micro.Request, tenant tenancy.TenantID, id string
 	known, err := b.consumer.CancelPop(context.Background(), tenant, id)
 	switch {
 	case err != nil:
-		respondNATS(b.cfg.NATS, req, http.StatusInternalServerError, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, http.StatusInternalServerError, jsonapi.AppendError(nil, err.Error()))
 	case known:
 		respondNATS(b.cfg.NATS, req, http.StatusOK, []byte(`{"cancelled":true}`))
 	}

@@ -98,7 +98,7 @@ func (b *Bridge) natsPush(req micro.Request) {
 		// room, then answers 503.
 		b.enqueue(req, func() {
 			if !b.budget.Take(context.Background(), size, b.cfg.BudgetWait) {
-				respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(httpserve.ErrBusy.Error()))
+				respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.AppendError(nil, httpserve.ErrBusy.Error()))
 				b.gate.Done()
 				return
 			}
@@ -128,17 +128,17 @@ func (b *Bridge) natsPushTaken(req micro.Request, tenant tenancy.TenantID, answe
 	return b.enqueue(req, run)
 }
 
-// natsOwners answers the owners' table (jsonapi.OwnersTable); in the
+// natsOwners answers the owners' table (ownership.OwnersTable); in the
 // accounts mode with the requester's tenant, which the bucket hash takes.
 func (b *Bridge) natsOwners(req micro.Request) {
 	tab := b.router.TableJSON()
 	if b.accounts.Enabled() {
 		tenant, status, err := b.natsTenant(req, "")
 		if err != nil {
-			respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+			respondNATS(b.cfg.NATS, req, status, jsonapi.AppendError(nil, err.Error()))
 			return
 		}
-		tab = jsonapi.WithTenant(tab, tenant)
+		tab = jsonapi.AppendOwnersWithTenant(nil, tab, tenant)
 	}
 	respondNATS(b.cfg.NATS, req, http.StatusOK, tab)
 }
@@ -147,7 +147,7 @@ func (b *Bridge) natsOwners(req micro.Request) {
 // it answers 503 itself and reports false); the gate counts the call.
 func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
 	if !b.gate.Go(fn) {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping))
 		return false
 	}
 	return true
@@ -157,7 +157,7 @@ func (b *Bridge) enqueue(req micro.Request, fn func()) bool {
 // itself and reports false); the gate counts the call.
 func (b *Bridge) inline(req micro.Request, fn func()) bool {
 	if !b.gate.Admit() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping))
 		return false
 	}
 	fn()
@@ -198,7 +198,7 @@ func (b *Bridge) natsBounded(req micro.Request, base string) (tenancy.TenantID, 
 		status, err = http.StatusRequestEntityTooLarge, jsonapi.Badf("body larger than %d bytes", b.cfg.MaxBodyBytes)
 	}
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, status, jsonapi.AppendError(nil, err.Error()))
 	}
 	return tenant, err == nil
 }
@@ -224,7 +224,7 @@ func respondNATS(nc *nats.Conn, req micro.Request, status int, body []byte) {
 	msg := &nats.Msg{Subject: req.Reply(), Data: body}
 	if status != http.StatusCreated && status != http.StatusOK && status != http.StatusInternalServerError {
 		desc := string(body)
-		if m := jsonapi.ErrorMessage(body); m != "" {
+		if m := jsonapi.DecodeError(body); m != "" {
 			desc = m
 		}
 		msg.Header = nats.Header{micro.ErrorCodeHeader: []string{strconv.Itoa(status)}, micro.ErrorHeader: []string{desc}}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/client"
 	"github.com/queenbridge/queenbridge/internal/testkit"
-	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/ownership"
 )
 
@@ -42,13 +41,13 @@ func threeOwners(t *testing.T, beat time.Duration) ([]*node, []*writeLog, []stri
 }
 
 // ownersTable reads the owners' table as a client does.
-func ownersTable(t *testing.T, nc *nats.Conn) jsonapi.OwnersTable {
+func ownersTable(t *testing.T, nc *nats.Conn) ownership.OwnersTable {
 	t.Helper()
 	msg, err := nc.Request(ownership.TableSubject("queen"), nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tab jsonapi.OwnersTable
+	var tab ownership.OwnersTable
 	if err := json.Unmarshal(msg.Data, &tab); err != nil {
 		t.Fatalf("owners' table %s: %v", msg.Data, err)
 	}

@@ -19,7 +19,7 @@ func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant ten
 	}
 	req, err := jsonapi.ParseFetchQuery(r.URL.Query().Get)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
+		writeJSON(w, http.StatusBadRequest, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	if req.WaitMs > 0 { // a read that may park takes a slot, as over NATS
@@ -46,23 +46,23 @@ func (b *Bridge) natsFetch(req micro.Request) {
 func natsParkable[R any](b *Bridge, req micro.Request, decode func([]byte) (R, error), run func(context.Context, tenancy.TenantID, R) (int, []byte)) {
 	tenant, status, err := b.natsTenant(req, "")
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, status, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, status, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	r, err := decode(req.Data())
 	if err != nil {
-		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.ErrorBody(err.Error()))
+		respondNATS(b.cfg.NATS, req, http.StatusBadRequest, jsonapi.AppendError(nil, err.Error()))
 		return
 	}
 	if !b.gate.Admit() {
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping))
 		return
 	}
 	select {
 	case b.parkSlots <- struct{}{}:
 	default:
 		b.gate.Done()
-		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
+		respondNATS(b.cfg.NATS, req, http.StatusServiceUnavailable, jsonapi.AppendError(nil, "too many parked reads"))
 		return
 	}
 	go func() {
@@ -82,7 +82,7 @@ func (b *Bridge) takeParkSlot(w http.ResponseWriter) bool {
 	case b.parkSlots <- struct{}{}:
 		return true
 	default:
-		writeJSON(w, http.StatusServiceUnavailable, jsonapi.ErrorBody("too many parked reads"))
+		writeJSON(w, http.StatusServiceUnavailable, jsonapi.AppendError(nil, "too many parked reads"))
 		return false
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 // badRequest answers a request that did not decode: 400 and what was wrong.
 func badRequest(err error) (int, []byte) {
-	return http.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+	return http.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 }
 
 // pushBody decodes a push body and runs the push call on it, or answers
@@ -40,7 +40,7 @@ func (b *Bridge) pushBody(ctx context.Context, transport string, tenant tenancy.
 func (b *Bridge) badPush(transport string, err error) (int, []byte) {
 	b.metrics.Request(transport)
 	if b.gate.Closed() {
-		return http.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
+		return http.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping)
 	}
 	return badRequest(err)
 }

@@ -30,7 +30,7 @@ func TestRequestsThatDoNotDecodeAreAnsweredWithTheDecodersWords(t *testing.T) {
 		if err == nil {
 			t.Fatal("the case's body decodes")
 		}
-		return jsonapi.ErrorBody(err.Error())
+		return jsonapi.AppendError(nil, err.Error())
 	}
 	sw := func(err error) []byte { return refusal(nil, err) }
 	_, switchErr := jsonapi.DecodeSwitch([]byte(`{}`))
@@ -85,7 +85,7 @@ func TestRequestsThatDoNotDecodeAreAnsweredWithTheDecodersWords(t *testing.T) {
 			t.Fatalf("NATS %s: %v", c.subject, err)
 		}
 		if msg.Header.Get("Nats-Service-Error-Code") != "400" || !bytes.Equal(msg.Data, c.want) ||
-			msg.Header.Get("Nats-Service-Error") != jsonapi.ErrorMessage(c.want) {
+			msg.Header.Get("Nats-Service-Error") != jsonapi.DecodeError(c.want) {
 			t.Errorf("NATS %s: %v %s; want 400 %s", c.subject, msg.Header, msg.Data, c.want)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/route"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // Figures are this bridge's counters and states at one moment, as the
@@ -30,6 +29,9 @@ type Figures struct {
 	// each owns (ownership Shares): every bucket has one owner.
 	Members []string
 	Owned   []int
+
+	// Publish are the publish relay's slots (publish Stats).
+	Publish []OverviewSlot
 }
 
 // Config wires the console.
@@ -85,7 +87,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Keep < 1 {
 		return nil, errors.New("console: Config.Keep must be at least 1")
 	}
-	return &Console{cfg: cfg, hist: ring{buf: make([]jsonapi.OverviewPoint, cfg.Keep)}, quit: make(chan struct{}), done: make(chan struct{})}, nil
+	return &Console{cfg: cfg, hist: ring{buf: make([]OverviewPoint, cfg.Keep)}, quit: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Start takes the first sample and starts the sampler.
@@ -152,20 +154,20 @@ func (c *Console) Routes() []route.Route {
 // they are the bridge's, every tenant's together, and name no queue or
 // tenant (tenant tokens read the same totals in the metrics).
 func (c *Console) serveOverview(context.Context, tenancy.TenantID, route.Request) (int, []byte) {
-	return jsonapi.StatusOK, jsonapi.EncodeBridgeOverview(c.Overview())
+	return 200, EncodeBridgeOverview(c.Overview())
 }
 
 // Overview is the answer: the figures now and the history, oldest first.
-func (c *Console) Overview() jsonapi.BridgeOverview {
+func (c *Console) Overview() BridgeOverview {
 	f := c.cfg.Figures()
-	o := jsonapi.BridgeOverview{Bridge: c.cfg.Bridge, Time: c.cfg.Now(), Maintenance: f.Maintenance, PopMaintenance: f.PopMaintenance,
-		Spool:           jsonapi.OverviewSpool{Records: f.SpoolRecords, Bytes: f.SpoolBytes, Healthy: f.SpoolHealthy},
+	o := BridgeOverview{Bridge: c.cfg.Bridge, Time: c.cfg.Now(), Maintenance: f.Maintenance, PopMaintenance: f.PopMaintenance,
+		Spool:           OverviewSpool{Records: f.SpoolRecords, Bytes: f.SpoolBytes, Healthy: f.SpoolHealthy},
 		BundlesInFlight: f.BundlesInFlight, InFlightLimit: f.InFlightLimit,
-		FlushMs: jsonapi.Millis(f.Flush), BundleLatencyMs: jsonapi.Millis(f.BundleLatency),
-		Totals:  jsonapi.OverviewTotals{Pushed: f.Pushed, Consumed: f.Consumed, Commits: f.Commits, Segments: f.Segments},
-		Bridges: make([]jsonapi.OverviewBridge, len(f.Members))}
+		FlushMs: Millis(f.Flush), BundleLatencyMs: Millis(f.BundleLatency),
+		Totals:  OverviewTotals{Pushed: f.Pushed, Consumed: f.Consumed, Commits: f.Commits, Segments: f.Segments},
+		Bridges: make([]OverviewBridge, len(f.Members)), Publish: f.Publish}
 	for i, id := range f.Members {
-		o.Bridges[i] = jsonapi.OverviewBridge{ID: id, Self: id == c.cfg.Bridge}
+		o.Bridges[i] = OverviewBridge{ID: id, Self: id == c.cfg.Bridge}
 		if i < len(f.Owned) {
 			o.Bridges[i].Buckets = f.Owned[i]
 			o.Buckets += f.Owned[i]

@@ -2,8 +2,6 @@ package console
 
 import (
 	"time"
-
-	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
 // sample is what the history is computed from: the counters at one time.
@@ -20,8 +18,8 @@ func sampleOf(f Figures, at time.Time) sample {
 // pointBetween is the interval (a, b] as rates: per second over its
 // length, segments per commit over its commits (0 with none), and the
 // flush time read at its end.
-func pointBetween(a, b sample) jsonapi.OverviewPoint {
-	p := jsonapi.OverviewPoint{Time: b.at, FlushMs: jsonapi.Millis(b.flush)}
+func pointBetween(a, b sample) OverviewPoint {
+	p := OverviewPoint{Time: b.at, FlushMs: Millis(b.flush)}
 	if secs := b.at.Sub(a.at).Seconds(); secs > 0 {
 		p.PushedPerSecond = float64(delta(a.pushed, b.pushed)) / secs
 		p.ConsumedPerSecond = float64(delta(a.consumed, b.consumed)) / secs
@@ -42,20 +40,20 @@ func delta(a, b uint64) uint64 {
 
 // ring keeps the last len(buf) points.
 type ring struct {
-	buf  []jsonapi.OverviewPoint
+	buf  []OverviewPoint
 	next int // where the next point goes
 	n    int // points kept
 }
 
-func (r *ring) add(p jsonapi.OverviewPoint) {
+func (r *ring) add(p OverviewPoint) {
 	r.buf[r.next] = p
 	r.next = (r.next + 1) % len(r.buf)
 	r.n = min(r.n+1, len(r.buf))
 }
 
 // points copies the kept points out, oldest first.
-func (r *ring) points() []jsonapi.OverviewPoint {
-	out := make([]jsonapi.OverviewPoint, 0, r.n)
+func (r *ring) points() []OverviewPoint {
+	out := make([]OverviewPoint, 0, r.n)
 	start := (r.next - r.n + len(r.buf)) % len(r.buf)
 	for i := 0; i < r.n; i++ {
 		out = append(out, r.buf[(start+i)%len(r.buf)])

@@ -31,14 +31,14 @@ import (
 // rendered; a plain queue's auto-ack moves the cursor in the claim itself.
 func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req jsonapi.PopRequest, maxBytes int64) (int, []byte) {
 	if err := req.Validate(); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	if c.cfg.Maintenance() || c.cfg.PopMaintenance() {
 		return jsonapi.StatusNoContent, nil // before the settings are looked up: nothing reaches PostgreSQL
 	}
 	sealed, err := c.cfg.Payloads.Sealed(ctx, tenant, req.Queue)
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(fmt.Sprintf("pop of queue %q refused, nothing was claimed: %v", req.Queue, err))
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, fmt.Sprintf("pop of queue %q refused, nothing was claimed: %v", req.Queue, err))
 	}
 	var wait time.Duration
 	if req.Wait {
@@ -50,11 +50,11 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 	}
 	ctx, ticket, err := c.pending.begin(ctx, tenant, req.RequestID)
 	if err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	defer ticket.finish()
 	if ctx.Err() != nil { // its cancel came first, or its requester is gone
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("the pop was cancelled before it ran: nothing claimed")
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "the pop was cancelled before it ran: nothing claimed")
 	}
 	ackLater := req.AutoAck && sealed
 	claimAcked := req.AutoAck && !ackLater // the claim itself moves the cursor
@@ -62,14 +62,14 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 		Batch: req.Batch, Partitions: req.Partitions, AutoAck: claimAcked, SubscriptionMode: req.SubscriptionMode,
 		SubscriptionFrom: req.From, Wait: wait, MaxBytes: maxBytes})
 	if err != nil && len(got.Parts) == 0 {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	if got.Count() == 0 {
 		return jsonapi.StatusNoContent, nil
 	}
 	if maxBytes > 0 {
 		if got, err = c.fitAnswer(ctx, tenant, req, claimAcked, got, maxBytes); err != nil {
-			return jsonapi.StatusTooLarge, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusTooLarge, jsonapi.AppendError(nil, err.Error())
 		}
 	}
 	if status, out, gone := c.requesterGone(ctx, tenant, req, claimAcked, got, ticket, expires > 0 && time.Since(start) >= expires); gone {
@@ -78,9 +78,9 @@ func (c *Consumer) ServePop(ctx context.Context, tenant tenancy.TenantID, req js
 	out, err := c.renderPop(tenant, req, got)
 	if err != nil {
 		if rerr := c.release(ctx, claimsOf(tenant, req.Queue, req.ConsumerGroup, claimAcked, got)); rerr != nil {
-			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; handing the claim back failed too (%v)", err, rerr))
+			return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, fmt.Sprintf("%v; handing the claim back failed too (%v)", err, rerr))
 		}
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("%v; nothing was consumed, the claim is handed back", err))
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, fmt.Sprintf("%v; nothing was consumed, the claim is handed back", err))
 	}
 	if ackLater {
 		return c.answerAcked(ctx, tenant, req, got, out)
@@ -105,11 +105,11 @@ func (c *Consumer) answerAcked(ctx context.Context, tenant tenancy.TenantID, req
 		}
 	}
 	if len(acked.Parts) == 0 {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(fmt.Sprintf("auto-ack of queue %q: %v; nothing was delivered, the messages are delivered again when their lease ends", req.Queue, err))
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, fmt.Sprintf("auto-ack of queue %q: %v; nothing was delivered, the messages are delivered again when their lease ends", req.Queue, err))
 	}
 	out, err = c.renderPop(tenant, req, acked) // every payload opened once already
 	if err != nil {
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 	}
 	return jsonapi.StatusOK, out
 }
@@ -132,7 +132,7 @@ func (c *Consumer) renderPop(tenant tenancy.TenantID, req jsonapi.PopRequest, go
 		}
 	}
 	out := make([]byte, 0, size)
-	out = jsonapi.AppendPopHead(out, &jsonapi.PopHead{Queue: req.Queue, Partition: first.Partition, PartitionID: first.PartitionID,
+	out = jsonapi.OpenPop(out, &jsonapi.PopHead{Queue: req.Queue, Partition: first.Partition, PartitionID: first.PartitionID,
 		Lease: lease, Group: req.ConsumerGroup, Claimed: len(got.Parts)})
 	k := 0
 	for _, p := range got.Parts {
@@ -176,7 +176,7 @@ func (c *Consumer) ServeAck(ctx context.Context, tenant tenancy.TenantID, wire [
 func (c *Consumer) ServeExtend(ctx context.Context, tenant tenancy.TenantID, req jsonapi.LeaseRequest) (int, []byte) {
 	at, ok, err := c.Extend(ctx, tenant, req.Lease, req.Seconds)
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	return jsonapi.StatusOK, jsonapi.AppendLeaseAnswer(nil, req.LeaseID, at, ok)
 }
@@ -185,15 +185,15 @@ func (c *Consumer) ServeExtend(ctx context.Context, tenant tenancy.TenantID, req
 // queue's dead letters.
 func (c *Consumer) ServeDeadLetters(ctx context.Context, tenant tenancy.TenantID, req jsonapi.DeadLettersRequest) (int, []byte) {
 	if err := req.Validate(); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	page, err := c.DeadLetters(ctx, tenant, req.Queue, req.ConsumerGroup, req.Limit, req.Offset)
 	if err != nil {
 		var bad errUnreadable
 		if asUnreadable(err, &bad) {
-			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 		}
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	return jsonapi.StatusOK, jsonapi.AppendDeadLetters(nil, page.Letters, req.Limit, req.Offset, page.Total)
 }

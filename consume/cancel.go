@@ -211,5 +211,5 @@ func (c *Consumer) requesterGone(ctx context.Context, tenant tenancy.TenantID, r
 	if err := c.release(ctx, claims); err != nil {
 		msg += " (" + err.Error() + ")"
 	}
-	return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(msg), true
+	return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, msg), true
 }

@@ -27,7 +27,7 @@ func (c *Consumer) fitAnswer(ctx context.Context, tenant tenancy.TenantID, req j
 	if !req.AutoAck {
 		lease = string(jsonapi.AppendUUID(nil, got.Lease))
 	}
-	size := int64(len(jsonapi.AppendPopHead(nil, &jsonapi.PopHead{Queue: req.Queue, Partition: got.Parts[0].Partition,
+	size := int64(len(jsonapi.OpenPop(nil, &jsonapi.PopHead{Queue: req.Queue, Partition: got.Parts[0].Partition,
 		PartitionID: got.Parts[0].PartitionID, Lease: lease, Group: req.ConsumerGroup, Claimed: len(got.Parts)}))) + 2
 	for k, p := range got.Parts {
 		for i := range p.Messages {

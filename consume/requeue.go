@@ -57,11 +57,11 @@ const requeueTries = 3
 func (c *Consumer) ServeRequeue(ctx context.Context, tenant tenancy.TenantID, req jsonapi.RequeueRequest) (int, []byte) {
 	switch {
 	case c.cfg.Stopping():
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping)
 	case c.cfg.Maintenance():
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(errRequeueMaintenance)
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, errRequeueMaintenance)
 	case c.cfg.Pushes == nil:
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("dead letters are not requeued here")
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "dead letters are not requeued here")
 	}
 	// As a transaction, once sent it runs to its end (bounded by the
 	// statement timeout) even if its client went away.
@@ -69,20 +69,20 @@ func (c *Consumer) ServeRequeue(ctx context.Context, tenant tenancy.TenantID, re
 	var unreadable errUnreadable
 	switch {
 	case errors.Is(err, errQueueNotFound):
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody("Queue not found")
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, "Queue not found")
 	case errors.Is(err, errNoDeadLetter):
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody(fmt.Sprintf("no dead letter of transactionId %q in partition %d whose message is still stored",
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, fmt.Sprintf("no dead letter of transactionId %q in partition %d whose message is still stored",
 			req.TransactionID, req.PartitionID))
 	case asUnreadable(err, &unreadable):
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 	case errors.Is(err, pgwire.ErrRequeueGone):
-		return jsonapi.StatusConflict, jsonapi.ErrorBody("the dead letters changed while they were requeued; send it again")
+		return jsonapi.StatusConflict, jsonapi.AppendError(nil, "the dead letters changed while they were requeued; send it again")
 	case err != nil && (pgwire.IsUnavailable(err) || pgwire.IsTimeout(err) || pgwire.IsOutcomeUnknown(err)):
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	case err != nil:
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 	}
-	return jsonapi.StatusOK, jsonapi.RequeueAnswer(msgs, more)
+	return jsonapi.StatusOK, jsonapi.AppendRequeued(nil, msgs, more)
 }
 
 var (

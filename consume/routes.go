@@ -17,14 +17,14 @@ func (c *Consumer) Routes() []route.Route {
 		{Method: "GET", Pattern: "/api/v1/dlq", Serve: func(ctx context.Context, tenant tenancy.TenantID, req route.Request) (int, []byte) {
 			dr, err := jsonapi.ParseDeadLettersQuery(req.Query.Get)
 			if err != nil {
-				return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+				return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 			}
 			return c.ServeDeadLetters(ctx, tenant, dr)
 		}},
 		{Method: "POST", Pattern: "/api/v1/dlq/requeue", Admin: true, Serve: func(ctx context.Context, tenant tenancy.TenantID, req route.Request) (int, []byte) {
 			r, err := jsonapi.DecodeRequeue(req.Body)
 			if err != nil {
-				return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+				return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 			}
 			return c.ServeRequeue(ctx, tenant, r)
 		}},

@@ -43,11 +43,11 @@ func (c *Consumer) streams() StreamStore {
 func (c *Consumer) refuseStreams(writes bool) (int, []byte, bool) {
 	switch {
 	case c.cfg.Stopping():
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping), true
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping), true
 	case writes && c.cfg.Maintenance():
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("maintenance mode is on: cycles and registrations are not run while nothing may reach PostgreSQL; send it again once it ends"), true
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "maintenance mode is on: cycles and registrations are not run while nothing may reach PostgreSQL; send it again once it ends"), true
 	case c.streams() == nil:
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody("streaming queries are not served here"), true
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "streaming queries are not served here"), true
 	}
 	return 0, nil, false
 }
@@ -56,9 +56,9 @@ func (c *Consumer) refuseStreams(writes bool) (int, []byte, bool) {
 // not attempted, 500 otherwise.
 func dbFailure(err error) (int, []byte) {
 	if pgwire.IsUnavailable(err) {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
-	return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+	return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 }
 
 // ServeStreamQuery registers a streaming query (POST /streams/v1/queries):
@@ -74,7 +74,7 @@ func (c *Consumer) ServeStreamQuery(ctx context.Context, tenant tenancy.TenantID
 		return dbFailure(err)
 	}
 	if r.Conflict {
-		return jsonapi.StatusConflict, jsonapi.StreamConflict(r.ID, q.Name, r.ConfigHash, q.ConfigHash)
+		return jsonapi.StatusConflict, jsonapi.AppendStreamConflict(nil, r.ID, q.Name, r.ConfigHash, q.ConfigHash)
 	}
 	return jsonapi.StatusOK, jsonapi.AppendStreamRegistered(nil, jsonapi.StreamRegistered{ID: r.ID, Name: q.Name, ConfigHash: r.ConfigHash,
 		Fresh: r.Fresh, Reset: r.Reset})
@@ -90,7 +90,7 @@ func (c *Consumer) ServeStreamState(ctx context.Context, tenant tenancy.TenantID
 	rows, err := c.streams().StreamState(ctx, pgwire.StreamStateQuery{Tenant: tenant, Query: g.QueryID, PartitionID: g.PartitionID,
 		Keys: g.Keys, Prefix: g.Prefix, RipeAtOrBefore: g.RipeAtOrBefore})
 	if errors.Is(err, pgwire.ErrStreamQueryUnknown) {
-		return jsonapi.StatusNotFound, jsonapi.ErrorBody(fmt.Sprintf("no streaming query with query_id %s", uuid.UUID(g.QueryID)))
+		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, fmt.Sprintf("no streaming query with query_id %s", uuid.UUID(g.QueryID)))
 	}
 	if err != nil {
 		return dbFailure(err)
@@ -120,12 +120,12 @@ func (c *Consumer) ServeStreamCycle(ctx context.Context, tenant tenancy.TenantID
 
 func (c *Consumer) cycle(ctx context.Context, tenant tenancy.TenantID, cy jsonapi.StreamCycle) (int, []byte, string) {
 	fail := func(msg string) (int, []byte, string) {
-		return jsonapi.StatusOK, jsonapi.StreamCycleFailure(cy.QueryID, cy.PartitionID, msg), TxnRolledBack
+		return jsonapi.StatusOK, jsonapi.AppendStreamCycleFailure(nil, cy.QueryID, cy.PartitionID, msg), TxnRolledBack
 	}
 	prep, failure, err := c.preparePushes(ctx, tenant, cy.Items, pushItemLabel)
 	switch {
 	case err != nil:
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error()), TxnRefused
 	case failure != "":
 		return fail(failure)
 	}
@@ -150,7 +150,7 @@ func (c *Consumer) cycle(ctx context.Context, tenant tenancy.TenantID, cy jsonap
 		case errors.As(err, &abort):
 			return fail(abort.Reason)
 		case pgwire.IsUnavailable(err):
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error()), TxnRefused
 		case pgwire.IsOutcomeUnknown(err):
 			return fail("the cycle's outcome is unknown: the connection to PostgreSQL was lost after it was sent, so it may have committed or not (" + err.Error() + ")")
 		}

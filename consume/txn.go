@@ -46,10 +46,10 @@ func (c *Consumer) ServeTransaction(ctx context.Context, tenant tenancy.TenantID
 	switch {
 	case c.cfg.Stopping():
 		c.cfg.Observer.Transaction(TxnRefused)
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(push.ErrStopping)
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, push.ErrStopping)
 	case c.cfg.Maintenance():
 		c.cfg.Observer.Transaction(TxnRefused)
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(errTxnMaintenance)
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, errTxnMaintenance)
 	}
 	id := uuid.Must(uuid.NewV7())
 	// Once sent, a transaction runs to its end (bounded by the statement
@@ -86,12 +86,12 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 		t.ackOp = append(t.ackOp, i)
 	}
 	fail := func(msg string) (int, []byte, string) {
-		return jsonapi.StatusOK, jsonapi.TxnFailure(id, msg), TxnRolledBack
+		return jsonapi.StatusOK, jsonapi.AppendTxnFailure(nil, id, msg), TxnRolledBack
 	}
 	prep, failure, err := c.preparePushes(ctx, tenant, t.items, t.label)
 	switch {
 	case err != nil:
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error()), TxnRefused
 	case failure != "":
 		return fail(failure)
 	}
@@ -118,7 +118,7 @@ func (c *Consumer) transaction(ctx context.Context, tenant tenancy.TenantID, id 
 			}
 			return fail("ACK operation failed: Message not found (" + op + ": " + ack.Reason + ")")
 		case pgwire.IsUnavailable(err):
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error()), TxnRefused
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error()), TxnRefused
 		case pgwire.IsOutcomeUnknown(err):
 			return fail("the transaction's outcome is unknown: the connection to PostgreSQL was lost after it was sent, so it may have committed or not (" + err.Error() + ")")
 		}

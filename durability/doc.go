@@ -21,7 +21,8 @@
 //     all, writes nothing twice.
 //
 // It must not import bridge, queues or readside, nor net/http or
-// Prometheus.
+// Prometheus. It reaches PostgreSQL through its Store (store.go: the
+// pgwire calls it makes, which *pgwire.DB satisfies).
 //
 // Goroutines: Keeper owns the maintenance poll, the drain loop and the
 // retention loop (Start starts them; Stop ends them and waits, a drain in

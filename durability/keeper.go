@@ -10,15 +10,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/peers"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/spool"
 	"github.com/rs/zerolog"
 )
 
 // Config wires durability to the database, fusion, the spool and the peers.
 type Config struct {
-	// DB holds the maintenance flag and runs retention. Required.
-	DB *pgwire.DB
+	// DB holds the maintenance flag and runs retention (*pgwire.DB).
+	// Required.
+	DB Store
 	// Fusion takes the drain's replays. Required, started by the caller.
 	Fusion *fusion.Fusion
 	// Spool takes what PostgreSQL could not; nil: such items are answered

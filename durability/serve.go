@@ -36,7 +36,7 @@ func (k *Keeper) ServePopMaintenance(ctx context.Context, enabled *bool) (int, [
 func serveSwitch(ctx context.Context, enabled *bool, set func(context.Context, bool) error, answer func() []byte) (int, []byte) {
 	if enabled != nil {
 		if err := set(ctx, *enabled); err != nil {
-			return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 		}
 	}
 	return jsonapi.StatusOK, answer()
@@ -58,5 +58,5 @@ func (k *Keeper) ServeHealth(ctx context.Context) (int, []byte) {
 	case !k.cfg.Peers.NATS.IsConnected():
 		nc = "down"
 	}
-	return jsonapi.Health(pg, nc)
+	return jsonapi.AppendHealth(nil, pg, nc)
 }

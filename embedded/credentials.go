@@ -197,7 +197,8 @@ func (p *Postgres) convertTrust(ctx context.Context) error {
 	return nil
 }
 
-// ensureRole creates Role (or resets its password to the file's), gives it
+// ensureRole creates Role (or resets its password to the file's), with the
+// REPLICATION attribute that the publish relay's slot needs, gives it
 // the database and, where an older cluster left them to the superuser, the
 // queen schema and everything in it.
 func (p *Postgres) ensureRole(ctx context.Context) error {
@@ -209,9 +210,9 @@ func (p *Postgres) ensureRole(ctx context.Context) error {
 	role, pw := quoteIdent(p.cfg.Role), quoteLiteral(p.creds.RolePassword)
 	sql := fmt.Sprintf(`DO $$ BEGIN
 		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) THEN
-			CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD %s;
+			CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE REPLICATION PASSWORD %s;
 		ELSE
-			ALTER ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD %s;
+			ALTER ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE REPLICATION PASSWORD %s;
 		END IF;
 	END $$`, quoteLiteral(p.cfg.Role), role, pw, role, pw)
 	if err := conn.Exec(ctx, sql).Close(); err != nil {

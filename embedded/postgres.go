@@ -47,7 +47,9 @@ type Config struct {
 // DefaultSettings are the server settings the embedded cluster runs with. They
 // suit the write path: WAL large enough that checkpoints do not come every few
 // seconds under load, more shared buffers than the stock 128 MB, loopback TCP
-// only (no Unix socket, so no shared socket directory is needed), no JIT.
+// only (no Unix socket, so no shared socket directory is needed), no JIT,
+// and logical decoding (wal_level=logical, slots and WAL senders to spare)
+// for the publish relay, which reads queen.publish messages from a slot.
 // Durability settings (fsync, synchronous_commit, full_page_writes) stay at
 // PostgreSQL's defaults: an acknowledged push is on disk.
 var DefaultSettings = map[string]string{
@@ -61,6 +63,9 @@ var DefaultSettings = map[string]string{
 	"track_functions":         "pl",
 	"log_min_messages":        "warning",
 	"jit":                     "off", // compile time dwarfs every statement of this workload
+	"wal_level":               "logical",
+	"max_replication_slots":   "32",
+	"max_wal_senders":         "32",
 }
 
 // Postgres is a running private cluster.

@@ -24,20 +24,20 @@ func TestAcksParseAsJetStreamAnswers(t *testing.T) {
 			t.Fatalf("%s: %v", b, err)
 		}
 	}
-	check(a.Queued(nil, 118))
+	check(a.AppendQueued(nil, 118))
 	if resp.Error != nil || resp.Stream != "ORDERS" || resp.Sequence != 118 || resp.Duplicate {
 		t.Fatalf("queued: %+v %+v", resp.Error, resp.PubAck)
 	}
-	check(a.Duplicate(nil, 97))
+	check(a.AppendDuplicate(nil, 97))
 	if resp.Error != nil || resp.Sequence != 97 || !resp.Duplicate {
 		t.Fatalf("duplicate: %+v", resp.PubAck)
 	}
-	check(a.Buffered())
+	check(a.AppendBuffered(nil))
 	var raw map[string]any
-	if json.Unmarshal(a.Buffered(), &raw) != nil || raw["buffered"] != true || resp.Sequence != 0 || resp.Stream != "ORDERS" {
-		t.Fatalf("buffered: %s", a.Buffered())
+	if json.Unmarshal(a.AppendBuffered(nil), &raw) != nil || raw["buffered"] != true || resp.Sequence != 0 || resp.Stream != "ORDERS" {
+		t.Fatalf("buffered: %s", a.AppendBuffered(nil))
 	}
-	check(a.Failed(nil, 400, errStreamNotMatch, `expected stream "does" not match\n`))
+	check(a.AppendFailed(nil, 400, errStreamNotMatch, `expected stream "does" not match\n`))
 	if resp.Error == nil || resp.Error.Code != 400 || resp.Error.ErrorCode != js.ErrorCode(errStreamNotMatch) ||
 		resp.Error.Description != `expected stream "does" not match\n` || resp.Stream != "ORDERS" || resp.Sequence != 0 {
 		t.Fatalf("refusal: %+v %+v", resp.Error, resp.PubAck)

@@ -188,11 +188,11 @@ func (in *Intake) answer(a *jsonapi.PubAcks, reply string, status int, r jsonapi
 	outcome := OutcomeFailed
 	switch {
 	case r.Status == jsonapi.StatusQueued:
-		outcome, out = OutcomeQueued, a.Queued(buf[:0], r.Offset)
+		outcome, out = OutcomeQueued, a.AppendQueued(buf[:0], r.Offset)
 	case r.Status == jsonapi.StatusDuplicate:
-		outcome, out = OutcomeDuplicate, a.Duplicate(buf[:0], r.Offset)
+		outcome, out = OutcomeDuplicate, a.AppendDuplicate(buf[:0], r.Offset)
 	case r.Status == jsonapi.StatusBuffered:
-		outcome, out = OutcomeBuffered, a.Buffered()
+		outcome, out = OutcomeBuffered, a.AppendBuffered(buf[:0])
 	case status == codeBadRequest:
 		in.refuse(a, reply, OutcomeRefused, refusal{codeBadRequest, errBadRequest, r.Error})
 		return
@@ -221,7 +221,7 @@ func (in *Intake) refuse(a *jsonapi.PubAcks, reply, outcome string, r refusal) {
 		return
 	}
 	var buf [256]byte
-	in.publish(reply, a.Failed(buf[:0], r.code, r.errCode, r.desc))
+	in.publish(reply, a.AppendFailed(buf[:0], r.code, r.errCode, r.desc))
 }
 
 // lostLog limits the warning for unanswered messages that were not stored.

@@ -90,54 +90,44 @@ func AppendPopMaintenance(out []byte, on bool) []byte {
 	return append(out, '}')
 }
 
-// Health is GET /health's answer: healthy (200) when PostgreSQL and NATS
-// (when configured) are up, else unhealthy (503). Each is "up", "down" or,
-// for NATS, "disabled".
-func Health(postgres, nats string) (int, []byte) {
+// AppendHealth appends GET /health's answer and says its status: healthy
+// (200) when PostgreSQL and NATS (when configured) are up, else unhealthy
+// (503). Each is "up", "down" or, for NATS, "disabled".
+func AppendHealth(dst []byte, postgres, nats string) (int, []byte) {
 	status, word := 200, "healthy"
 	if postgres == "down" || nats == "down" {
 		status, word = 503, "unhealthy"
 	}
-	out := append([]byte(`{"status":`), AppendString(nil, word)...)
-	out = append(append(out, `,"postgres":`...), AppendString(nil, postgres)...)
-	out = append(append(out, `,"nats":`...), AppendString(nil, nats)...)
-	return status, append(out, '}')
+	dst = AppendString(append(dst, `{"status":`...), word)
+	dst = AppendString(append(dst, `,"postgres":`...), postgres)
+	dst = AppendString(append(dst, `,"nats":`...), nats)
+	return status, append(dst, '}')
 }
 
-// OwnersTable is the owners' table as producers read it (<prefix>.v1.owners,
-// <prefix>.v1.owners.changed; docs/ownership.md).
-type OwnersTable struct {
-	// Version names the member list the table was computed from: equal
-	// versions are equal tables.
-	Version string `json:"version"`
-	// Tenant is the requester's tenant, which the bucket hash takes; set
-	// in the answer to a request in the accounts mode only (the account
-	// decides it). Never in announcements.
-	Tenant  string       `json:"tenant,omitempty"`
-	Buckets int          `json:"buckets"`
-	Bridges []OwnerEntry `json:"bridges"`
-	// Owners is, per bucket, the index into Bridges of its owner.
-	Owners []int32 `json:"owners"`
+// AppendOwnersWithTenant appends table, an encoded owners' table (without a
+// tenant), with tenant set: the answer to a request in the accounts mode.
+func AppendOwnersWithTenant(dst, table []byte, tenant tenancy.TenantID) []byte {
+	dst = append(dst, `{"tenant":"`...)
+	dst = AppendUUID(dst, tenant)
+	dst = append(dst, `",`...)
+	return append(dst, table[1:]...)
 }
 
-// OwnerEntry is one bridge of the table.
-type OwnerEntry struct {
-	ID      string `json:"id"`
-	Subject string `json:"subject"` // its own push subject
-}
-
-// EncodeOwners is the JSON of t.
-func EncodeOwners(t *OwnersTable) []byte {
-	out, _ := json.Marshal(t) // strings and numbers: nothing in it fails to encode
-	return out
-}
-
-// WithTenant is an encoded owners' table (without a tenant) with tenant
-// set, for the answer to a request in the accounts mode.
-func WithTenant(table []byte, tenant tenancy.TenantID) []byte {
-	out := make([]byte, 0, len(table)+50)
-	out = append(out, `{"tenant":"`...)
-	out = AppendUUID(out, tenant)
-	out = append(out, `",`...)
-	return append(out, table[1:]...)
+// AppendHealthBehind appends health, a health answer, with the publish
+// slots that fell behind their bound (database/slot) added: the bridge
+// still serves, so the status stays, but an operator sees the slot that
+// holds WAL.
+func AppendHealthBehind(dst, health []byte, slots []string) []byte {
+	if len(slots) == 0 || len(health) == 0 || health[len(health)-1] != '}' {
+		return append(dst, health...)
+	}
+	dst = append(dst, health[:len(health)-1]...)
+	dst = append(dst, `,"publishBehind":[`...)
+	for i, s := range slots {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, s)
+	}
+	return append(dst, "]}"...)
 }

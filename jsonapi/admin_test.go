@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -69,7 +70,7 @@ func TestDecodeSwitch(t *testing.T) {
 	}
 }
 
-func TestHealth(t *testing.T) {
+func TestAppendHealth(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		postgres, nats string
@@ -82,7 +83,7 @@ func TestHealth(t *testing.T) {
 		{"up", "down", 503, `{"status":"unhealthy","postgres":"up","nats":"down"}`},
 		{"down", "disabled", 503, `{"status":"unhealthy","postgres":"down","nats":"disabled"}`},
 	} {
-		status, body := Health(c.postgres, c.nats)
+		status, body := AppendHealth(nil, c.postgres, c.nats)
 		if status != c.status {
 			t.Errorf("%s/%s: status %d, want %d", c.postgres, c.nats, status, c.status)
 		}
@@ -90,27 +91,57 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-func TestEncodeOwners(t *testing.T) {
+// The owners' table in the accounts mode (ownership renders the table):
+// the same table with the tenant first.
+func TestAppendOwnersWithTenant(t *testing.T) {
 	t.Parallel()
-	table := OwnersTable{Version: "v-3", Buckets: 4,
-		Bridges: []OwnerEntry{{ID: "b1", Subject: "queen.v1.push.b1"}, {ID: "b\"2", Subject: "queen.v1.push.b2"}},
-		Owners:  []int32{0, 1, 1, 0}}
-	enc := EncodeOwners(&table)
-	golden(t, enc, `{"version":"v-3","buckets":4,"bridges":[{"id":"b1","subject":"queen.v1.push.b1"},`+
-		`{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,1,1,0]}`)
-	golden(t, EncodeOwners(&OwnersTable{Version: "v", Tenant: uuidAText}),
-		`{"version":"v","tenant":"01234567-89ab-cdef-0123-456789abcdef","buckets":0,"bridges":null,"owners":null}`)
-
-	// The answer in the accounts mode: the same table with the tenant.
-	with := WithTenant(enc, uuidB)
-	golden(t, with, `{"tenant":"ffeeddcc-bbaa-9988-7766-554433221100","version":"v-3","buckets":4,"bridges":[{"id":"b1","subject":"queen.v1.push.b1"},`+
-		`{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,1,1,0]}`)
-	var back OwnersTable
+	enc := []byte(`{"version":"v-3","buckets":4,"bridges":[{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,0,0,0]}`)
+	with := AppendOwnersWithTenant(nil, enc, uuidB)
+	golden(t, with, `{"tenant":"ffeeddcc-bbaa-9988-7766-554433221100","version":"v-3","buckets":4,"bridges":[{"id":"b\"2","subject":"queen.v1.push.b2"}],"owners":[0,0,0,0]}`)
+	var back, want map[string]any
 	if err := json.Unmarshal(with, &back); err != nil {
 		t.Fatal(err)
 	}
-	table.Tenant = uuidBText
-	if !reflect.DeepEqual(back, table) {
-		t.Fatalf("reads back as %+v, want %+v", back, table)
+	if err := json.Unmarshal(enc, &want); err != nil {
+		t.Fatal(err)
+	}
+	want["tenant"] = uuidBText
+	if !reflect.DeepEqual(back, want) {
+		t.Fatalf("reads back as %+v, want %+v", back, want)
+	}
+}
+
+// FuzzDecodeSwitch reads any switch body: no panic; a refusal is the one
+// BadRequest; a body let through has a boolean enabled, the one decoded.
+func FuzzDecodeSwitch(f *testing.F) {
+	for _, s := range []string{`{"enabled":true}`, `{"enabled":false}`, `{}`, `{"enabled":"true"}`, `null`, `[true]`, `{"enabled":true,"enabled":false}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		on, err := DecodeSwitch(body)
+		if err != nil {
+			var bad *BadRequest
+			if !errors.As(err, &bad) || err.Error() != "enabled (boolean) is required" {
+				t.Fatalf("refusal %v", err)
+			}
+			return
+		}
+		var v struct{ Enabled *bool }
+		if json.Unmarshal(body, &v) != nil || v.Enabled == nil || *v.Enabled != on {
+			t.Fatalf("%q let through as %v", body, on)
+		}
+	})
+}
+
+// The slots behind their bound join a health answer as publishBehind; with
+// none, the answer is left as it was.
+func TestAppendHealthBehind(t *testing.T) {
+	_, health := AppendHealth(nil, "up", "disabled")
+	if got := string(AppendHealthBehind(nil, health, nil)); got != string(health) {
+		t.Fatalf("no slots: %s", got)
+	}
+	want := `{"status":"healthy","postgres":"up","nats":"disabled","publishBehind":["a/queen_publish_a","b/s"]}`
+	if got := string(AppendHealthBehind(nil, health, []string{"a/queen_publish_a", "b/s"})); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }

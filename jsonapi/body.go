@@ -18,8 +18,6 @@ import (
 //   - any other body (binary, plain text) is a JSON string of its standard
 //     base64, and encoded is true: the frame is flagged so that reads mark
 //     it "encoding":"base64" and a reader can tell it from a JSON string.
-var emptyBase64 = []byte(`""`)
-
 func BodyPayload(body []byte) (payload []byte, encoded bool) {
 	if len(body) == 0 {
 		return emptyBase64, true
@@ -32,6 +30,9 @@ func BodyPayload(body []byte) (payload []byte, encoded bool) {
 	out = base64.StdEncoding.AppendEncode(out, body)
 	return append(out, '"'), true
 }
+
+// emptyBase64 is the payload of an empty body: the base64 of nothing.
+var emptyBase64 = []byte(`""`)
 
 // IsJSON reports whether b is exactly one valid JSON value (RFC 8259, UTF-8
 // in its strings), with nothing but white space around it.

@@ -9,9 +9,9 @@ import (
 )
 
 // FuzzBodyPayload: whatever the body, the payload is valid JSON; a JSON body
-// (by encoding/json's judgement, and UTF-8) is kept byte for byte, an empty
-// one is null, and anything else is a JSON string whose base64 decodes to
-// exactly the body.
+// (by encoding/json's judgement, and UTF-8) is kept byte for byte, and
+// anything else, the empty body too, is a JSON string whose base64 decodes
+// to exactly the body (an empty body is "", not null).
 func FuzzBodyPayload(f *testing.F) {
 	for _, s := range []string{``, `null`, ` {"a":[1,2]} `, "{\"a\":1}\n", `"x"`, `hello`, "\x00\x01\xff", `{"a":"\xff"}`, `1 2`, `[`, `-0.5e+10`} {
 		f.Add([]byte(s))
@@ -23,10 +23,6 @@ func FuzzBodyPayload(f *testing.F) {
 		}
 		isJSON := len(body) > 0 && json.Valid(body) && utf8.Valid(body)
 		switch {
-		case len(body) == 0:
-			if encoded || string(payload) != "null" {
-				t.Fatalf("empty body: %q %v", payload, encoded)
-			}
 		case isJSON:
 			if encoded || !bytes.Equal(payload, body) {
 				t.Fatalf("JSON body %q stored as %q (encoded %v)", body, payload, encoded)

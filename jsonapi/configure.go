@@ -177,14 +177,14 @@ func (o *QueueOptions) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// EncodeQueueConfigured is the JSON of c; it fails only when an option
-// kept as sent is not JSON.
-func EncodeQueueConfigured(c *QueueConfigured) ([]byte, error) {
+// AppendQueueConfigured appends the JSON of c; it fails, appending
+// nothing, only when an option kept as sent is not JSON.
+func AppendQueueConfigured(dst []byte, c *QueueConfigured) ([]byte, error) {
 	out, err := json.Marshal(c)
 	if err != nil {
-		return nil, fmt.Errorf("queue %q: its settings do not encode: %w", c.Queue, err)
+		return dst, fmt.Errorf("queue %q: its settings do not encode: %w", c.Queue, err)
 	}
-	return out, nil
+	return append(dst, out...), nil
 }
 
 // DecodeQueueConfigured reads a queue.changed broadcast.

@@ -61,7 +61,7 @@ func FuzzDecodeConfigure(f *testing.F) {
 		if r.RetentionSeconds != nil {
 			c.Options.RetentionSeconds = *r.RetentionSeconds
 		}
-		out, err := EncodeQueueConfigured(&c)
+		out, err := AppendQueueConfigured(nil, &c)
 		if err != nil {
 			t.Fatalf("options taken do not encode: %v", err)
 		}

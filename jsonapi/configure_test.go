@@ -73,7 +73,7 @@ func TestDecodeConfigure(t *testing.T) {
 	}
 }
 
-func TestEncodeQueueConfigured(t *testing.T) {
+func TestAppendQueueConfigured(t *testing.T) {
 	t.Parallel()
 	c := QueueConfigured{Configured: true, Queue: "orders.eu", Tenant: uuidAText, Namespace: "orders", Task: "eu",
 		Options: QueueOptions{EncryptionEnabled: true, DedupWindowSeconds: 600, RetentionSeconds: 0,
@@ -81,7 +81,7 @@ func TestEncodeQueueConfigured(t *testing.T) {
 				// An option named as an acted-on one loses to it.
 				"dedupWindowSeconds": json.RawMessage(`1`)}},
 		NotActedOn: []string{"x"}}
-	out, err := EncodeQueueConfigured(&c)
+	out, err := AppendQueueConfigured(nil, &c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +89,14 @@ func TestEncodeQueueConfigured(t *testing.T) {
 		`"options":{"dedupWindowSeconds":600,"encryptionEnabled":true,"leaseTime":30,"retentionSeconds":0,"x":{"a":"\u003c\u0026\u003e"}},`+
 		`"notActedOn":["x"]}`)
 
-	out, err = EncodeQueueConfigured(&QueueConfigured{Configured: true, Queue: nasty})
+	out, err = AppendQueueConfigured(nil, &QueueConfigured{Configured: true, Queue: nasty})
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, out, `{"configured":true,"queue":"a\"b\\c\nd\re\tf\u0001g\u001f`+"\x7f"+`h\ufffdé","tenant":"","namespace":"","task":"",`+
 		`"options":{"dedupWindowSeconds":0,"encryptionEnabled":false,"retentionSeconds":0},"notActedOn":null}`)
 
-	_, err = EncodeQueueConfigured(&QueueConfigured{Queue: "q", Options: QueueOptions{Other: map[string]json.RawMessage{"x": json.RawMessage(`{`)}}})
+	_, err = AppendQueueConfigured(nil, &QueueConfigured{Queue: "q", Options: QueueOptions{Other: map[string]json.RawMessage{"x": json.RawMessage(`{`)}}})
 	if err == nil || !strings.HasPrefix(err.Error(), `queue "q": its settings do not encode: `) {
 		t.Fatalf("an option that is not JSON: %v", err)
 	}
@@ -148,7 +148,7 @@ func TestQueueConfiguredRoundTrip(t *testing.T) {
 	} {
 		c := QueueConfigured{Configured: true, Queue: "orders.eu", Tenant: uuidAText, Namespace: "orders", Task: "eu",
 			Options: QueueOptions{EncryptionEnabled: true, DedupWindowSeconds: 600, RetentionSeconds: 86400, Other: other}, NotActedOn: []string{}}
-		out, err := EncodeQueueConfigured(&c)
+		out, err := AppendQueueConfigured(nil, &c)
 		if err != nil {
 			t.Fatal(err)
 		}

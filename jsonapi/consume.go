@@ -46,10 +46,10 @@ const (
 // are errors naming the parameter.
 func ParsePopQuery(get func(string) string) (PopRequest, error) {
 	r := PopRequest{ConsumerGroup: get("consumerGroup"), SubscriptionMode: get("subscriptionMode"), SubscriptionFrom: get("subscriptionFrom")}
-	if err := queryInts(get,
-		intParam{"batch", 32, func(n int64) { r.Batch = int(n) }},
-		intParam{"timeout", 32, func(n int64) { r.TimeoutMs = int(n) }},
-		intParam{"partitions", 32, func(n int64) { r.Partitions = int(n) }}); err != nil {
+	if err := ParseQueryInts(get,
+		IntParam{"batch", 32, func(n int64) { r.Batch = int(n) }},
+		IntParam{"timeout", 32, func(n int64) { r.TimeoutMs = int(n) }},
+		IntParam{"partitions", 32, func(n int64) { r.Partitions = int(n) }}); err != nil {
 		return r, err
 	}
 	for _, p := range []struct {

@@ -17,9 +17,9 @@ type DeadLettersRequest struct {
 // ParseDeadLettersQuery reads GET /api/v1/dlq's query parameters.
 func ParseDeadLettersQuery(get func(string) string) (DeadLettersRequest, error) {
 	r := DeadLettersRequest{Queue: get("queue"), ConsumerGroup: get("consumerGroup")}
-	err := queryInts(get,
-		intParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
-		intParam{"offset", 32, func(n int64) { r.Offset = int(n) }})
+	err := ParseQueryInts(get,
+		IntParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
+		IntParam{"offset", 32, func(n int64) { r.Offset = int(n) }})
 	return r, err
 }
 

@@ -2,6 +2,7 @@ package jsonapi
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -59,7 +60,18 @@ func AppendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// ErrorBody is {"error": msg}.
-func ErrorBody(msg string) []byte {
-	return append(AppendString([]byte(`{"error":`), msg), '}')
+// AppendError appends {"error": msg}.
+func AppendError(dst []byte, msg string) []byte {
+	return append(AppendString(append(dst, `{"error":`...), msg), '}')
+}
+
+// AppendResource appends the JSON of v, an answer rendered by encoding/json
+// (the admin routes', the requeue's); an answer that does not encode (it
+// holds nothing that can fail) appends an error body saying why.
+func AppendResource(dst []byte, v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return AppendError(dst, "encoding the answer: "+err.Error())
+	}
+	return append(dst, out...)
 }

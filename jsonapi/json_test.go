@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // The helpers of the golden-body tests: an answer writer's output must be
@@ -13,35 +15,13 @@ import (
 // the test names.
 
 // golden checks an answer body against its literal golden text.
-func golden(t *testing.T, got []byte, want string) {
-	t.Helper()
-	if string(got) != want {
-		t.Errorf("body\n got %s\nwant %s", got, want)
-	}
-	if !json.Valid(got) {
-		t.Errorf("body is not JSON: %s", got)
-	}
-}
+func golden(t *testing.T, got []byte, want string) { t.Helper(); testkit.Golden(t, got, want) }
 
 // wantBad checks that err is a BadRequest saying exactly want ("" wants
 // no error).
 func wantBad(t *testing.T, err error, want string) {
 	t.Helper()
-	if want == "" {
-		if err != nil {
-			t.Fatalf("unexpected error: %v", err)
-		}
-		return
-	}
-	var bad *BadRequest
-	switch {
-	case err == nil:
-		t.Fatalf("no error, want %q", want)
-	case !errors.As(err, &bad):
-		t.Fatalf("error %v is %T, not a BadRequest", err, err)
-	case err.Error() != want:
-		t.Fatalf("error\n got %q\nwant %q", err.Error(), want)
-	}
+	testkit.WantError[*BadRequest](t, err, want)
 }
 
 // refused reports whether a decoder refused its input, and fails the test
@@ -148,17 +128,17 @@ func TestParseUUID(t *testing.T) {
 	}
 }
 
-func TestErrorBody(t *testing.T) {
+func TestAppendError(t *testing.T) {
 	t.Parallel()
-	golden(t, ErrorBody("queue is required"), `{"error":"queue is required"}`)
-	golden(t, ErrorBody(""), `{"error":""}`)
-	golden(t, ErrorBody(nasty), `{"error":`+nastyJSON+`}`)
-	if got := ErrorMessage(ErrorBody(nasty)); got != nastyBack {
-		t.Errorf("ErrorMessage reads %q back as %q", nasty, got)
+	golden(t, AppendError(nil, "queue is required"), `{"error":"queue is required"}`)
+	golden(t, AppendError(nil, ""), `{"error":""}`)
+	golden(t, AppendError(nil, nasty), `{"error":`+nastyJSON+`}`)
+	if got := DecodeError(AppendError(nil, nasty)); got != nastyBack {
+		t.Errorf("DecodeError reads %q back as %q", nasty, got)
 	}
 }
 
-func TestErrorMessage(t *testing.T) {
+func TestDecodeError(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ body, want string }{
 		{`{"error":"too many parked reads"}`, "too many parked reads"},
@@ -170,7 +150,7 @@ func TestErrorMessage(t *testing.T) {
 		{`not json`, ""},
 		{`{"error":"x"`, ""},
 	} {
-		if got := ErrorMessage([]byte(c.body)); got != c.want {
+		if got := DecodeError([]byte(c.body)); got != c.want {
 			t.Errorf("%s: got %q, want %q", c.body, got, c.want)
 		}
 	}

@@ -12,11 +12,11 @@ type PopHead struct {
 	Claimed          int
 }
 
-// AppendPopHead opens a pop answer: {"success":true,"queue","partition",
+// OpenPop appends the opening of a pop answer: {"success":true,"queue","partition",
 // "partitionId","leaseId","consumerGroup","partitionsClaimed","messages":[
 // — AppendPopped then appends each message, comma-separated, and
 // ClosePop closes it.
-func AppendPopHead(out []byte, h *PopHead) []byte {
+func OpenPop(out []byte, h *PopHead) []byte {
 	out = append(out, `{"success":true,"queue":`...)
 	out = AppendString(out, h.Queue)
 	out = append(out, `,"partition":`...)
@@ -32,7 +32,7 @@ func AppendPopHead(out []byte, h *PopHead) []byte {
 	return append(out, `,"messages":[`...)
 }
 
-// ClosePop closes what AppendPopHead opened.
+// ClosePop closes what OpenPop opened.
 func ClosePop(out []byte) []byte { return append(out, `]}`...) }
 
 // AppendAckResults appends the answer to an acknowledgement request: one

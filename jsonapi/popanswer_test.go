@@ -65,7 +65,7 @@ func TestPopAnswer(t *testing.T) {
 	head := PopHead{Queue: "orders.eu", Partition: "customer-42", PartitionID: 7, Lease: uuidBText, Group: "billing", Claimed: 2}
 	m1 := PoppedMessage{ID: uuidA, TransactionID: "a", Payload: []byte(`1`), CreatedAt: atWhole, PartitionID: 7, Partition: "customer-42"}
 	m2 := PoppedMessage{ID: uuidB, TransactionID: "b", Payload: []byte(`[2]`), CreatedAt: atWhole, PartitionID: 8, Partition: "customer-43"}
-	out := AppendPopHead(nil, &head)
+	out := OpenPop(nil, &head)
 	out = AppendPopped(out, &m1, head.Lease, head.Group)
 	out = append(out, ',')
 	out = AppendPopped(out, &m2, head.Lease, head.Group)
@@ -77,7 +77,7 @@ func TestPopAnswer(t *testing.T) {
 		`"createdAt":"2026-01-02T03:04:05Z","partitionId":"8","partition":"customer-43","leaseId":"ffeeddcc-bbaa-9988-7766-554433221100","consumerGroup":"billing"}]}`)
 
 	// Auto-ack: leaseId is "" (never null); escapes in the head.
-	golden(t, ClosePop(AppendPopHead(nil, &PopHead{Queue: nasty, Partition: nasty, PartitionID: 1, Group: nasty, Claimed: 1})),
+	golden(t, ClosePop(OpenPop(nil, &PopHead{Queue: nasty, Partition: nasty, PartitionID: 1, Group: nasty, Claimed: 1})),
 		`{"success":true,"queue":`+nastyJSON+`,"partition":`+nastyJSON+`,"partitionId":"1","leaseId":"","consumerGroup":`+nastyJSON+
 			`,"partitionsClaimed":1,"messages":[]}`)
 }

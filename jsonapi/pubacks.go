@@ -24,28 +24,28 @@ func NewPubAcks(stream string) *PubAcks {
 	return a
 }
 
-// Queued appends the answer to a message committed at seq, its offset in
+// AppendQueued appends the answer to a message committed at seq, its offset in
 // its partition.
-func (a *PubAcks) Queued(dst []byte, seq int64) []byte {
+func (a *PubAcks) AppendQueued(dst []byte, seq int64) []byte {
 	dst = strconv.AppendInt(append(dst, a.head...), seq, 10)
 	return append(dst, '}')
 }
 
-// Duplicate appends the answer to a message whose original is stored at
+// AppendDuplicate appends the answer to a message whose original is stored at
 // seq; nothing was written.
-func (a *PubAcks) Duplicate(dst []byte, seq int64) []byte {
+func (a *PubAcks) AppendDuplicate(dst []byte, seq int64) []byte {
 	dst = strconv.AppendInt(append(dst, a.head...), seq, 10)
 	return append(dst, `,"duplicate":true}`...)
 }
 
-// Buffered is the answer to a message spooled (seq 0, "buffered":true);
-// it must not be changed.
-func (a *PubAcks) Buffered() []byte { return a.buffered }
+// AppendBuffered appends the answer to a message spooled (seq 0,
+// "buffered":true).
+func (a *PubAcks) AppendBuffered(dst []byte) []byte { return append(dst, a.buffered...) }
 
-// Failed appends JetStream's API error: its HTTP-like code, its error code
+// AppendFailed appends JetStream's API error: its HTTP-like code, its error code
 // (nats-server's errors.json) and a description for people; nothing was
 // written.
-func (a *PubAcks) Failed(dst []byte, code, errCode int, desc string) []byte {
+func (a *PubAcks) AppendFailed(dst []byte, code, errCode int, desc string) []byte {
 	dst = append(dst, `{"error":{"code":`...)
 	dst = strconv.AppendInt(dst, int64(code), 10)
 	dst = append(dst, `,"err_code":`...)

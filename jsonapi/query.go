@@ -5,26 +5,26 @@ import (
 	"strconv"
 )
 
-// intParam is one integer query parameter and where it goes.
-type intParam struct {
-	name string
-	bits int // 32 or 64: the range it must fit
-	set  func(int64)
+// IntParam is one integer query parameter and where it goes.
+type IntParam struct {
+	Name string
+	Bits int // 32 or 64: the range it must fit
+	Set  func(int64)
 }
 
-// queryInts reads integer query parameters; a value that is not an integer
+// ParseQueryInts reads integer query parameters; a value that is not an integer
 // of the parameter's size is an error naming the parameter.
-func queryInts(get func(string) string, params ...intParam) error {
+func ParseQueryInts(get func(string) string, params ...IntParam) error {
 	for _, p := range params {
-		v := get(p.name)
+		v := get(p.Name)
 		if v == "" {
 			continue
 		}
-		n, err := strconv.ParseInt(v, 10, p.bits)
+		n, err := strconv.ParseInt(v, 10, p.Bits)
 		if err != nil {
-			return Badf("%s must be an integer, got %q", p.name, v)
+			return Badf("%s must be an integer, got %q", p.Name, v)
 		}
-		p.set(n)
+		p.Set(n)
 	}
 	return nil
 }
@@ -41,11 +41,11 @@ func decodeBody(body []byte, what string, v any) error {
 // ParseFetchQuery reads GET /api/v1/messages' query parameters.
 func ParseFetchQuery(get func(string) string) (FetchRequest, error) {
 	r := FetchRequest{Queue: get("queue"), Partition: get("partition")}
-	err := queryInts(get,
-		intParam{"from", 64, func(n int64) { r.From = n }},
-		intParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
-		intParam{"waitMs", 32, func(n int64) { r.WaitMs = int(n) }},
-		intParam{"maxBytes", 64, func(n int64) { r.MaxBytes = n }})
+	err := ParseQueryInts(get,
+		IntParam{"from", 64, func(n int64) { r.From = n }},
+		IntParam{"limit", 32, func(n int64) { r.Limit = int(n) }},
+		IntParam{"waitMs", 32, func(n int64) { r.WaitMs = int(n) }},
+		IntParam{"maxBytes", 64, func(n int64) { r.MaxBytes = n }})
 	return r, err
 }
 
@@ -74,9 +74,9 @@ func DecodePopCancel(body []byte) (string, error) {
 	return r.RequestID, CheckName("requestId", r.RequestID, r.RequestID != "")
 }
 
-// ErrorMessage is msg of an error body {"error": msg}, or "" when body is
+// DecodeError is msg of an error body {"error": msg}, or "" when body is
 // not one.
-func ErrorMessage(body []byte) string {
+func DecodeError(body []byte) string {
 	var e struct {
 		Error string `json:"error"`
 	}

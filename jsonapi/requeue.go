@@ -84,8 +84,8 @@ type requeuedJSON struct {
 	AlreadyRequeued  bool     `json:"alreadyRequeued"`
 }
 
-// RequeueAnswer renders {"requeued","more","messages":[...]}.
-func RequeueAnswer(msgs []Requeued, more bool) []byte {
+// AppendRequeued appends {"requeued","more","messages":[...]}.
+func AppendRequeued(dst []byte, msgs []Requeued, more bool) []byte {
 	out := struct {
 		Requeued int            `json:"requeued"`
 		More     bool           `json:"more"`
@@ -99,5 +99,5 @@ func RequeueAnswer(msgs []Requeued, more bool) []byte {
 		out.Messages[i] = requeuedJSON{TransactionID: m.TransactionID, NewTransactionID: m.NewTransactionID,
 			PartitionID: strconv.FormatInt(m.PartitionID, 10), Partition: m.Partition, Offset: m.Offset, ConsumerGroups: gs, AlreadyRequeued: m.Already}
 	}
-	return EncodeResource(out)
+	return AppendResource(dst, out)
 }

@@ -343,10 +343,12 @@ func AppendStreamRegistered(out []byte, r StreamRegistered) []byte {
 	return append(out, '}')
 }
 
-// StreamConflict is the 409 body of a registration whose config_hash
-// differs from the stored one: {"success":false,"query_id","name","error"}.
-func StreamConflict(id [16]byte, name, stored, sent string) []byte {
-	out := append([]byte(`{"success":false,"query_id":"`), AppendUUID(nil, id)...)
+// AppendStreamConflict appends the 409 body of a registration whose
+// config_hash differs from the stored one:
+// {"success":false,"query_id","name","error"}.
+func AppendStreamConflict(out []byte, id [16]byte, name, stored, sent string) []byte {
+	out = append(out, `{"success":false,"query_id":"`...)
+	out = AppendUUID(out, id)
 	out = append(out, `","name":`...)
 	out = AppendString(out, name)
 	out = append(out, `,"error":`...)
@@ -430,10 +432,10 @@ func AppendStreamCycle(out []byte, a *StreamCycleAnswer) []byte {
 	return append(out, "}}"...)
 }
 
-// StreamCycleFailure is the answer of a cycle that did not commit:
-// {"success":false,"query_id","partition_id","error"}.
-func StreamCycleFailure(id [16]byte, pid int64, msg string) []byte {
-	out := streamHead(nil, false, id, pid)
+// AppendStreamCycleFailure appends the answer of a cycle that did not
+// commit: {"success":false,"query_id","partition_id","error"}.
+func AppendStreamCycleFailure(out []byte, id [16]byte, pid int64, msg string) []byte {
+	out = streamHead(out, false, id, pid)
 	out = append(out, `,"error":`...)
 	out = AppendString(out, msg)
 	return append(out, '}')

@@ -295,12 +295,12 @@ func AppendTxnAnswer(out []byte, id [16]byte, results []TxnResult) []byte {
 	return append(out, "]}"...)
 }
 
-// TxnFailure is the answer of a transaction that did not commit (rolled
-// back, aborted, or of unknown outcome): {"transactionId", "success":
-// false, "error", "results": []}. Nothing it did is listed: nothing was
-// written.
-func TxnFailure(id [16]byte, msg string) []byte {
-	out := append([]byte(`{"transactionId":"`), AppendUUID(nil, id)...)
+// AppendTxnFailure appends the answer of a transaction that did not commit
+// (rolled back, aborted, or of unknown outcome): {"transactionId",
+// "success": false, "error", "results": []}. Nothing it did is listed:
+// nothing was written.
+func AppendTxnFailure(dst []byte, id [16]byte, msg string) []byte {
+	out := AppendUUID(append(dst, `{"transactionId":"`...), id)
 	out = append(out, `","success":false,"error":`...)
 	out = AppendString(out, msg)
 	return append(out, `,"results":[]}`...)

@@ -104,7 +104,7 @@ func TestTxnAnswers(t *testing.T) {
 	if string(out) != want {
 		t.Fatalf("got  %s\nwant %s", out, want)
 	}
-	fail := TxnFailure(uuidA, "ACK operation failed: Message not found (operations[2]: x)")
+	fail := AppendTxnFailure(nil, uuidA, "ACK operation failed: Message not found (operations[2]: x)")
 	var v map[string]any
 	if err := json.Unmarshal(fail, &v); err != nil || v["success"] != false || v["error"] != "ACK operation failed: Message not found (operations[2]: x)" || len(v["results"].([]any)) != 0 {
 		t.Fatalf("failure %s: %v", fail, err)

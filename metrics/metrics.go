@@ -12,6 +12,7 @@ import (
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/ownership"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
 )
@@ -207,6 +208,37 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_pg_migration_lock_waits_total", "Migration steps that gave up waiting for a lock (lock_timeout) and were tried again.",
 			func() uint64 { return b.DB.Stats().MigrationLockWaits }),
 	)
+}
+
+// RegisterPublish exposes the publish relay's figures per watched
+// database, read at scrape time.
+func (m *Metrics) RegisterPublish(r *publish.Relay) {
+	for i, st := range r.Stats() {
+		labels := prometheus.Labels{"database": st.Database}
+		of := func() publish.SourceStats { return r.Stats()[i] }
+		m.reg.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_publish_relayed_total", ConstLabels: labels,
+				Help: "queen.publish messages this bridge pushed from the database's slot (stored, or found stored by a replay)."},
+				func() float64 { return float64(of().Relayed) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "queen_publish_skipped_total", ConstLabels: labels,
+				Help: "queen.publish messages whose content this bridge could not read: logged, not stored."},
+				func() float64 { return float64(of().Skipped) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_publish_lag_bytes", ConstLabels: labels,
+				Help: "WAL between the server's end and the slot's confirmed position (from pg_replication_slots while another bridge or nobody reads it)."},
+				func() float64 { return float64(of().LagBytes) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_publish_lag_seconds", ConstLabels: labels,
+				Help: "Age of the oldest committed transaction this bridge read from the slot and has not stored yet."},
+				func() float64 { return of().Lag.Seconds() }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "queen_publish_reading", ConstLabels: labels,
+				Help: "1 while this bridge holds the database's slot and relays it."},
+				func() float64 {
+					if of().State == publish.StateReading {
+						return 1
+					}
+					return 0
+				}),
+		)
+	}
 }
 
 // RegisterJetStream exposes the JetStream intake's counters, read at

@@ -27,8 +27,9 @@
 // owner costs time, never data. For that reason a group written locally
 // after a forward was attempted never skips the probe (docs/ownership.md).
 //
-// It must not import bridge, push, pgwire, net/http or Prometheus: it
-// writes through fusion and answers through jsonapi.
+// It must not import bridge, push, pgwire, jsonapi, net/http or
+// Prometheus: it writes through fusion, and renders the owners' table
+// clients read beside the subjects that carry it (clients.go).
 //
 // A Router is owned by the bridge that starts and stops it. Its member
 // table is an immutable snapshot behind an atomic pointer, replaced by the

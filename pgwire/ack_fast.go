@@ -89,21 +89,12 @@ func AckHashes(txids []string) []byte {
 // (the transactionIds and errors of the acknowledgements that may dead-letter,
 // failed and dlq, alone). Answer, a row per applied acknowledgement: ordinal,
 // cursor, dead-lettered, queue, partition.
-const wholeAckSQL = wholeAckHeadSQL + `, dl AS (
-    INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)
-    SELECT o.qid, o.partition_id, o.consumer_group, o.delivered_to - o.delivered_count + i.i,
-           ($10::text[])[o.first + i.i], nullif(($11::text[])[o.first + i.i], ''), o.retry_count
-    FROM o CROSS JOIN LATERAL generate_series(1, o.delivered_count) AS i(i)
-    WHERE o.dead
-    ORDER BY o.partition_id, o.consumer_group, i.i
-    ON CONFLICT (partition_id, consumer_group, message_offset) DO NOTHING
-)
-SELECT u.ord, u.cursor_offset, u.dead, u.qname, u.pname FROM u`
+var wholeAckSQL = wholeAckHeadSQL + statement("ack_whole_dead_letters")
 
 // wholeAckMovesSQL is wholeAckSQL for a call none of whose acknowledgements
 // may dead-letter (completed and retry alone): no dead-letter insert, and no
 // transactionId or error array to bind.
-const wholeAckMovesSQL = wholeAckHeadSQL + `
+var wholeAckMovesSQL = wholeAckHeadSQL + `
 SELECT u.ord, u.cursor_offset, u.dead, u.qname, u.pname FROM u`
 
 // wholeAckOneSQL is wholeAckMovesSQL for a call of one acknowledgement,
@@ -113,53 +104,11 @@ SELECT u.ord, u.cursor_offset, u.dead, u.qname, u.pname FROM u`
 // Parameters: tenant, partition id, group, lease, count, hash entries,
 // their digest, status. Answer: wholeAckSQL's row, ordinal 1, when it
 // applied.
-const wholeAckOneSQL = `/* queen:ack-one */ UPDATE queen.consumer_cursors c SET
-    cursor_offset    = CASE WHEN $8 = 'completed' THEN c.delivered_to ELSE c.cursor_offset END,
-    acked_count      = CASE WHEN $8 = 'completed' THEN c.delivered_count ELSE c.acked_count END,
-    retry_count      = CASE WHEN $8 = 'retry' THEN c.retry_count ELSE 0 END,
-    lease_id         = NULL,
-    lease_expires_at = NULL,
-    updated_at       = clock_timestamp()
-FROM queen.log_partitions p
-JOIN queen.queues q ON q.id = p.queue_id
-WHERE c.partition_id = $2 AND c.consumer_group = $3 AND p.id = $2 AND q.tenant = $1
-  AND c.lease_id = $4 AND c.lease_expires_at > clock_timestamp() AND c.acked_count = 0
-  AND c.delivered_count = $5 AND c.delivered_hashes IN ($6, $7) AND c.delivered_to - c.cursor_offset = $5
-RETURNING 1::int8, c.cursor_offset, false, q.name, p.name`
+var wholeAckOneSQL = statement("ack_whole_one")
 
 // wholeAckHeadSQL is what wholeAckSQL and wholeAckMovesSQL share: the
 // compare-and-set of the cursor rows.
-const wholeAckHeadSQL = `/* queen:ack */ WITH v AS (
-    SELECT * FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::uuid[], $5::int4[], $6::bytea[], $7::bytea[], $8::text[], $9::int4[])
-        WITH ORDINALITY AS v(tenant, pid, grp, lease, n, hashes, digest, status, first, ord)
-), l AS (
-    SELECT v.ord, v.status, v.first, c.partition_id, c.consumer_group, c.delivered_to, c.delivered_count, c.retry_count,
-           q.id AS qid, q.name AS qname, p.name AS pname,
-           queen.consumer_option_v2(q.other_options, 'retryLimit') AS lim
-    FROM v JOIN queen.consumer_cursors c ON c.partition_id = v.pid AND c.consumer_group = v.grp
-    JOIN queen.log_partitions p ON p.id = v.pid
-    JOIN queen.queues q ON q.id = p.queue_id AND q.tenant = v.tenant
-    WHERE c.lease_id = v.lease AND c.lease_expires_at > clock_timestamp() AND c.acked_count = 0
-      AND c.delivered_count = v.n AND c.delivered_hashes IN (v.digest, v.hashes) AND c.delivered_to - c.cursor_offset = v.n
-    ORDER BY c.partition_id, c.consumer_group
-    FOR UPDATE OF c
-), o AS (
-    SELECT l.*, l.status IN ('completed', 'dlq') OR (l.status = 'failed' AND l.retry_count >= l.lim) AS moves,
-           l.status = 'dlq' OR (l.status = 'failed' AND l.retry_count >= l.lim) AS dead
-    FROM l
-), u AS (
-    UPDATE queen.consumer_cursors c SET
-        cursor_offset    = CASE WHEN o.moves THEN o.delivered_to ELSE c.cursor_offset END,
-        acked_count      = CASE WHEN o.moves THEN o.delivered_count ELSE c.acked_count END,
-        retry_count      = CASE WHEN o.status = 'failed' AND NOT o.moves THEN c.retry_count + 1
-                                WHEN o.status = 'retry' THEN c.retry_count ELSE 0 END,
-        lease_id         = NULL,
-        lease_expires_at = NULL,
-        updated_at       = clock_timestamp()
-    FROM o
-    WHERE c.partition_id = o.partition_id AND c.consumer_group = o.consumer_group
-    RETURNING o.ord, c.cursor_offset, o.dead, o.qname, o.pname
-)`
+var wholeAckHeadSQL = statement("ack_whole_head")
 
 // AckWhole applies whole-batch acknowledgements in one statement and one
 // commit (wholeAckSQL; wholeAckMovesSQL when none may dead-letter, and

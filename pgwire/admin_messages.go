@@ -56,18 +56,7 @@ type FoundMessage struct {
 
 // partitionSQL reads a tenant's partition by id, with its queue and its
 // groups' cursor rows.
-const partitionSQL = `SELECT p.id, p.name, q.name, q.namespace, q.task, q.encryption_enabled, q.other_options, p.last_offset,
-       g.names, g.cursors, g.tos, g.expires,
-       (SELECT count(*) FROM queen.log_tombstones t WHERE t.partition_id = p.id),
-       (SELECT count(DISTINCT d.message_offset) FROM queen.dead_letters d WHERE d.partition_id = p.id)
-FROM queen.log_partitions p
-JOIN queen.queues q ON q.id = p.queue_id
-CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(c.consumer_group ORDER BY c.consumer_group), '{}') AS names,
-           coalesce(array_agg(c.cursor_offset ORDER BY c.consumer_group), '{}') AS cursors,
-           coalesce(array_agg(c.delivered_to ORDER BY c.consumer_group), '{}') AS tos,
-           coalesce(array_agg(CASE WHEN c.lease_expires_at > clock_timestamp() THEN c.lease_expires_at END ORDER BY c.consumer_group), '{}') AS expires
-    FROM queen.consumer_cursors c WHERE c.partition_id = p.id) g`
+var partitionSQL = statement("admin_messages_partition")
 
 func scanPartition(rows pgx.Row) (MessagePartition, error) {
 	var m MessagePartition
@@ -207,6 +196,10 @@ func contains(sorted []int64, v int64) bool {
 	return false
 }
 
+// messageDeleteSQL tombstones offsets $2 of partition $1 and removes their
+// dead letters; it answers how many tombstones it inserted.
+var messageDeleteSQL = statement("message_delete")
+
 // DeleteMessage tombstones the messages with transactionId txid in
 // partition pid of the tenant (every stored one of that id not tombstoned
 // yet, as Queen deletes every row of it) and removes their dead letters, in
@@ -231,22 +224,7 @@ func (db *DB) DeleteMessage(ctx context.Context, tenant tenancy.TenantID, pid in
 		}
 		// A concurrent delete of the same message inserted first: its
 		// row stays, this one finds nothing to insert and says so.
-		if err := conn.QueryRow(ctx, `WITH t AS (
-				INSERT INTO queen.log_tombstones (partition_id, message_offset)
-				SELECT $1, o FROM unnest($2::int8[]) AS o ORDER BY o
-				ON CONFLICT (partition_id, message_offset) DO NOTHING
-				RETURNING 1
-			), l AS (
-				-- The dead letters are locked in the order every path
-				-- locks them, (partition, group, offset), as a requeue of
-				-- the same ones does: then neither waits on the other in a
-				-- cycle.
-				SELECT x.id FROM queen.dead_letters x WHERE x.partition_id = $1 AND x.message_offset = ANY($2::int8[])
-				ORDER BY x.consumer_group, x.message_offset FOR UPDATE
-			), d AS (
-				DELETE FROM queen.dead_letters d USING l WHERE d.id = l.id
-			)
-			SELECT count(*) FROM t`, pid, offs).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, messageDeleteSQL, pid, offs).Scan(&n); err != nil {
 			return err
 		}
 		deleted = n > 0

@@ -39,25 +39,7 @@ import (
 // partitionFrom is the FROM clause of one partition p and what the counts
 // read for it; partitionCols are its counts, in the order scanPartition
 // reads them.
-const partitionFrom = `queen.log_partitions p
-	LEFT JOIN LATERAL (SELECT s.base_offset, s.created_at FROM queen.log_segments s
-	                   WHERE s.partition_id = p.id ORDER BY s.end_offset LIMIT 1) fs ON true
-	LEFT JOIN LATERAL (SELECT s.created_at FROM queen.log_segments s
-	                   WHERE s.partition_id = p.id ORDER BY s.end_offset DESC LIMIT 1) ls ON true
-	LEFT JOIN LATERAL (SELECT c.cursor_offset, c.delivered_to, c.lease_id IS NOT NULL AND c.lease_expires_at > now() AS live
-	                   FROM queen.consumer_cursors c WHERE c.partition_id = p.id
-	                   ORDER BY c.consumer_group <> '__QUEUE_MODE__', c.cursor_offset LIMIT 1) rc ON true
-	LEFT JOIN LATERAL (SELECT count(*) FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()) AS leases,
-	                          coalesce(sum(c.delivered_count) FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0) AS batch,
-	                          coalesce(sum(c.acked_count) FILTER (WHERE c.lease_id IS NOT NULL AND c.lease_expires_at > now()), 0) AS acked
-	                   FROM queen.consumer_cursors c WHERE c.partition_id = p.id) lc ON true
-	LEFT JOIN LATERAL (SELECT count(*) AS n FROM queen.dead_letters d WHERE d.partition_id = p.id) dl ON true
-	CROSS JOIN LATERAL (SELECT coalesce(fs.base_offset - 1, p.last_offset) AS gone) g
-	CROSS JOIN LATERAL (SELECT p.last_offset - greatest(coalesce(rc.cursor_offset, 0), g.gone) AS after) a
-	CROSS JOIN LATERAL (SELECT CASE WHEN rc.live THEN least(greatest(rc.delivered_to - rc.cursor_offset, 0), a.after) ELSE 0 END AS processing) w
-	LEFT JOIN LATERAL (SELECT s.created_at FROM queen.log_segments s
-	                   WHERE a.after > 0 AND s.partition_id = p.id AND s.end_offset > greatest(coalesce(rc.cursor_offset, 0), g.gone)
-	                   ORDER BY s.end_offset LIMIT 1) pa ON true`
+var partitionFrom = statement("admin_queues_partition_from")
 
 const partitionCols = `p.last_offset - g.gone, a.after - w.processing, w.processing, p.last_offset - g.gone - a.after, dl.n,
 	lc.leases, lc.batch, lc.acked, fs.created_at, ls.created_at, pa.created_at`
@@ -133,7 +115,7 @@ type QueueFilter struct {
 
 func tenantArg(t tenancy.TenantID) pgtype.UUID { return pgtype.UUID{Bytes: t, Valid: true} }
 
-const queueStatsSQL = `SELECT ` + queueInfoCols + `,
+var queueStatsSQL = `SELECT ` + queueInfoCols + `,
 		s.parts, s.total, s.pending, s.processing, s.completed, s.dead, s.leases, s.batch, s.acked, s.leased, s.deadparts
 	FROM queen.queues q
 	CROSS JOIN LATERAL (
@@ -161,17 +143,12 @@ func (db *DB) QueueStats(ctx context.Context, tenant tenancy.TenantID, f QueueFi
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s QueueStat
-			if err := scanQueueInfo(rows, &s.QueueInfo, &s.Partitions,
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (s QueueStat, err error) {
+			return s, scanQueueInfo(r, &s.QueueInfo, &s.Partitions,
 				&s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing, &s.Counts.Completed, &s.Counts.DeadLetter,
-				&s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked, &s.LeasedPartitions, &s.DeadPartitions); err != nil {
-				return err
-			}
-			out = append(out, s)
-		}
-		return rows.Err()
+				&s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked, &s.LeasedPartitions, &s.DeadPartitions)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: queue counts: %w", err)
@@ -179,7 +156,7 @@ func (db *DB) QueueStats(ctx context.Context, tenant tenancy.TenantID, f QueueFi
 	return out, nil
 }
 
-const partitionStatsSQL = `SELECT p.id, p.name, p.last_offset, p.last_write_at, ` + partitionCols + `
+var partitionStatsSQL = `SELECT p.id, p.name, p.last_offset, p.last_write_at, ` + partitionCols + `
 	FROM ` + partitionFrom + `
 	WHERE p.queue_id = $1`
 
@@ -202,22 +179,18 @@ func (db *DB) PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s PartitionStat
+		parts, err = pgx.AppendRows(parts, rows, func(r pgx.CollectableRow) (s PartitionStat, err error) {
 			var oldest, newest, pending pgtype.Timestamptz
-			if err := rows.Scan(&s.ID, &s.Name, &s.Last, &s.LastWrite, &s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing,
+			err = r.Scan(&s.ID, &s.Name, &s.Last, &s.LastWrite, &s.Counts.Total, &s.Counts.Pending, &s.Counts.Processing,
 				&s.Counts.Completed, &s.Counts.DeadLetter, &s.Leases.Active, &s.Leases.Delivered, &s.Leases.Acked,
-				&oldest, &newest, &pending); err != nil {
-				return err
-			}
+				&oldest, &newest, &pending)
 			s.Oldest, s.Newest, s.OldestPending = oldest.Time, newest.Time, pending.Time
-			parts = append(parts, s)
-		}
+			return s, err
+		})
 		// Sorted here: ORDER BY p.id would have the planner walk every
 		// partition by its primary key instead of the queue's by its index.
 		slices.SortFunc(parts, func(a, b PartitionStat) int { return cmp.Compare(a.ID, b.ID) })
-		return rows.Err()
+		return err
 	})
 	if err != nil {
 		return QueueInfo{}, nil, false, fmt.Errorf("pgwire: partition counts of %q: %w", queue, err)
@@ -236,7 +209,7 @@ type Lag struct {
 	SecondsMin, SecondsMax    float64
 }
 
-const tenantLagSQL = `SELECT count(*), coalesce(avg(x.lag), 0)::float8, coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY x.lag), 0)::float8,
+var tenantLagSQL = `SELECT count(*), coalesce(avg(x.lag), 0)::float8, coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY x.lag), 0)::float8,
 		coalesce(min(x.lag), 0)::bigint, coalesce(max(x.lag), 0)::bigint,
 		coalesce(avg(x.secs), 0)::float8, coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY x.secs), 0)::float8,
 		coalesce(min(x.secs), 0)::float8, coalesce(max(x.secs), 0)::float8
@@ -281,15 +254,8 @@ func (db *DB) TopDeadLetterErrors(ctx context.Context, tenant tenancy.TenantID, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e DeadLetterError
-			if err := rows.Scan(&e.Error, &e.Count); err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = pgx.AppendRows(out, rows, pgx.RowToStructByPos[DeadLetterError])
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: dead-letter errors: %w", err)

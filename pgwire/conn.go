@@ -13,7 +13,7 @@ import (
 // Every statement the bridge sends runs inside withConn (or queryRow, which
 // is withConn around one row), so that it is bounded twice: by
 // AcquireTimeout while it waits for a connection, and by StatementTimeout
-// while it runs. The one exception is Migrate (migrate.go): a migration may
+// while it runs. The one exception is Migrate (pgwire/schema/migrate.go): a migration may
 // run long and waits for other bridges' migrations; its caller bounds it.
 
 // withConn runs fn on a pooled connection with the acquire and statement

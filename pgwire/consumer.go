@@ -322,15 +322,8 @@ func (db *DB) PendingPartitions(ctx context.Context, tenant tenancy.TenantID, qu
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var m PartitionMark
-			if err := rows.Scan(&m.ID, &m.Name, &m.Last, &m.Cursor); err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return rows.Err()
+		out, err = pgx.AppendRows(out, rows, pgx.RowToStructByPos[PartitionMark])
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: partitions of %s pending for %q: %w", queue, group, err)
@@ -443,17 +436,13 @@ func (db *DB) ConsumerLag(ctx context.Context) ([]GroupLag, error) {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var g GroupLag
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (g GroupLag, err error) {
 			var t pgtype.UUID
-			if err := rows.Scan(&t, &g.Queue, &g.Group, &g.Lag); err != nil {
-				return err
-			}
+			err = r.Scan(&t, &g.Queue, &g.Group, &g.Lag)
 			g.Tenant = t.Bytes
-			out = append(out, g)
-		}
-		return rows.Err()
+			return g, err
+		})
+		return err
 	})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("pgwire: consumer lag: %w", err)

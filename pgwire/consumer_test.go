@@ -60,13 +60,7 @@ func txids(msgs []pgwire.Message) []string {
 	return out
 }
 
-func completed(ids ...string) []pgwire.AckItem {
-	out := make([]pgwire.AckItem, len(ids))
-	for i, id := range ids {
-		out[i] = pgwire.AckItem{TransactionID: id}
-	}
-	return out
-}
+var completed = testkit.Completed
 
 func setOptions(t testing.TB, db *pgwire.DB, queue string, opts map[string]any) {
 	t.Helper()

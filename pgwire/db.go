@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/pgwire/schema"
 )
 
 // Config says how to reach PostgreSQL.
@@ -42,7 +43,7 @@ type Config struct {
 	// MigrationLockTimeout bounds each wait of a migration statement for a
 	// lock (its lock_timeout): on expiry the statement gives up, so that the
 	// live statements queued behind it go on, and is tried again after a
-	// pause (migrate_wait.go). Keep it below PostgreSQL's deadlock_timeout.
+	// pause (pgwire/schema/migrate_wait.go). Keep it below PostgreSQL's deadlock_timeout.
 	// Default: 500ms.
 	MigrationLockTimeout time.Duration
 	// OnMigrationWait, when set, hears of every migration step that gave up
@@ -168,6 +169,27 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	return &DB{cfg: cfg, pool: pool}, nil
 }
 
+// MigrationWait is what Migrate reports when a migration step gave up
+// waiting for a lock and will try again (schema.Wait).
+type MigrationWait = schema.Wait
+
+// Migrate brings the queen schema up to date (schema.Migrate), waiting for
+// each lock at most MigrationLockTimeout at a time and counting the steps
+// that gave up and tried again (Stats.MigrationLockWaits).
+func (db *DB) Migrate(ctx context.Context) error {
+	return schema.Migrate(ctx, db.pool, db.schemaConfig())
+}
+
+// schemaConfig is how db's migrations wait for their locks.
+func (db *DB) schemaConfig() schema.Config {
+	return schema.Config{LockTimeout: db.cfg.MigrationLockTimeout, OnWait: func(w schema.Wait) {
+		db.migrationWaits.Add(1)
+		if db.cfg.OnMigrationWait != nil {
+			db.cfg.OnMigrationWait(w)
+		}
+	}}
+}
+
 // Pool exposes the pool to tests and to read paths of this package.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
@@ -189,7 +211,7 @@ type Stats struct {
 	// before they were sent, by statement (retry.go's statementName).
 	Retries map[string]uint64
 	// MigrationLockWaits counts the migration steps that gave up waiting
-	// for a lock and were tried again (migrate_wait.go).
+	// for a lock and were tried again (pgwire/schema/migrate_wait.go).
 	MigrationLockWaits uint64
 }
 

@@ -2,9 +2,8 @@ package pgwire
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io/fs"
+	"strings"
 
 	"github.com/queenbridge/queenbridge/segment"
 )
@@ -29,70 +28,18 @@ func (db *DB) PushGeneralOnly(ctx context.Context, writes []segment.Write) ([]se
 
 // KnownSQL is the known-partition statement of a bundle of several
 // segments, for the test that reads its plan.
-const KnownSQL = knownSQL
-
-// MigrateTo applies the numbered migrations up to version upTo and no
-// function file: the schema as a bridge of that step left it.
-func (db *DB) MigrateTo(ctx context.Context, upTo int) error {
-	return db.migrateUpTo(ctx, upTo, nil)
-}
-
-// MigrateOlder migrates as a bridge of step upTo did: the numbered
-// migrations up to upTo, then the function files of that bridge, in
-// fsys's directory functions.
-func (db *DB) MigrateOlder(ctx context.Context, upTo int, fsys fs.FS) error {
-	fns, err := functionsIn(fsys)
-	if err != nil {
-		return err
-	}
-	return db.migrateUpTo(ctx, upTo, fns)
-}
-
-// migrateUpTo applies the numbered migrations up to version upTo, then fns.
-func (db *DB) migrateUpTo(ctx context.Context, upTo int, fns []function) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	var keep []migration
-	for _, m := range ms {
-		if m.version <= upTo {
-			keep = append(keep, m)
-		}
-	}
-	return db.migrate(ctx, keep, fns)
-}
-
-// MigrateEdited migrates as Migrate does, with the function files' texts as
-// edit returns them: a bridge whose function files differ.
-func (db *DB) MigrateEdited(ctx context.Context, edit func(name, sql string) string) error {
-	ms, err := migrations()
-	if err != nil {
-		return err
-	}
-	fns, err := functions()
-	if err != nil {
-		return err
-	}
-	for i := range fns {
-		if sql := edit(fns[i].name, fns[i].sql); sql != fns[i].sql {
-			sum := sha256.Sum256([]byte(sql))
-			fns[i].sql, fns[i].sha = sql, hex.EncodeToString(sum[:])
-		}
-	}
-	return db.migrate(ctx, ms, fns)
-}
+var KnownSQL = knownSQL
 
 // WholeAckSQL is the whole-batch acknowledgement statement, for the test
 // that reads its plan.
-const (
+var (
 	WholeAckSQL      = wholeAckSQL
 	WholeAckMovesSQL = wholeAckMovesSQL
 )
 
 // DeleteGroupSQL and SeekSQL are the consumer-group statements, for the
 // test that reads their plans.
-const (
+var (
 	DeleteGroupSQL = deleteGroupSQL
 	SeekSQL        = seekSQL
 )
@@ -107,14 +54,14 @@ var CountSQL = map[string][]any{
 
 // PopKnownSQL and PopTailSQL are the pop statements, for the test that
 // reads their plans.
-const (
+var (
 	PopKnownSQL = popKnownSQL
 	PopTailSQL  = popTailSQL
 )
 
 // QueueConsumersSQL and RequeueSelectSQL are the console's statements, for
 // the test that reads their plans.
-const (
+var (
 	QueueConsumersSQL = queueConsumersSQL
 	RequeueSelectSQL  = requeueSelectSQL
 )
@@ -156,37 +103,17 @@ func (db *DB) PopKnownOnce(ctx context.Context, req PopRequest) (res PopResult, 
 	return res, raw.gone, false, err
 }
 
-// PlanMigration reads how a migration file of that version would run: its
-// statements outside a transaction (nil: inside one), or why it is
-// refused.
-func PlanMigration(version int, name, sql string) ([]string, error) {
-	m := migration{version: version, name: name, sql: sql}
-	if err := m.plan(); err != nil {
+// UnreadSQLFiles are the files of sql/ that no statement reads.
+func UnreadSQLFiles() ([]string, error) {
+	entries, err := fs.ReadDir(sqlFiles, "sql")
+	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, s := range m.outside {
-		out = append(out, s.sql)
+	for _, e := range entries {
+		if name := strings.TrimSuffix(e.Name(), ".sql"); !statementsRead[name] {
+			out = append(out, e.Name())
+		}
 	}
 	return out, nil
-}
-
-// ApplyMigration applies one migration file of that version as Migrate
-// applies a pending one.
-func (db *DB) ApplyMigration(ctx context.Context, version int, name, sql string) error {
-	m := migration{version: version, name: name, sql: sql}
-	if err := m.plan(); err != nil {
-		return err
-	}
-	return db.migrate(ctx, []migration{m}, nil)
-}
-
-// PreLocks lists the table locks the migration transaction takes first for
-// migrations of these texts, as "MODE table", in the order it takes them.
-func PreLocks(sqls ...string) []string {
-	var out []string
-	for _, l := range preLocks(sqls) {
-		out = append(out, l.mode+" "+l.table)
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -47,20 +48,7 @@ type GroupCursor struct {
 // the cursor is found through the primary key (partition, end_offset): its
 // createdAt is the oldest message's after the cursor, and its base bounds
 // the lag when retention removed what followed the cursor.
-const groupCursorsSQL = `/* queen:groups */ SELECT c.consumer_group, q.name, p.name, p.id, p.last_offset, c.cursor_offset,
-       coalesce(c.start_offset, 0), c.lease_id, c.lease_id IS NOT NULL AND c.lease_expires_at > clock_timestamp(), c.updated_at,
-       CASE WHEN n.base_offset IS NULL THEN 0 ELSE greatest(p.last_offset - greatest(c.cursor_offset, n.base_offset - 1), 0) END,
-       n.created_at, coalesce(floor(extract(epoch FROM clock_timestamp() - n.created_at)), 0)::int8,
-       coalesce(s.mode, ''), s.start_after, s.created_at
-FROM queen.queues q
-JOIN queen.log_partitions p ON p.queue_id = q.id
-JOIN queen.consumer_cursors c ON c.partition_id = p.id
-LEFT JOIN queen.consumer_subscriptions s ON s.queue_id = q.id AND s.consumer_group = c.consumer_group
-LEFT JOIN LATERAL (SELECT y.base_offset, y.created_at FROM queen.log_segments y
-                   WHERE y.partition_id = p.id AND y.end_offset > c.cursor_offset AND p.last_offset > c.cursor_offset
-                   ORDER BY y.end_offset LIMIT 1) n ON true
-WHERE q.tenant = $1 AND ($2 = '' OR c.consumer_group = $2)
-ORDER BY c.consumer_group, q.name, p.name`
+var groupCursorsSQL = statement("group_cursors")
 
 // GroupCursors reads the tenant's cursors of group ("": every group).
 func (db *DB) GroupCursors(ctx context.Context, tenant tenancy.TenantID, group string) ([]GroupCursor, error) {
@@ -71,23 +59,19 @@ func (db *DB) GroupCursors(ctx context.Context, tenant tenancy.TenantID, group s
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var g GroupCursor
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (g GroupCursor, err error) {
 			var lease pgtype.UUID
 			var oldest, subAt, subCreated pgtype.Timestamptz
-			if err := rows.Scan(&g.Group, &g.Queue, &g.Partition, &g.PartitionID, &g.Last, &g.Cursor, &g.Start, &lease, &g.LeaseLive,
-				&g.UpdatedAt, &g.Lag, &oldest, &g.LagSeconds, &g.SubMode, &subAt, &subCreated); err != nil {
-				return err
-			}
+			err = r.Scan(&g.Group, &g.Queue, &g.Partition, &g.PartitionID, &g.Last, &g.Cursor, &g.Start, &lease, &g.LeaseLive,
+				&g.UpdatedAt, &g.Lag, &oldest, &g.LagSeconds, &g.SubMode, &subAt, &subCreated)
 			g.Lease, g.LeaseLive = lease.Bytes, g.LeaseLive && lease.Valid
 			g.OldestAt, g.SubAt, g.SubCreated = oldest.Time, subAt.Time, subCreated.Time
 			if !oldest.Valid {
 				g.LagSeconds = 0
 			}
-			out = append(out, g)
-		}
-		return rows.Err()
+			return g, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: cursors of consumer group %q: %w", group, err)
@@ -110,23 +94,7 @@ type GroupPartition struct {
 // subscriptions there too. Dead letters stay. The cursor rows are locked
 // first, in ascending (partition, group) (the lock is taken over the
 // sorted rows), the one lock order; no partition row is locked.
-const deleteGroupSQL = `/* queen:group-delete */ WITH l AS MATERIALIZED (
-    SELECT c.partition_id, c.consumer_group, q.name AS qname, p.name AS pname
-    FROM queen.queues q
-    JOIN queen.log_partitions p ON p.queue_id = q.id
-    JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = $2
-    WHERE q.tenant = $1 AND ($3 = '' OR q.name = $3)
-    ORDER BY c.partition_id, c.consumer_group
-    FOR UPDATE OF c
-), d AS (
-    DELETE FROM queen.consumer_cursors c USING l
-    WHERE c.partition_id = l.partition_id AND c.consumer_group = l.consumer_group
-    RETURNING l.qname, l.pname, c.partition_id
-), s AS (
-    DELETE FROM queen.consumer_subscriptions s USING queen.queues q
-    WHERE $4 AND s.queue_id = q.id AND s.consumer_group = $2 AND q.tenant = $1 AND ($3 = '' OR q.name = $3)
-)
-SELECT d.qname, d.pname, d.partition_id FROM d ORDER BY d.partition_id`
+var deleteGroupSQL = statement("group_delete")
 
 // DeleteGroup removes group's cursors (and leases) on the tenant's queue
 // ("": on every queue of the tenant), and with subscriptions its stored
@@ -168,27 +136,7 @@ type SeekRequest struct {
 // partition id (the insert takes its input in that order and locks each
 // conflicting row as it comes), the one lock order; partition rows are
 // read, not locked.
-const seekSQL = `/* queen:group-seek */ WITH t AS MATERIALIZED (
-    SELECT p.id, p.name, q.name AS qname,
-           CASE WHEN $5 THEN p.last_offset ELSE coalesce(
-               (SELECT y.end_offset FROM queen.log_segments y
-                WHERE y.partition_id = p.id AND y.created_at <= $6 ORDER BY y.end_offset DESC LIMIT 1),
-               (SELECT y.base_offset - 1 FROM queen.log_segments y
-                WHERE y.partition_id = p.id ORDER BY y.end_offset LIMIT 1),
-               p.last_offset) END AS target
-    FROM queen.queues q JOIN queen.log_partitions p ON p.queue_id = q.id
-    WHERE q.tenant = $1 AND q.name = $3 AND ($4 = '' OR p.name = $4)
-), u AS (
-    INSERT INTO queen.consumer_cursors AS c (partition_id, consumer_group, cursor_offset, delivered_to, start_offset)
-    SELECT t.id, $2, t.target, t.target, t.target FROM t ORDER BY t.id
-    ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
-        cursor_offset = EXCLUDED.cursor_offset, delivered_to = EXCLUDED.delivered_to, start_offset = EXCLUDED.start_offset,
-        delivered_count = 0, acked_count = 0, retry_count = 0, delivered_hashes = NULL,
-        acked_above = NULL, delivery_offsets = NULL, delivery_counts = NULL,
-        lease_id = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-    RETURNING c.partition_id, c.cursor_offset
-)
-SELECT t.qname, t.name, u.partition_id, u.cursor_offset FROM u JOIN t ON t.id = u.partition_id ORDER BY u.partition_id`
+var seekSQL = statement("group_seek")
 
 // SeekGroup moves the group's cursors as req says, in one statement
 // (seekSQL), and answers the partitions it set. None: no such queue (or

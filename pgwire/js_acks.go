@@ -63,44 +63,7 @@ type JSDeadLetter struct {
 // offsets in $8 and of its delivery counts in $9/$10; then the dead
 // letters, parallel arrays of pair ordinal, offset, transactionId, error,
 // retry count.
-const commitAcksSQL = `/* queen:js-acks */ WITH v AS (
-    SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int4[], $5::int4[], $6::int4[], $7::int4[])
-        WITH ORDINALITY AS v(cid, pid, floor, af, an, df, dn, ord)
-), j AS MATERIALIZED (
-    SELECT j.id, j.name, j.queue_id FROM queen.jetstream_consumers j
-    WHERE j.id = ANY ($1::int8[])
-    ORDER BY j.id
-    FOR KEY SHARE
-), k AS MATERIALIZED (
-    SELECT v.*, j.name AS grp, j.queue_id AS qid
-    FROM v JOIN j ON j.id = v.cid
-    JOIN queen.log_partitions p ON p.id = v.pid AND p.queue_id = j.queue_id
-), u AS (
-    INSERT INTO queen.consumer_cursors AS c (partition_id, consumer_group, cursor_offset, delivered_to, start_offset,
-        acked_above, delivery_offsets, delivery_counts)
-    SELECT k.pid, k.grp, k.floor, k.floor,
-           CASE WHEN NOT EXISTS (SELECT 1 FROM queen.consumer_cursors x WHERE x.partition_id = k.pid AND x.consumer_group = k.grp)
-                THEN queen.consumer_seed_v1(k.pid, k.qid, k.grp) END,
-           CASE WHEN k.an > 0 THEN ($8::int8[])[k.af + 1 : k.af + k.an] END,
-           CASE WHEN k.dn > 0 THEN ($9::int8[])[k.df + 1 : k.df + k.dn] END,
-           CASE WHEN k.dn > 0 THEN ($10::int4[])[k.df + 1 : k.df + k.dn] END
-    FROM k
-    ORDER BY k.pid, k.grp
-    ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
-        (cursor_offset, acked_above, delivery_offsets, delivery_counts, updated_at) = (
-            SELECT m.o_floor, m.o_acked, m.o_offsets, m.o_counts, clock_timestamp()
-            FROM queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
-                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts) m)
-    RETURNING c.partition_id
-), dl AS (
-    INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)
-    SELECT k.qid, k.pid, k.grp, d.off, d.txid, nullif(d.err, ''), d.retries
-    FROM unnest($11::int4[], $12::int8[], $13::text[], $14::text[], $15::int4[]) AS d(row, off, txid, err, retries)
-    JOIN k ON k.ord = d.row
-    ORDER BY k.pid, k.grp, d.off
-    ON CONFLICT (partition_id, consumer_group, message_offset) DO NOTHING
-)
-SELECT count(*) FROM u`
+var commitAcksSQL = statement("js_commit_acks")
 
 // CommitAcks stores the acknowledgement state of many (consumer,
 // partition) pairs and writes their dead letters, in one statement and one

@@ -40,45 +40,7 @@ import (
 // auto-ack), auto-ack, partition id, expected cursor, to, count, digest of
 // the hash entries, first segment's end. Answer, a row per applied claim:
 // ordinal, name, last offset, lease expiry, expired.
-const popTailSQL = `/* queen:pop-tail */ WITH v AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bool[], $5::int8[], $6::int8[], $7::int8[], $8::int4[], $9::bytea[], $10::int8[])
-        WITH ORDINALITY AS v(tenant, grp, lease, auto, pid, cur, to_off, n, h, fe, ord)
-    ORDER BY pid, grp
-), l AS (
-    SELECT v.ord, v.pid, v.lease, v.auto, v.to_off, v.n, v.h, x.*
-    FROM v CROSS JOIN LATERAL (
-        SELECT c.ctid AS tid, p.name, p.last_offset, c.lease_id IS NOT NULL AS expired,
-               queen.consumer_option_v2(q.other_options, 'leaseTime') AS lease_s
-        FROM queen.consumer_cursors c
-        JOIN queen.log_partitions p ON p.id = c.partition_id
-        JOIN queen.queues q ON q.id = p.queue_id
-        WHERE c.partition_id = v.pid AND c.consumer_group = v.grp AND q.tenant = v.tenant
-          AND c.cursor_offset = v.cur AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
-          AND queen.consumer_option_v2(q.other_options, 'delayedProcessing') = 0
-          AND queen.consumer_option_v2(q.other_options, 'windowBuffer') = 0
-          AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = v.pid AND s.end_offset = v.fe)
-          AND NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
-                          WHERE t.partition_id = v.pid AND t.message_offset > v.cur AND t.message_offset <= v.to_off)
-        FOR UPDATE OF c) x
-), u AS (
-    UPDATE queen.consumer_cursors c SET
-        lease_id         = CASE WHEN l.auto THEN NULL ELSE l.lease END,
-        lease_expires_at = CASE WHEN l.auto THEN NULL ELSE clock_timestamp() + queen.consumer_duration_v1(l.lease_s) END,
-        cursor_offset    = CASE WHEN l.auto THEN l.to_off ELSE c.cursor_offset END,
-        delivered_to     = l.to_off,
-        delivered_count  = l.n,
-        acked_count      = CASE WHEN l.auto THEN l.n ELSE 0 END,
-        retry_count      = CASE WHEN l.auto THEN 0 ELSE c.retry_count END,
-        delivered_hashes = l.h,
-        updated_at       = clock_timestamp()
-    FROM l
-    WHERE c.ctid = l.tid
-    RETURNING l.ord, l.name, l.last_offset, c.lease_expires_at, l.expired, l.auto
-), async AS (
-    SELECT set_config('synchronous_commit', 'off', true)
-    WHERE EXISTS (SELECT 1 FROM u) AND NOT EXISTS (SELECT 1 FROM u WHERE u.auto)
-)
-SELECT u.ord, u.name, u.last_offset, u.lease_expires_at, u.expired FROM u LEFT JOIN async ON true`
+var popTailSQL = statement("pop_tail_claim")
 
 // popTailOneSQL is popTailSQL for a call of one claim: the same
 // conditions and the same row written, as one UPDATE of the keyed row
@@ -89,33 +51,7 @@ SELECT u.ord, u.name, u.last_offset, u.lease_expires_at, u.expired FROM u LEFT J
 // found it (a lease released between that read and the UPDATE's re-check
 // counts as expired; it only feeds a counter). Parameters: popTailSQL's,
 // one value each. Answer: popTailSQL's row, ordinal 1, when it applied.
-const popTailOneSQL = `/* queen:pop-tail-one */ WITH async AS (
-    SELECT CASE WHEN $4 THEN '' ELSE set_config('synchronous_commit', 'off', true) END AS s
-)
-UPDATE queen.consumer_cursors c SET
-    lease_id         = CASE WHEN $4 THEN NULL ELSE $3::uuid END,
-    lease_expires_at = CASE WHEN $4 THEN NULL
-                            ELSE clock_timestamp() + queen.consumer_duration_v1(queen.consumer_option_v2(q.other_options, 'leaseTime')) END,
-    cursor_offset    = CASE WHEN $4 THEN $7::int8 ELSE c.cursor_offset END,
-    delivered_to     = $7,
-    delivered_count  = $8,
-    acked_count      = CASE WHEN $4 THEN $8::int4 ELSE 0 END,
-    retry_count      = CASE WHEN $4 THEN 0 ELSE c.retry_count END,
-    delivered_hashes = $9,
-    updated_at       = clock_timestamp()
-FROM queen.log_partitions p
-JOIN queen.queues q ON q.id = p.queue_id
-CROSS JOIN (SELECT o.lease_id IS NOT NULL AS expired FROM queen.consumer_cursors o
-            WHERE o.partition_id = $5 AND o.consumer_group = $2) e
-CROSS JOIN async
-WHERE c.partition_id = $5 AND c.consumer_group = $2 AND p.id = $5 AND q.tenant = $1
-  AND c.cursor_offset = $6 AND (c.lease_id IS NULL OR c.lease_expires_at <= clock_timestamp())
-  AND queen.consumer_option_v2(q.other_options, 'delayedProcessing') = 0
-  AND queen.consumer_option_v2(q.other_options, 'windowBuffer') = 0
-  AND EXISTS (SELECT 1 FROM queen.log_segments s WHERE s.partition_id = $5 AND s.end_offset = $10)
-  AND NOT EXISTS (SELECT 1 FROM queen.log_tombstones t
-                  WHERE t.partition_id = $5 AND t.message_offset > $6 AND t.message_offset <= $7)
-RETURNING 1::int8, p.name, p.last_offset, c.lease_expires_at, e.expired`
+var popTailOneSQL = statement("pop_tail_claim_one")
 
 // TailClaim is a delivery of one partition served from the bridge's
 // memory, to be claimed for a pop: its tenant, group and lease (unused with

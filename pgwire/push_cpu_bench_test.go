@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ const pushV0SQL = `SELECT queen.bench_push_multi_v0($1::text[], $2::text[], $3::
 // from 0002's text. Every function of that file is renamed, so that loading
 // it replaces none of the schema's own.
 func loadV0(ctx context.Context, db *DB) error {
-	body, err := migrationFiles.ReadFile("migrations/0002_push_functions.sql")
+	body, err := os.ReadFile("schema/migrations/0002_push_functions.sql")
 	if err != nil {
 		return err
 	}

@@ -34,43 +34,12 @@ import (
 //     first segment is inserted), the same for every segment.
 //   - Answers, one row per written segment: input ordinal, partition id,
 //     base offset, bundle timestamp, the queue's deduplication window.
-const knownSQL = BundleTag + ` WITH u AS (
-    SELECT * FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::bytea[], $5::bytea[], $6::int8[], $7::text[])
-        WITH ORDINALITY AS u(pid, ver, n, h, b, qid, pn, ord)
-    ORDER BY pid
-), a AS (
-    UPDATE queen.log_partitions p SET
-        last_offset   = p.last_offset + u.n,
-        last_write_at = CASE WHEN clock_timestamp() - p.last_write_at > interval '1 second'
-                             THEN clock_timestamp() ELSE p.last_write_at END
-    FROM u
-    WHERE p.id = u.pid AND p.queue_id = u.qid AND p.name = u.pn AND u.n >= 1 AND octet_length(u.h) = 16 * u.n
-      AND p.dedup_window_seconds IS NOT NULL AND p.last_offset <= greatest(u.ver, p.txns_start - 1)
-    RETURNING u.ord, p.id, p.last_offset - u.n + 1 AS base, p.last_offset AS last, u.n, u.h, u.b,
-              p.dedup_window_seconds AS win, clock_timestamp() AS at
-), s AS (
-    INSERT INTO queen.log_segments (partition_id, end_offset, base_offset, msg_count, created_at, payload, hashes)
-    SELECT a.id, a.last, a.base, a.n, (SELECT max(at) FROM a), a.b, a.h FROM a
-)
-SELECT a.ord, a.id, a.base, (SELECT max(at) FROM a), a.win FROM a`
+var knownSQL = BundleTag + " " + statement("push_known_partitions")
 
 // knownOneSQL is knownSQL for a bundle of one segment, with scalar
 // parameters: the lone push, where the arrays, the sort and the window
 // aggregate would cost more than the rows it writes. Same rules, same answer.
-const knownOneSQL = BundleTag + ` WITH a AS (
-    UPDATE queen.log_partitions p SET
-        last_offset   = p.last_offset + $3,
-        last_write_at = CASE WHEN clock_timestamp() - p.last_write_at > interval '1 second'
-                             THEN clock_timestamp() ELSE p.last_write_at END
-    WHERE p.id = $1 AND p.queue_id = $6 AND p.name = $7 AND $3 >= 1 AND octet_length($4::bytea) = 16 * $3
-      AND p.dedup_window_seconds IS NOT NULL AND p.last_offset <= greatest($2, p.txns_start - 1)
-    RETURNING p.id, p.last_offset - $3 + 1 AS base, p.last_offset AS last, p.dedup_window_seconds AS win,
-              clock_timestamp() AS ts
-), s AS (
-    INSERT INTO queen.log_segments (partition_id, end_offset, base_offset, msg_count, created_at, payload, hashes)
-    SELECT a.id, a.last, a.base, $3, a.ts, $5::bytea, $4::bytea FROM a
-)
-SELECT 1::int8, a.id, a.base, a.ts, a.win FROM a`
+var knownOneSQL = BundleTag + " " + statement("push_known_partition_one")
 
 // knownArgs are the parallel arrays of one known-partition statement.
 type knownArgs struct {

@@ -49,9 +49,16 @@ func (c *pushCall) answerNow() {
 	}
 	counts.Each(c.p.cfg.Observer.Items)
 	c.p.cfg.Observer.Latency(c.transport, time.Since(c.start))
-	if c.out.Item != nil {
+	switch {
+	case c.out.Item != nil:
 		c.out.Item(status, c.st[0].result)
-	} else {
+	case c.out.Items != nil:
+		rs := make([]jsonapi.Result, len(c.st))
+		for i := range c.st {
+			rs[i] = c.st[i].result
+		}
+		c.out.Items(status, rs)
+	default:
 		c.out.Body(status, c.render())
 	}
 	c.p.cfg.Reads.Announce(c.written())

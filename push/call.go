@@ -32,10 +32,12 @@ type pushCall struct {
 
 // Answer is who hears a push call's answer: the push API's caller gets
 // the rendered result array (Body); a one-item intake (JetStream) gets its
-// one item's result (Item), which nobody renders here. Exactly one is set.
+// one item's result (Item), the publish relay every item's (Items), which
+// nobody renders here. Exactly one is set.
 type Answer struct {
-	Body func(status int, body []byte)
-	Item func(status int, r jsonapi.Result)
+	Body  func(status int, body []byte)
+	Item  func(status int, r jsonapi.Result)
+	Items func(status int, rs []jsonapi.Result)
 }
 
 // refuse answers a push refused as a whole: the push API gets
@@ -45,7 +47,11 @@ func (a Answer) refuse(status int, msg string) {
 		a.Item(status, jsonapi.Result{Error: msg})
 		return
 	}
-	a.Body(status, jsonapi.ErrorBody(msg))
+	if a.Items != nil {
+		a.Items(status, []jsonapi.Result{{Status: jsonapi.StatusFailed, Error: msg}})
+		return
+	}
+	a.Body(status, jsonapi.AppendError(nil, msg))
 }
 
 // itemState is what the push call knows of one item.
@@ -80,7 +86,7 @@ func (p *Pusher) Push(ctx context.Context, transport string, tenant tenancy.Tena
 		out.refuse(jsonapi.StatusServiceUnavailable, ErrStopping)
 		return
 	}
-	if len(items) == 0 { // never from a one-item intake
+	if len(items) == 0 && out.Body != nil { // never from an intake
 		out.Body(jsonapi.StatusCreated, []byte("[]"))
 		return
 	}

@@ -18,7 +18,7 @@ type key struct {
 // cache remembers queue settings for a TTL. Request goroutines share it, so
 // a mutex guards the map (look-ups hold it for a map access).
 type cache struct {
-	db  *pgwire.DB
+	db  Store
 	ttl time.Duration
 	mu  sync.Mutex
 	m   map[key]cached
@@ -33,7 +33,7 @@ type cached struct {
 // order.
 const maxCached = 100_000
 
-func newCache(db *pgwire.DB, ttl time.Duration) *cache {
+func newCache(db Store, ttl time.Duration) *cache {
 	return &cache{db: db, ttl: ttl, m: map[key]cached{}}
 }
 

@@ -17,13 +17,13 @@ func (s *Settings) ServeConfigure(ctx context.Context, tenant tenancy.TenantID, 
 		DedupWindowSeconds: req.DedupWindowSeconds, RetentionSeconds: req.RetentionSeconds, Other: req.Other})
 	switch {
 	case errors.Is(err, ErrNoKey):
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	case err != nil:
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 	}
-	out, err := jsonapi.EncodeQueueConfigured(&ch)
+	out, err := jsonapi.AppendQueueConfigured(nil, &ch)
 	if err != nil {
-		return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, err.Error())
 	}
 	return jsonapi.StatusOK, out
 }

@@ -9,7 +9,8 @@
 // before claiming anything (Sealed).
 //
 // It must not import bridge, readside or durability, nor net/http or
-// Prometheus; it reaches PostgreSQL through pgwire and peers through
+// Prometheus; it reaches PostgreSQL through its Store (store.go: the
+// pgwire calls it makes, which *pgwire.DB satisfies) and peers through
 // internal/peers.
 //
 // Goroutines: request goroutines share the cache, so a mutex guards its map

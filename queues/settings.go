@@ -21,8 +21,8 @@ import (
 
 // Config wires queue settings to the database and the peers.
 type Config struct {
-	// DB holds the queues. Required.
-	DB *pgwire.DB
+	// DB holds the queues (*pgwire.DB). Required.
+	DB Store
 	// Peers carries the queue.changed broadcast; no NATS: none. Default none.
 	Peers peers.Link
 	// EncryptionKeys are the AES-256 keys (32 bytes each) by id: the highest
@@ -124,7 +124,7 @@ func (s *Settings) Configure(ctx context.Context, tenant tenancy.TenantID, queue
 		}
 	}
 	sort.Strings(ch.NotActedOn)
-	out, err := jsonapi.EncodeQueueConfigured(&ch)
+	out, err := jsonapi.AppendQueueConfigured(nil, &ch)
 	if err != nil {
 		return ch, err
 	}
@@ -153,7 +153,7 @@ func (s *Settings) Dropped(ctx context.Context, tenant tenancy.TenantID, queue s
 	ev := jsonapi.QueueConfigured{Queue: queue, Tenant: uuid.UUID(tenant).String(), Namespace: q.Namespace, Task: q.Task,
 		Options: jsonapi.QueueOptions{EncryptionEnabled: q.Options.EncryptionEnabled, DedupWindowSeconds: q.Options.DedupWindowSeconds,
 			RetentionSeconds: q.Options.RetentionSeconds}, NotActedOn: []string{}, Deleted: true, PartitionIDs: partitions}
-	out, err := jsonapi.EncodeQueueConfigured(&ev)
+	out, err := jsonapi.AppendQueueConfigured(nil, &ev)
 	if err == nil {
 		err = s.cfg.Peers.Publish(peers.QueueChanged, out)
 	}

@@ -22,12 +22,12 @@ type Payloads interface {
 // first for encrypted queues), never re-encoded.
 func (r *Reads) ServeFetch(ctx context.Context, tenant tenancy.TenantID, req jsonapi.FetchRequest, payloads Payloads) (int, []byte) {
 	if err := req.Validate(); err != nil {
-		return jsonapi.StatusBadRequest, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
 	msgs, err := r.Fetch(ctx, tenant, FetchRequest{Queue: req.Queue, Partition: req.Partition,
 		From: req.From, Limit: req.Limit, MaxBytes: req.MaxBytes, Wait: time.Duration(req.WaitMs) * time.Millisecond})
 	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.ErrorBody(err.Error())
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
 	out := make([]byte, 0, 64+len(msgs)*256)
 	out = jsonapi.OpenMessages(out)
@@ -35,7 +35,7 @@ func (r *Reads) ServeFetch(ctx context.Context, tenant tenancy.TenantID, req jso
 	for i, m := range msgs {
 		payload, err := payloads.Plain(tenant, req.Queue, req.Partition, m.Frame.Flags, m.Frame.Payload)
 		if err != nil {
-			return jsonapi.StatusInternalServerError, jsonapi.ErrorBody(fmt.Sprintf("message at offset %d: %v", m.Offset, err))
+			return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, fmt.Sprintf("message at offset %d: %v", m.Offset, err))
 		}
 		if i > 0 {
 			out = append(out, ',')

@@ -11,8 +11,9 @@
 // once, empty.
 //
 // It must not import bridge, push, consume, cursors, queues or durability,
-// nor net/http or Prometheus; it renders through jsonapi, and decrypts
-// through the Payloads interface the caller passes (queues.Settings).
+// nor net/http or Prometheus; it reads through its Store (store.go, which
+// *pgwire.DB satisfies), renders through jsonapi, and decrypts through the
+// Payloads interface the caller passes (queues.Settings).
 // Consumer state (the hot tail, the marks, claims, acks and leases) is the
 // cursors and consume rooms'.
 //

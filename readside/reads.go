@@ -15,8 +15,8 @@ import (
 
 // Config wires reads to the database and the peers.
 type Config struct {
-	// DB holds the log. Required.
-	DB *pgwire.DB
+	// DB holds the log (*pgwire.DB). Required.
+	DB Store
 	// Peers carries MESSAGE_AVAILABLE both ways; no NATS: none. Default none.
 	Peers peers.Link
 	// DisableHotlist makes announcements wake parked reads directly instead

@@ -53,6 +53,17 @@
 // <prefix>.v1.transaction) instead, and the report gives the forwarded
 // items/s and CPU per forwarded item (pipeline.go).
 //
+// -publish-tx measures queen.publish in the callers' own transactions
+// (publishtx.go, docs/publish.md): -clients connections to -pg-dsn (the
+// log's database, which a bridge relays) run BEGIN; INSERT a 200-byte row;
+// COMMIT, then the same with queen.publish, then with an outbox-table
+// INSERT, each for -duration, and report transactions/s and PostgreSQL's
+// CPU per transaction of each (the publish shape's until the bridge stored
+// every message: the relay's decoding and the log's writes are
+// PostgreSQL's too) and their ratios; then commit-to-stored p50/p99 at
+// half the publish shape's rate on a timetable, from a COMMIT's return
+// until a poller sees the message's offset in its partition.
+//
 // -console measures what an open console costs PostgreSQL (console.go):
 // it fills -queues queues of -partitions partitions in all, then reads the
 // overview's route and the first queue's page every 2 s, as an open

@@ -42,6 +42,7 @@ type options struct {
 	consumeGroup      string  // the consumer group
 	consumeOnly       bool    // consume what is there; push nothing
 	queuePrefix       string  // queues are <queuePrefix><n>
+	publishTx         bool    // the transactional publish load (publishtx.go)
 	rate              float64 // items/s of the whole push side on a schedule (0: closed loop)
 	groups            int     // consume mode: consumer groups reading the same queues
 	pipelineTo        string  // pipeline mode: forward each popped batch to <pipelineTo><n> in one transaction ("": acknowledge)
@@ -106,6 +107,7 @@ func main() {
 	flag.IntVar(&o.jsc.pullMax, "pull-max", 0, "JetStream consumer load: each Consume()'s PullMaxMessages (0: nats.go's default, 500)")
 	flag.IntVar(&o.jsc.maxAckPending, "max-ack-pending", 0, "JetStream consumer load: the durable's max_ack_pending (0: the server's default)")
 	flag.DurationVar(&o.jsc.stall, "stall", 30*time.Second, "JetStream consumer load: fail a mode whose consumers receive nothing this long while messages wait, and a publish unanswered this long")
+	flag.BoolVar(&o.publishTx, "publish-tx", false, "transactional publish load (publishtx.go, docs/publish.md): -clients connections to -pg-dsn (the log's database, relayed by a bridge) run BEGIN; INSERT a 200-byte row; COMMIT, then the same with queen.publish, then with an outbox-table INSERT, each for -duration; transactions/s and PostgreSQL CPU per transaction of each, then commit-to-stored p50/p99 at half the publish rate")
 	flag.StringVar(&o.queuePrefix, "queue-prefix", "bench.q", "queues are named <queue-prefix><n>")
 	flag.StringVar(&o.run, "run", fmt.Sprintf("r%d", time.Now().Unix()), "prefix of every transactionId (unique per run)")
 	flag.Parse()
@@ -154,6 +156,9 @@ func benchMain(ctx context.Context, o options, out io.Writer) error {
 	}
 	if o.jsc.modes != "" {
 		return runJSConsume(ctx, o, out)
+	}
+	if o.publishTx {
+		return runPublishTx(ctx, o, out)
 	}
 	if o.rate > 0 && (o.target == "jetstream" || o.console) {
 		return fmt.Errorf("-rate drives a push load to the bridge or a baseline, not -target jetstream or -console")

@@ -16,7 +16,7 @@ import (
 // realAnswer is a pop answer as the bridge writes it (jsonapi's encoder):
 // n messages of about 600 bytes, each payload stamped as a producer does.
 func realAnswer(n int) []byte {
-	out := jsonapi.AppendPopHead(nil, &jsonapi.PopHead{Queue: "bench.q0", Partition: "p3", PartitionID: 41,
+	out := jsonapi.OpenPop(nil, &jsonapi.PopHead{Queue: "bench.q0", Partition: "p3", PartitionID: 41,
 		Lease: "9b2f3c1e-5a7d-4e8f-a1b2-c3d4e5f60718", Group: "g-0", Claimed: 1})
 	created := time.Date(2025, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	for k := range n {

@@ -16,6 +16,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/leaf"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jetstream"
+	"github.com/queenbridge/queenbridge/publish"
 )
 
 // config is every setting of the binary. Each has an environment variable
@@ -29,6 +30,10 @@ type config struct {
 	natsListen, natsURL, natsPrefix string
 	natsConfig, natsAccounts        string
 	jetstream                       string
+	publish                         bool
+	publishDSN                      string
+	publishMaxLagBytes              int64
+	publishMaxLagMS                 int
 	natsUser, natsPassword          string
 	natsCreds, natsNkey             string
 	natsTLSCA, natsTLSCert          string
@@ -106,6 +111,14 @@ func (c *config) settings() []setting {
 		{"QUEEN_NATS_PREFIX", "queen", "subject prefix", str(&c.natsPrefix)},
 		{"QUEEN_NATS_CONFIG", "", "nats-server configuration file for the embedded server (accounts, users, TLS); its listen wins over QUEEN_NATS_LISTEN", str(&c.natsConfig)},
 		{"QUEEN_JETSTREAM", "", "JetStream streams the bridge takes publishes for: NAME=FILTER[;FILTER...],... (ORDERS=orders.>,AUDIT=audit.*.events); NAME is the queue, the wildcards' tokens the partition (empty: off)", str(&c.jetstream)},
+		{"QUEEN_PUBLISH", "1", "relay queen.publish messages written in the log's own database (0: not; needs wal_level=logical, docs/publish.md)", func(v string) error {
+			b, err := strconv.ParseBool(v)
+			c.publish = b
+			return err
+		}},
+		{"QUEEN_PUBLISH_DSN", "", "other databases whose queen.publish messages the bridge relays: DSN,... (each needs wal_level=logical and a role with REPLICATION)", str(&c.publishDSN)},
+		{"QUEEN_PUBLISH_MAX_LAG_BYTES", strconv.Itoa(1 << 30), "a relayed slot further behind than this many bytes of WAL is reported on /health and in the console", num64(&c.publishMaxLagBytes)},
+		{"QUEEN_PUBLISH_MAX_LAG_MS", "60000", "a relayed slot whose oldest unstored committed message is older than this, ms, is reported on /health and in the console", num(&c.publishMaxLagMS)},
 		{"QUEEN_NATS_ACCOUNTS", "", "accounts mode: NATS account=tenant-uuid,... (a request's tenant is its account's; empty: one account, every client trusted)", str(&c.natsAccounts)},
 		{"QUEEN_NATS_USER", "", "user the bridge connects to NATS as", str(&c.natsUser)},
 		{"QUEEN_NATS_PASSWORD", "", "that user's password", str(&c.natsPassword)},
@@ -295,6 +308,21 @@ func embeddedLeafLogins(ns *embedded.NATS, accounts map[string]tenancy.TenantID)
 	var out []leaf.Login
 	for _, l := range ns.LeafLogins() {
 		out = append(out, leaf.Login{Tenant: accounts[l.Account], Account: l.Account, User: l.User, Password: l.Password})
+	}
+	return out
+}
+
+// publishSources are the databases the relay watches: the log's own (dsn)
+// unless QUEEN_PUBLISH is off, then each of QUEEN_PUBLISH_DSN's.
+func (c *config) publishSources(dsn string) []publish.Source {
+	var out []publish.Source
+	if c.publish {
+		out = append(out, publish.Source{DSN: dsn})
+	}
+	for _, d := range strings.Split(c.publishDSN, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, publish.Source{DSN: d})
+		}
 	}
 	return out
 }

@@ -223,6 +223,7 @@ func run(ctx context.Context, cfg *config, log zerolog.Logger) error {
 		Buckets: cfg.buckets, Heartbeat: time.Duration(cfg.heartbeatMS) * time.Millisecond,
 		ForwardTimeout: time.Duration(cfg.forwardTimeoutMS) * time.Millisecond, ForwardGather: time.Duration(cfg.forwardGatherUS) * time.Microsecond, JetStream: streams,
 		LeafURL: leafURL, LeafUser: leafUser, LeafPassword: leafPassword, LeafLogins: leafLogins,
+		Publish: cfg.publishSources(dsn), PublishMaxLagBytes: cfg.publishMaxLagBytes, PublishMaxLag: time.Duration(cfg.publishMaxLagMS) * time.Millisecond,
 	}, meters)
 	if err != nil {
 		return err

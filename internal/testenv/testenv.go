@@ -105,6 +105,9 @@ func NewDatabase(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
+		if err := dropSlots(ctx, admin, name); err != nil {
+			t.Logf("testenv: drop the replication slots of %s: %v", name, err)
+		}
 		if err := adminExec(ctx, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 			t.Logf("testenv: drop database %s: %v", name, err)
 		}
@@ -131,6 +134,43 @@ func WithSetting(dsn, name, value string) string {
 		return u.String()
 	}
 	return strings.TrimSpace(dsn) + " " + name + "=" + value
+}
+
+// dropSlots drops the logical replication slots of database db (a publish
+// relay's), which would otherwise keep DROP DATABASE from running and hold
+// the cluster's WAL: their readers are ended first, and a slot whose reader
+// is still going away is tried again until ctx ends.
+func dropSlots(ctx context.Context, dsn, db string) error {
+	for {
+		err := adminExec(ctx, dsn, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+				WHERE database = '`+db+`' AND active_pid IS NOT NULL;
+			SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '`+db+`' AND NOT active`)
+		if err != nil {
+			return err
+		}
+		var left bool
+		if left, err = adminBool(ctx, dsn, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE database = '`+db+`')`); err != nil || !left {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond): // the terminated reader lets go of its slot
+		}
+	}
+}
+
+func adminBool(ctx context.Context, dsn, sql string) (bool, error) {
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.Background())
+	res := conn.ExecParams(ctx, sql, nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		return false, res.Err
+	}
+	return len(res.Rows) == 1 && string(res.Rows[0][0]) == "t", nil
 }
 
 func adminExec(ctx context.Context, dsn, sql string) error {

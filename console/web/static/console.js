@@ -252,6 +252,12 @@
       el("div", { class: "note", id: "pop-maintenance-state" }),
       el("div", { id: "maintenance-control" }));
     const bridges = el("tbody");
+    const slots = el("tbody");
+    const publish = el("section", { id: "publish", hidden: "hidden" },
+      el("h2", { text: "Publish relay" }),
+      el("table", { id: "publish-slots" }, el("thead", {}, el("tr", {},
+        el("th", { text: "database" }), el("th", { text: "slot" }), el("th", { text: "state" }),
+        el("th", { class: "n", text: "relayed" }), el("th", { class: "n", text: "lag" }))), slots));
     fill(main,
       el("h1", { text: "Overview" }),
       el("p", { class: "lead", id: "bridge-id" }),
@@ -267,7 +273,8 @@
         card("total-commits", "Commits"), card("total-segments", "Segments")),
       el("h2", { text: "Bridges of the cluster" }),
       el("table", { id: "bridges" }, el("thead", {}, el("tr", {},
-        el("th", { text: "bridge" }), el("th", { class: "n", text: "buckets owned" }), el("th", { class: "n", text: "share" }))), bridges));
+        el("th", { text: "bridge" }), el("th", { class: "n", text: "buckets owned" }), el("th", { class: "n", text: "share" }))), bridges),
+      publish);
 
     const admin = await adminProbe().catch((e) => { if (e.status === 401) throw e; return null; });
     let enabled = null;
@@ -327,6 +334,14 @@
           el("td", { class: "n", "data-field": "buckets", text: num(n) }),
           el("td", { class: "n", text: all ? num((100 * n) / all) + " %" : "—" }));
       }));
+      // A slot behind its bound holds WAL on its database: said in words.
+      const ps = o.publish || [];
+      if (ps.length) publish.removeAttribute("hidden"); else publish.setAttribute("hidden", "hidden");
+      fill(slots, ...ps.map((s) => el("tr", { "data-slot": s.slot, class: s.behind ? "behind" : null },
+        el("td", { text: s.database }), el("td", { text: s.slot }),
+        el("td", { text: s.state + (s.behind ? " · BEHIND" : "") }),
+        el("td", { class: "n", text: num(s.relayed) }),
+        el("td", { class: "n", text: bytes(s.lagBytes) + " · " + num(s.lagSeconds) + " s" }))));
     });
   }
 
