@@ -56,8 +56,11 @@
 // the lock order of partition id then group); double acks are answered
 // after that commit. A consumer loaded on a bridge (first use, a restart,
 // an owner change) takes its floors, acknowledged offsets and delivery
-// counts from Store.ConsumerPartitions: what was in flight on a bridge
-// that died is delivered again.
+// counts from Store.ConsumerPartitions (counts are stored from the first
+// delivery): what was in flight on a bridge that stopped or died is
+// delivered again, once ack_wait has passed from the load, so that an
+// acknowledgement still on its way is not overtaken by a redelivery (the
+// partition waits; what is newer in it follows the redeliveries).
 //
 // The engine's goroutines: one per live consumer (run: fills, reads,
 // timers), the flusher, and the interest watch; each consumer's mutex
