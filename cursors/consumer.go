@@ -64,7 +64,7 @@ type pstate struct {
 	// maybeMore (another bridge announced a commit, or a read was cut).
 	last      int64
 	maybeMore bool
-	hotAt     time.Time           // when Committed last brought a commit of it
+	hotAt     time.Time // when Committed last brought a commit of it
 	// holdUntil: the Store says some offsets above the floor were
 	// delivered before this load (by a bridge that stopped or died) and
 	// not acknowledged. Their acknowledgements may still come, as on
