@@ -26,10 +26,11 @@ func (c *consumer) run() {
 			return
 		}
 		c.takeHot()
+		look := c.freshNoWait()
 		c.refreshParts()
 		now := clock.Now()
 		c.mu.Lock()
-		if len(c.waiting) > 0 && (retry || !now.Before(lastPoll.Add(c.e.cfg.Poll))) {
+		if len(c.waiting) > 0 && (look || retry || !now.Before(lastPoll.Add(c.e.cfg.Poll))) {
 			// The backstop for commits of other bridges that no
 			// announcement reported: look once per Poll while requests wait.
 			lastPoll = now
@@ -128,8 +129,31 @@ func (c *consumer) endOfStream() {
 	}
 }
 
+// freshNoWait reports whether a no_wait request came since the last pass;
+// if so, the partitions are read from the Store again (refreshParts) and
+// every partition is looked at, so that what was committed before the
+// request (its PubAck already answered) is found, as on JetStream, even
+// when this bridge's memory has not heard of it yet.
+func (c *consumer) freshNoWait() bool {
+	c.mu.Lock()
+	fresh := false
+	for _, r := range c.waiting {
+		if r.noWait && !r.looked {
+			r.looked, fresh = true, true
+		}
+	}
+	c.mu.Unlock()
+	if fresh {
+		c.hotMu.Lock()
+		c.refresh = true
+		c.hotMu.Unlock()
+	}
+	return fresh
+}
+
 // refreshParts adds partitions made after the consumer was loaded, when
-// a commit named one.
+// a commit named one (or a no_wait request asked to look), and moves the
+// known partitions' last offsets up to the Store's.
 func (c *consumer) refreshParts() {
 	c.hotMu.Lock()
 	need := c.refresh

@@ -21,6 +21,11 @@ type pullReq struct {
 	lastSent  time.Time // the last message or status sent to inbox
 	delivered int
 	checked   bool // interest in inbox seen during this fill
+	// looked: a no_wait request made its consumer look at the Store once
+	// (freshNoWait) before it can be told there is nothing: a commit
+	// whose PubAck the requester already has may not have reached this
+	// bridge's memory yet (another bridge's, or one still in the hook).
+	looked bool
 }
 
 // Pull parks a pull request, or answers it (statuses included) through

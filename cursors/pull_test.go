@@ -250,3 +250,32 @@ func TestDeliveriesNameTheirTenant(t *testing.T) {
 		}
 	}
 }
+
+// A no_wait request finds what was committed before it even when no
+// commit hook or announcement told the consumer: a partition made after
+// the consumer was loaded, and more messages in a partition it knows.
+func TestNoWaitLooksAtTheStore(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 1)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 5, NoWait: true}, "inbox.1")
+	h.waitStatus("inbox.1", "404 No Messages")
+	if n := len(h.out.msgsTo("inbox.1")); n != 1 {
+		t.Fatalf("first no_wait: %d messages, want 1", n)
+	}
+	h.store.mu.Lock()
+	h.store.parts = append(h.store.parts, PartitionState{ID: 3, Name: "ap"})
+	h.store.mu.Unlock()
+	h.add(3, 2)
+	h.add(1, 1)
+	h.pull("C", PullRequest{Batch: 5, NoWait: true}, "inbox.2")
+	h.waitStatus("inbox.2", "404 No Messages")
+	got := map[int64][]int64{}
+	for _, p := range h.out.msgsTo("inbox.2") {
+		r := ackRef(t, p)
+		got[r.PartitionID] = append(got[r.PartitionID], r.Offset)
+	}
+	if len(got[1]) != 1 || got[1][0] != 2 || len(got[3]) != 2 {
+		t.Fatalf("second no_wait delivered %v, want offset 2 of partition 1 and offsets 1-2 of partition 3", got)
+	}
+}
