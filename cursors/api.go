@@ -74,7 +74,7 @@ func (e *JSEngine) ConsumerInfo(ctx context.Context, tenant tenancy.TenantID, st
 	c := e.live[consumerKey{tenant, stream, name}]
 	e.mu.Unlock()
 	if c != nil {
-		return c.info(), nil
+		return c.freshInfo(ctx), nil
 	}
 	def, err := e.cfg.Store.GetConsumer(ctx, tenant, stream, name)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cursors
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -266,6 +267,29 @@ func (c *consumer) numPending() uint64 {
 		}
 	}
 	return uint64(n)
+}
+
+// freshInfo is the info after a pass that read the partitions' last
+// offsets from the Store, so that NumPending counts every message whose
+// PubAck was answered before the request, as on JetStream, even when this
+// bridge's memory has not heard of its commit yet (another bridge's, or
+// one still on its way here).
+func (c *consumer) freshInfo(ctx context.Context) ConsumerInfo {
+	c.hotMu.Lock()
+	c.refresh = true
+	c.hotMu.Unlock()
+	ch := make(chan struct{})
+	select {
+	case c.settle <- ch:
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-c.done:
+		}
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	return c.info()
 }
 
 // info is the consumer's info from its live state.

@@ -276,3 +276,23 @@ func TestChangedEphemeralIsTimedOnTheOwner(t *testing.T) {
 		return errors.Is(err, ErrConsumerMissing)
 	})
 }
+
+// Info counts, as pending, messages committed where this bridge's memory
+// has not heard of them (another bridge's commit): their PubAck came
+// before the request, as JetStream's NumPending does.
+func TestInfoCountsWhatTheStoreHolds(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 1)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.1")
+	h.waitMsgs("inbox.1", 1)
+	h.settle("C")
+	h.add(1, 3)
+	in, err := h.e.ConsumerInfo(context.Background(), tenant, "ORDERS", "C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.NumPending != 3 || in.NumAckPending != 1 {
+		t.Fatalf("info after three commits not announced here: pending %d ack pending %d, want 3 and 1", in.NumPending, in.NumAckPending)
+	}
+}

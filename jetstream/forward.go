@@ -146,9 +146,23 @@ func (f *Forwards) ForwardAck(owner string, tenant tenancy.TenantID, ack AckRef,
 		Kind: kind, Delay: delay, Reason: reason, Reply: reply})
 }
 
-// ForwardChanged tells the consumer's owner that its definition changed.
+// ForwardChanged tells the consumer's owner that its definition changed
+// and waits until the owner applied it, so that what the caller answers
+// next (a deleted consumer is gone) holds on every bridge.
 func (f *Forwards) ForwardChanged(owner string, tenant tenancy.TenantID, stream, name string) error {
-	return f.send(owner, "changed", forward{Tenant: tenantText(tenant), Stream: stream, Name: name})
+	data, err := json.Marshal(forward{Tenant: tenantText(tenant), Stream: stream, Name: name})
+	if err != nil {
+		return fmt.Errorf("jetstream: forward changed: %w", err)
+	}
+	f.sent.Add(1)
+	m, err := f.cfg.NATS.Request(forwardSubject(f.cfg.Prefix, owner, "changed"), data, f.cfg.Timeout)
+	if err != nil {
+		return fmt.Errorf("jetstream: forward changed to %s: %w", owner, err)
+	}
+	if len(m.Data) > 0 {
+		return fmt.Errorf("jetstream: forward changed to %s: %s", owner, m.Data)
+	}
+	return nil
 }
 
 func tenantText(t tenancy.TenantID) string { return uuid.UUID(t).String() }
@@ -177,6 +191,14 @@ func (f *Forwards) take(m *nats.Msg) {
 			ctx, cancel := context.WithTimeout(context.Background(), f.cfg.Timeout)
 			err = f.cfg.Engine.ConsumerChanged(ctx, tenant, fw.Stream, fw.Name)
 			cancel()
+			if m.Reply != "" {
+				// The sender waits for this: empty when applied.
+				var answer []byte
+				if err != nil {
+					answer = []byte(err.Error())
+				}
+				_ = m.Respond(answer)
+			}
 		default:
 			err = fmt.Errorf("unknown forward kind %q", kind)
 		}

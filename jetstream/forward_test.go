@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,8 +104,9 @@ func TestForwardsReachTheOwner(t *testing.T) {
 	owner.mu.Lock()
 	owner.moved = true
 	owner.mu.Unlock()
-	if err := a.ForwardChanged("b2", tenant, "ORDERS", "C"); err != nil {
-		t.Fatal(err)
+	// A changed definition waits for the owner: its refusal comes back.
+	if err := a.ForwardChanged("b2", tenant, "ORDERS", "C"); err == nil || !strings.Contains(err.Error(), "not the owner") {
+		t.Fatalf("a changed definition the owner refused: %v", err)
 	}
 	testkit.WaitFor(t, "the refusal counted", 10*time.Second, func() bool { return b.Stats().Refused == 1 })
 }

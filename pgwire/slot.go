@@ -276,8 +276,12 @@ func (s *Slot) report(ctx context.Context) error {
 }
 
 // Close reports the confirmed position a last time and closes the
-// connection (the slot stays, for the next reader).
+// connection (the slot stays, for the next reader). A connection that
+// already failed is not written to: pgx closes it on its own goroutine.
 func (s *Slot) Close(ctx context.Context) error {
+	if s.conn.IsClosed() {
+		return nil
+	}
 	err := s.report(ctx)
 	if cerr := s.conn.Close(ctx); cerr != nil && !errors.Is(cerr, context.Canceled) {
 		err = errors.Join(err, cerr)
