@@ -75,11 +75,11 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 			if delay <= 0 && len(c.cfg.BackOff) > 0 {
 				delay = c.ackWait(d.count)
 			}
-			d.deadline = now.Add(max(delay, 0))
+			p.setDeadline(d, now.Add(max(delay, 0)))
 		}
 	case AckProgress:
 		if current {
-			d.deadline = now.Add(c.ackWait(d.count))
+			p.setDeadline(d, now.Add(c.ackWait(d.count)))
 		}
 	case AckTerm:
 		e.stats.terms.Add(1)

@@ -281,3 +281,25 @@ func TestAcksAreFusedIntoOneCommit(t *testing.T) {
 		t.Fatalf("D on us: %+v", st)
 	}
 }
+
+// Plain acknowledgements and delivery marks wait for the lazy window; a
+// double ack ends it, and everything gathered goes in one write before
+// the double ack is answered.
+func TestPlainAcksWaitForALazyWrite(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.LazyWindow = time.Hour })
+	h.add(1, 3)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 3, Expires: time.Hour}, "inbox")
+	got := h.waitMsgs("inbox", 3)
+	h.ack(got[0], AckAck, 0, "")
+	h.ack(got[1], AckAck, 0, "")
+	h.settle("C")
+	if n := h.store.nCommits(); n != 0 {
+		t.Fatalf("%d writes before the lazy window ended or a double ack came, want 0", n)
+	}
+	h.ack(got[2], AckAck, 0, "reply")
+	testkit.WaitFor(t, "the double ack answered", 10*time.Second, func() bool { return len(h.out.to("reply")) == 1 })
+	if n, st := h.store.nCommits(), h.store.ackState("C", 1); n != 1 || st.Floor != 3 || st.Delivered != 3 {
+		t.Fatalf("%d writes, stored floor %d delivered %d; want one write with floor 3 and delivered 3", n, st.Floor, st.Delivered)
+	}
+}

@@ -75,8 +75,22 @@ type pstate struct {
 	acked     map[int64]struct{}  // acknowledged above floor
 	counts    map[int64]int       // deliveries so far, of offsets above floor
 	pending   map[int64]*delivery // delivered, not acknowledged
+	// earliest is at or before every pending deadline (zero: none
+	// pending), so that the passes look into pending only when one may
+	// have come: lowered by every deadline set, raised by dueOffsets'
+	// scan. Acknowledgements leave it low, which costs one scan at most.
+	earliest time.Time
 	buf       map[int64]*msg      // messages in memory, above next or pending
 	dead      []DeadLetter        // to write with the next flush
+}
+
+// setDeadline sets a pending delivery's deadline and keeps earliest at or
+// before it.
+func (p *pstate) setDeadline(d *delivery, t time.Time) {
+	d.deadline = t
+	if p.earliest.IsZero() || t.Before(p.earliest) {
+		p.earliest = t
+	}
 }
 
 // delivery is one delivered, unacknowledged offset.
@@ -144,9 +158,17 @@ func (c *consumer) merge(parts []PartitionState) {
 		for o, n := range ps.Deliveries {
 			if o > p.floor {
 				p.counts[o] = n
-				if _, done := p.acked[o]; !done && p.holdUntil.IsZero() {
-					p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(n))
-				}
+			}
+		}
+		// Handed out up to Delivered: once, unless counted more.
+		for o := p.floor + 1; o <= ps.Delivered; o++ {
+			if _, counted := p.counts[o]; !counted {
+				p.counts[o] = 1
+			}
+		}
+		for o, n := range p.counts {
+			if _, done := p.acked[o]; !done && p.holdUntil.IsZero() {
+				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(n))
 			}
 		}
 		p.next = p.floor

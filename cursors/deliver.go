@@ -105,8 +105,15 @@ func (c *consumer) interest(r *pullReq, now time.Time) int {
 func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
 	due := map[int64][]int64{}
 	for _, p := range c.parts {
+		if p.earliest.IsZero() || now.Before(p.earliest) {
+			continue
+		}
 		var list []int64
+		var earliest time.Time
 		for o, d := range p.pending {
+			if earliest.IsZero() || d.deadline.Before(earliest) {
+				earliest = d.deadline
+			}
 			if d.deadline.After(now) {
 				continue
 			}
@@ -116,6 +123,9 @@ func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
 			}
 			list = append(list, o)
 		}
+		// The earliest deadline of what is pending: at or before now while
+		// something due waits for a request to take it.
+		p.earliest = earliest
 		if len(list) > 0 {
 			sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
 			due[p.id] = list
@@ -248,9 +258,10 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 		c.ackPending++
 	}
 	d.count = count
-	d.deadline = fs.now.Add(c.ackWait(count))
+	p.setDeadline(d, fs.now.Add(c.ackWait(count)))
 	p.counts[o] = count
-	// Delivery counts are stored, so that max_deliver and NumDelivered
+	// What was handed out is stored (the partition's delivered mark, and
+	// the counts of redeliveries), so that max_deliver and NumDelivered
 	// outlive the bridge, and a bridge that loads the consumer after this
 	// one died knows what was handed out (holdUntil).
 	c.dirty(p)

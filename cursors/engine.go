@@ -53,8 +53,13 @@ type Config struct {
 	// Plain turns a stored payload into the bytes published (decryption);
 	// default: the stored payload. Base64 frames are decoded after it.
 	Plain func(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error)
-	// FlushWindow is how long acks gather before one CommitAcks; 1 ms.
+	// FlushWindow is how long acks gather before one CommitAcks when a
+	// double ack waits for its answer; 1 ms.
 	FlushWindow time.Duration
+	// LazyWindow is how long the rest gathers (plain acks, NAKs, delivery
+	// marks: nothing waits for them); 50 ms. A bridge that dies loses at
+	// most this much of them: those messages are delivered again.
+	LazyWindow time.Duration
 	// FlushMax is how many (consumer, partition) updates make a commit go
 	// at once; 512.
 	FlushMax int
@@ -97,6 +102,10 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.FlushWindow <= 0 {
 		out.FlushWindow = time.Millisecond
 	}
+	if out.LazyWindow <= 0 {
+		out.LazyWindow = 50 * time.Millisecond
+	}
+	out.LazyWindow = max(out.LazyWindow, out.FlushWindow)
 	if out.FlushMax <= 0 {
 		out.FlushMax = 512
 	}

@@ -10,10 +10,12 @@ import (
 )
 
 // flusher makes acknowledgements durable by fused writes: it gathers the
-// ack state changes of every consumer and partition for FlushWindow (or
-// until FlushMax pairs are waiting), stores them with one CommitAcks (one
-// statement, one commit, in the one lock order), and then answers the
-// replies of the acks that state includes. Never one transaction per ack.
+// ack state changes of every consumer and partition for FlushWindow when a
+// double ack waits for its answer, else for LazyWindow (or until FlushMax
+// pairs are waiting), stores them with one CommitAcks (one statement, one
+// commit, in the one lock order), and then answers the replies of the acks
+// that state includes. Never one transaction per ack; plain acks, which
+// nobody waits for, share a write with many more.
 //
 // mu guards dirty, pairs and replies: consumers mark from their own
 // goroutines and from Ack callers; the loop takes them. The loop is the
@@ -23,6 +25,7 @@ type flusher struct {
 	e      *JSEngine
 	signal chan struct{} // cap 1
 	full   chan struct{} // cap 1: FlushMax pairs wait, the window ends
+	urgent chan struct{} // cap 1: a reply waits, a lazy window ends within FlushWindow
 	done   chan struct{} // closed by close: the loop flushes what is left, then ends
 
 	mu      sync.Mutex
@@ -34,7 +37,7 @@ type flusher struct {
 }
 
 func newFlusher(e *JSEngine) *flusher {
-	return &flusher{e: e, signal: make(chan struct{}, 1), full: make(chan struct{}, 1), done: make(chan struct{}), dirty: map[*consumer]struct{}{}}
+	return &flusher{e: e, signal: make(chan struct{}, 1), full: make(chan struct{}, 1), urgent: make(chan struct{}, 1), done: make(chan struct{}), dirty: map[*consumer]struct{}{}}
 }
 
 // mark notes that c has ack state of one more partition to store. Called
@@ -66,6 +69,10 @@ func (f *flusher) reply(tenant tenancy.TenantID, subject string) {
 	f.replies = append(f.replies, ackReply{tenant, subject})
 	f.mu.Unlock()
 	f.poke()
+	select {
+	case f.urgent <- struct{}{}:
+	default:
+	}
 }
 
 func (f *flusher) poke() {
@@ -87,15 +94,15 @@ func (f *flusher) loop() {
 			return
 		}
 		f.mu.Lock()
-		n := f.pairs
+		n, waiting := f.pairs, len(f.replies) > 0
 		f.mu.Unlock()
 		if n < f.e.cfg.FlushMax {
 			// The window: acks of other consumers and partitions join.
-			select {
-			case <-time.After(f.e.cfg.FlushWindow):
-			case <-f.full:
-			case <-f.done:
+			window := f.e.cfg.LazyWindow
+			if waiting {
+				window = f.e.cfg.FlushWindow
 			}
+			f.wait(window)
 		}
 		if !f.once1() {
 			select {
@@ -103,6 +110,30 @@ func (f *flusher) loop() {
 			case <-time.After(retryPause):
 			}
 			f.poke()
+		}
+	}
+}
+
+// wait is the window: it ends early when FlushMax pairs wait, at Stop,
+// and within FlushWindow once a reply waits.
+func (f *flusher) wait(window time.Duration) {
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return
+	case <-f.full:
+		return
+	case <-f.done:
+		return
+	case <-f.urgent:
+	}
+	if window > f.e.cfg.FlushWindow {
+		t.Reset(f.e.cfg.FlushWindow)
+		select {
+		case <-t.C:
+		case <-f.full:
+		case <-f.done:
 		}
 	}
 }
@@ -186,14 +217,15 @@ func (c *consumer) takeUpdates() []AckUpdate {
 		if p == nil {
 			continue
 		}
-		u := AckUpdate{ConsumerID: c.id, PartitionID: pid, Floor: p.floor, Dead: p.dead}
+		u := AckUpdate{ConsumerID: c.id, PartitionID: pid, Floor: p.floor, Delivered: p.next, Dead: p.dead}
 		p.dead = nil
 		for o := range p.acked {
 			u.Acked = append(u.Acked, o)
 		}
 		sort.Slice(u.Acked, func(i, j int) bool { return u.Acked[i] < u.Acked[j] })
+		// A first delivery is in Delivered; only more are counted.
 		for o, n := range p.counts {
-			if n >= 1 && o > p.floor {
+			if n >= 2 && o > p.floor {
 				if u.Deliveries == nil {
 					u.Deliveries = map[int64]int{}
 				}

@@ -236,7 +236,7 @@ func (s *fakeStore) ConsumerPartitions(_ context.Context, id int64) ([]Partition
 			ps.First, ps.Last = ms[0].Offset, ms[len(ms)-1].Offset
 		}
 		if u, ok := s.acks[[2]int64{id, p.ID}]; ok {
-			ps.Floor, ps.Acked, ps.Deliveries, ps.Seeded = u.Floor, u.Acked, u.Deliveries, true
+			ps.Floor, ps.Acked, ps.Deliveries, ps.Delivered, ps.Seeded = u.Floor, u.Acked, u.Deliveries, max(u.Delivered, u.Floor), true
 		}
 		out = append(out, ps)
 	}
@@ -294,6 +294,7 @@ func (s *fakeStore) CommitAcks(ctx context.Context, ups []AckUpdate) error {
 		k := [2]int64{u.ConsumerID, u.PartitionID}
 		old := s.acks[k]
 		u.Dead = append(old.Dead, u.Dead...)
+		u.Delivered = max(u.Delivered, old.Delivered) // the stored mark only rises
 		s.acks[k] = u
 	}
 	return nil

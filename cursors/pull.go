@@ -221,8 +221,8 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 	}
 	if len(c.waiting) > 0 {
 		for _, p := range c.parts {
-			for _, d := range p.pending {
-				soon(d.deadline)
+			if !p.earliest.IsZero() {
+				soon(p.earliest)
 			}
 			if now.Before(p.holdUntil) {
 				soon(p.holdUntil)

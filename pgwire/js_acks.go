@@ -21,6 +21,11 @@ type JSAckUpdate struct {
 	// Deliveries counts the deliveries of offsets delivered and not yet
 	// acknowledged (counts >= 1; offsets at or below Floor are dropped).
 	Deliveries map[int64]int
+	// Delivered is the highest offset handed out (0: unchanged); every
+	// offset above Floor up to it not in Acked was delivered and not yet
+	// acknowledged, once unless Deliveries counts more. The stored mark
+	// only rises (cursor row's delivered_to).
+	Delivered int64
 	// Dead are messages to write to the queue's dead letters, as the
 	// consumer's group: max_deliver reached, or terminated (+TERM) with
 	// a reason.
@@ -110,6 +115,7 @@ func joinAckUpdates(ups []JSAckUpdate) ([]JSAckUpdate, error) {
 		}
 		o := &out[j]
 		o.Floor = max(o.Floor, u.Floor)
+		o.Delivered = max(o.Delivered, u.Delivered)
 		o.Acked = append(slices.Clone(o.Acked), u.Acked...)
 		o.Dead = append(slices.Clone(o.Dead), u.Dead...)
 		d := make(map[int64]int, len(o.Deliveries)+len(u.Deliveries))
@@ -125,9 +131,9 @@ func joinAckUpdates(ups []JSAckUpdate) ([]JSAckUpdate, error) {
 
 // validate refuses an update that could not be what a consumer stores.
 func (u *JSAckUpdate) validate() error {
-	if u.ConsumerID <= 0 || u.PartitionID <= 0 || u.Floor < 0 {
-		return fmt.Errorf("consumer id %d, partition id %d, floor %d: the ids must be positive and the floor not negative",
-			u.ConsumerID, u.PartitionID, u.Floor)
+	if u.ConsumerID <= 0 || u.PartitionID <= 0 || u.Floor < 0 || u.Delivered < 0 {
+		return fmt.Errorf("consumer id %d, partition id %d, floor %d, delivered %d: the ids must be positive, the floor and delivered mark not negative",
+			u.ConsumerID, u.PartitionID, u.Floor, u.Delivered)
 	}
 	for _, o := range u.Acked {
 		if o <= 0 {
@@ -153,7 +159,7 @@ func (u *JSAckUpdate) validate() error {
 // each pair's above its floor, ascending and distinct.
 func commitAcksArgs(ups []JSAckUpdate) []any {
 	n := len(ups)
-	cids, pids, floors := make([]int64, n), make([]int64, n), make([]int64, n)
+	cids, pids, floors, delivered := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	af, an, df, dn := make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 	var acked, doffs []int64
 	var dcounts []int32
@@ -161,7 +167,7 @@ func commitAcksArgs(ups []JSAckUpdate) []any {
 	var doff []int64
 	var dtx, derr []string
 	for i, u := range ups {
-		cids[i], pids[i], floors[i] = u.ConsumerID, u.PartitionID, u.Floor
+		cids[i], pids[i], floors[i], delivered[i] = u.ConsumerID, u.PartitionID, u.Floor, max(u.Delivered, u.Floor)
 		af[i] = int32(len(acked))
 		for _, o := range u.Acked {
 			if o > u.Floor {
@@ -187,5 +193,5 @@ func commitAcksArgs(ups []JSAckUpdate) []any {
 				append(derr, d.Error), append(dretries, int32(d.Deliveries-1))
 		}
 	}
-	return []any{cids, pids, floors, af, an, df, dn, acked, doffs, dcounts, drow, doff, dtx, derr, dretries}
+	return []any{cids, pids, floors, af, an, df, dn, acked, doffs, dcounts, drow, doff, dtx, derr, dretries, delivered}
 }

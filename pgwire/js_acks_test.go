@@ -400,3 +400,39 @@ func TestCommitAcksUpdatesStayHeapOnly(t *testing.T) {
 		t.Fatalf("%d updates of cursor rows, %d of them heap-only; want %d, all heap-only", upd, hot, commits)
 	}
 }
+
+// The delivered mark (the highest offset handed out) is stored with the
+// floor and only rises: an older update does not lower it, and it is read
+// back at least at the floor.
+func TestCommitAcksKeepsTheDeliveredMark(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	const q = "js.delivered"
+	res := push(t, db, write(q, "p", "m1", "m2", "m3", "m4", "m5", "m6"))
+	pid := res[0].PartitionID
+	c := putConsumer(t, db, jsConsumer(q, "C", pgwire.JSDeliverAll, `{}`), pgwire.JSActionCreate)
+	delivered := func() int64 {
+		for _, p := range consumerPartitions(t, db, c.ID) {
+			if p.ID == pid {
+				return p.Delivered
+			}
+		}
+		t.Fatalf("consumer %d has no partition %d", c.ID, pid)
+		return 0
+	}
+	commitAcks(t, db, pgwire.JSAckUpdate{ConsumerID: c.ID, PartitionID: pid, Floor: 1, Delivered: 4})
+	if got := delivered(); got != 4 {
+		t.Fatalf("delivered after the first update: %d, want 4", got)
+	}
+	commitAcks(t, db, pgwire.JSAckUpdate{ConsumerID: c.ID, PartitionID: pid, Floor: 2, Delivered: 3})
+	if got := delivered(); got != 4 {
+		t.Fatalf("delivered after an older mark: %d, want 4 (it only rises)", got)
+	}
+	commitAcks(t, db, pgwire.JSAckUpdate{ConsumerID: c.ID, PartitionID: pid, Floor: 5})
+	if got := delivered(); got != 5 {
+		t.Fatalf("delivered after the floor passed it: %d, want 5", got)
+	}
+	if err := db.CommitAcks(context.Background(), []pgwire.JSAckUpdate{{ConsumerID: c.ID, PartitionID: pid, Floor: 5, Delivered: -1}}); err == nil {
+		t.Fatal("a negative delivered mark was taken")
+	}
+}

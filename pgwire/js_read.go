@@ -27,8 +27,13 @@ type JSPartition struct {
 	// Acked are the offsets acknowledged above Floor, ascending.
 	Acked []int64
 	// Deliveries counts the deliveries of the offsets above Floor that
-	// were delivered (and, when stored, not yet acknowledged).
+	// were delivered more than once (and, when stored, not yet
+	// acknowledged).
 	Deliveries map[int64]int
+	// Delivered is the highest offset handed out (at least Floor): the
+	// offsets above Floor up to it that are not in Acked were delivered,
+	// once unless Deliveries says more, and not acknowledged.
+	Delivered int64
 }
 
 // consumerPartitionsSQL reads the partitions of a JetStream consumer's
@@ -38,7 +43,7 @@ type JSPartition struct {
 const consumerPartitionsSQL = `/* queen:js-partitions */ SELECT p.id, p.name, p.last_offset,
     coalesce((SELECT s.base_offset FROM queen.log_segments s WHERE s.partition_id = p.id ORDER BY s.end_offset LIMIT 1), p.last_offset + 1),
     c.cursor_offset IS NOT NULL, coalesce(c.cursor_offset, queen.consumer_seed_v1(p.id, j.queue_id, j.name)),
-    c.acked_above, c.delivery_offsets, c.delivery_counts
+    c.acked_above, c.delivery_offsets, c.delivery_counts, coalesce(c.delivered_to, 0)
 FROM queen.jetstream_consumers j
 LEFT JOIN queen.log_partitions p ON p.queue_id = j.queue_id
 LEFT JOIN queen.consumer_cursors c ON c.partition_id = p.id AND c.consumer_group = j.name
@@ -62,18 +67,19 @@ func (db *DB) ConsumerPartitions(ctx context.Context, consumerID int64) ([]JSPar
 		defer rows.Close()
 		for rows.Next() {
 			found = true
-			var id, last, first, floor pgtype.Int8
+			var id, last, first, floor, delivered pgtype.Int8
 			var name pgtype.Text
 			var seeded pgtype.Bool
 			var acked, offs []int64
 			var counts []int32
-			if err := rows.Scan(&id, &name, &last, &first, &seeded, &floor, &acked, &offs, &counts); err != nil {
+			if err := rows.Scan(&id, &name, &last, &first, &seeded, &floor, &acked, &offs, &counts, &delivered); err != nil {
 				return err
 			}
 			if !id.Valid {
 				continue
 			}
-			p := JSPartition{ID: id.Int64, Name: name.String, Last: last.Int64, First: first.Int64, Floor: floor.Int64, Seeded: seeded.Bool}
+			p := JSPartition{ID: id.Int64, Name: name.String, Last: last.Int64, First: first.Int64, Floor: floor.Int64, Seeded: seeded.Bool,
+				Delivered: max(delivered.Int64, floor.Int64)}
 			for _, o := range acked {
 				if o > p.Floor {
 					p.Acked = append(p.Acked, o)
@@ -131,8 +137,12 @@ type JSRun struct {
 func JSSize(f *segment.Frame) int64 { return int64(len(f.Payload)) }
 
 // readAfterSQL reads, for many ranges, the segments holding the messages
-// after each range's offset, in one statement: per range, up to its limit
-// of segments (each after the offset holds at least one message), and of
+// after each range's offset, in one statement: per range, the segments
+// from the first after the offset up to the one holding the offset a
+// limit further (from the first segment's base when retention left a gap;
+// two index probes bound the scan, so a read of a few messages in long
+// partitions scans no more segments than it returns), at most its limit
+// of them (each after the offset holds at least one message), and of
 // those only the ones a running count of their messages after the offset
 // and a running sum of their stored (compressed) bytes still need: a
 // segment whose predecessors' stored bytes reach the byte bound is not

@@ -15,9 +15,15 @@ func TestReadAfter(t *testing.T) {
 	db := newDB(t)
 	ctx := context.Background()
 	const q = "js.read"
-	r1 := push(t, db, write(q, "p0", "a1", "a2", "a3"), write(q, "p1", "b1"))
-	push(t, db, write(q, "p0", "a4", "a5"))
-	p0, p1 := r1[0].PartitionID, r1[1].PartitionID
+	r1 := push(t, db, write(q, "p0", "a1", "a2", "a3"), write(q, "p1", "b1"), write(q, "p2", "c1", "c2"))
+	push(t, db, write(q, "p0", "a4", "a5"), write(q, "p2", "c3", "c4"))
+	push(t, db, write(q, "p2", "c5", "c6"))
+	push(t, db, write(q, "p2", "c7", "c8"))
+	p0, p1, p2 := r1[0].PartitionID, r1[1].PartitionID, r1[2].PartitionID
+	// Retention removed p2's first two segments (offsets 1-4).
+	if _, err := db.Pool().Exec(ctx, `DELETE FROM queen.log_segments WHERE partition_id = $1 AND end_offset <= 4`, p2); err != nil {
+		t.Fatal(err)
+	}
 	// Offset 4 of p0 deleted.
 	if _, err := db.Pool().Exec(ctx, `INSERT INTO queen.log_tombstones (partition_id, message_offset) VALUES ($1, 4)`, p0); err != nil {
 		t.Fatal(err)
@@ -36,6 +42,11 @@ func TestReadAfter(t *testing.T) {
 		{pgwire.JSRange{PartitionID: p1, After: 0, Limit: 5}, "[b1] next 1 full false"},
 		{pgwire.JSRange{PartitionID: p1, After: 1, Limit: 5}, "[] next 1 full false"},
 		{pgwire.JSRange{PartitionID: 1 << 40, After: 0, Limit: 5}, "[] next 0 full false"},
+		// After a gap: counted from the first segment left.
+		{pgwire.JSRange{PartitionID: p2, After: 0, Limit: 1}, "[c5] next 5 full false"},
+		{pgwire.JSRange{PartitionID: p2, After: 0, Limit: 3}, "[c5 c6 c7] next 7 full false"},
+		{pgwire.JSRange{PartitionID: p2, After: 5, Limit: 2}, "[c6 c7] next 7 full false"},
+		{pgwire.JSRange{PartitionID: p2, After: 5, Limit: 50}, "[c6 c7 c8] next 8 full false"},
 	}
 	ranges := make([]pgwire.JSRange, len(cases))
 	for i, c := range cases {

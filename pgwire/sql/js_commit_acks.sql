@@ -1,6 +1,6 @@
 /* queen:js-acks */ WITH v AS (
-    SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int4[], $5::int4[], $6::int4[], $7::int4[])
-        WITH ORDINALITY AS v(cid, pid, floor, af, an, df, dn, ord)
+    SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int4[], $5::int4[], $6::int4[], $7::int4[], $16::int8[])
+        WITH ORDINALITY AS v(cid, pid, floor, af, an, df, dn, dto, ord)
 ), j AS MATERIALIZED (
     SELECT j.id, j.name, j.queue_id FROM queen.jetstream_consumers j
     WHERE j.id = ANY ($1::int8[])
@@ -13,7 +13,7 @@
 ), u AS (
     INSERT INTO queen.consumer_cursors AS c (partition_id, consumer_group, cursor_offset, delivered_to, start_offset,
         acked_above, delivery_offsets, delivery_counts)
-    SELECT k.pid, k.grp, k.floor, k.floor,
+    SELECT k.pid, k.grp, k.floor, k.dto,
            CASE WHEN NOT EXISTS (SELECT 1 FROM queen.consumer_cursors x WHERE x.partition_id = k.pid AND x.consumer_group = k.grp)
                 THEN queen.consumer_seed_v1(k.pid, k.qid, k.grp) END,
            CASE WHEN k.an > 0 THEN ($8::int8[])[k.af + 1 : k.af + k.an] END,
@@ -25,7 +25,8 @@
         (cursor_offset, acked_above, delivery_offsets, delivery_counts, updated_at) = (
             SELECT m.o_floor, m.o_acked, m.o_offsets, m.o_counts, clock_timestamp()
             FROM queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
-                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts) m)
+                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts) m),
+        delivered_to = greatest(c.delivered_to, EXCLUDED.delivered_to)
     RETURNING c.partition_id
 ), dl AS (
     INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, message_offset, transaction_id, error_message, retry_count)

@@ -4,6 +4,18 @@
           ORDER BY t.message_offset)
 FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::int8[]) WITH ORDINALITY AS r(pid, after, lim, maxb, ord)
 CROSS JOIN LATERAL (
+    SELECT f.base_offset FROM queen.log_segments f
+    WHERE f.partition_id = r.pid AND f.end_offset > r.after
+    ORDER BY f.end_offset
+    LIMIT 1
+) f
+CROSS JOIN LATERAL (
+    SELECT coalesce((SELECT l.end_offset FROM queen.log_segments l
+                     WHERE l.partition_id = r.pid AND l.end_offset >= greatest(r.after, f.base_offset - 1) + r.lim
+                     ORDER BY l.end_offset
+                     LIMIT 1), 9223372036854775807) AS upto
+) u
+CROSS JOIN LATERAL (
     SELECT w.base_offset, w.end_offset, w.created_at, w.payload FROM (
         SELECT x.base_offset, x.end_offset, x.created_at, x.payload,
                x.end_offset - greatest(x.base_offset - 1, r.after) AS n,
@@ -11,7 +23,7 @@ CROSS JOIN LATERAL (
                octet_length(x.payload) AS b,
                sum(octet_length(x.payload)) OVER (ORDER BY x.end_offset) AS bytes
         FROM queen.log_segments x
-        WHERE x.partition_id = r.pid AND x.end_offset > r.after
+        WHERE x.partition_id = r.pid AND x.end_offset > r.after AND x.end_offset <= u.upto
         ORDER BY x.end_offset
         LIMIT r.lim
     ) w
