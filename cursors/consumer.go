@@ -80,8 +80,8 @@ type pstate struct {
 	// have come: lowered by every deadline set, raised by dueOffsets'
 	// scan. Acknowledgements leave it low, which costs one scan at most.
 	earliest time.Time
-	buf       map[int64]*msg      // messages in memory, above next or pending
-	dead      []DeadLetter        // to write with the next flush
+	buf      map[int64]*msg // messages in memory, above next or pending
+	dead     []DeadLetter   // to write with the next flush
 }
 
 // setDeadline sets a pending delivery's deadline and keeps earliest at or
