@@ -208,7 +208,7 @@ func (c *consumer) readLimit(p *pstate, want int) int {
 }
 
 // minReadLimit: a read of a partition asks for at least this many.
-const minReadLimit = 32
+const minReadLimit = 128
 
 // send publishes one message to r and records the delivery. Under mu.
 func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {

@@ -147,9 +147,9 @@ func JSSize(f *segment.Frame) int64 { return int64(len(f.Payload)) }
 // and a running sum of their stored (compressed) bytes still need: a
 // segment whose predecessors' stored bytes reach the byte bound is not
 // needed, since decoded messages are not smaller than what they are stored
-// in. Each segment comes with the tombstoned offsets it holds after the
-// range's offset (an index probe that finds nothing on a partition without
-// tombstones). Parameters: parallel arrays of partition id, offset, limit
+// in. Each segment comes with the tombstoned offsets of its range's scan
+// (one index probe per range, which finds nothing on a partition without
+// tombstones; the same array on each of the range's segments). Parameters: parallel arrays of partition id, offset, limit
 // and byte bound (0: none). Answer: range ordinal, segment base, time,
 // payload, tombstoned offsets, by range and offset.
 var readAfterSQL = statement("js_read_after")

@@ -17,6 +17,10 @@ type interest struct {
 	literal map[string]*subjectSubs // subjects without wildcards
 	wild    map[string]*subjectSubs // subjects with * or >
 	queues  int                     // queue groups over both maps: Publish looks them up only when there are any
+	// wildQueued are the wild subjects that have queue groups, so that
+	// Publish matches its subject against those alone (a delivery goes
+	// through queueGroups once per message).
+	wildQueued []string
 }
 
 // subjectSubs is what the hub announced for one subject: a plain
@@ -54,6 +58,9 @@ func (in *interest) add(subject, queue string, weight int64) {
 	}
 	if _, had := s.queues[queue]; !had {
 		in.queues++
+		if len(s.queues) == 0 && hasWildcard(subject) {
+			in.wildQueued = append(in.wildQueued, subject)
+		}
 	}
 	s.queues[queue] = weight
 }
@@ -71,6 +78,9 @@ func (in *interest) remove(subject, queue string) (gone bool) {
 	} else if _, had := s.queues[queue]; had {
 		delete(s.queues, queue)
 		in.queues--
+		if len(s.queues) == 0 && hasWildcard(subject) {
+			in.wildQueued = slices.DeleteFunc(in.wildQueued, func(w string) bool { return w == subject })
+		}
 	}
 	if s.plain || len(s.queues) > 0 {
 		return false
@@ -109,9 +119,9 @@ func (in *interest) queueGroups(dst []string, subject string) []string {
 	if s := in.literal[subject]; s != nil {
 		add(s)
 	}
-	for pattern, s := range in.wild {
-		if len(s.queues) > 0 && Match(pattern, subject) {
-			add(s)
+	for _, pattern := range in.wildQueued {
+		if Match(pattern, subject) {
+			add(in.wild[pattern])
 		}
 	}
 	return dst

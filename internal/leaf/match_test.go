@@ -58,6 +58,19 @@ func TestInterestSet(t *testing.T) {
 	if in.remove("never", "") {
 		t.Fatal("an LS- for an unknown subject removed something")
 	}
+	// A wild subject's queue groups come and go with it; its plain
+	// subscription is no queue group.
+	in.add("w.>", "h", 1)
+	in.add("w.*", "g2", 1)
+	if got := in.queueGroups(nil, "w.x"); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"g", "g2", "h"}) {
+		t.Fatalf("queue groups of w.x with three: %v", got)
+	}
+	in.remove("w.*", "g")
+	in.remove("w.*", "g2")
+	in.remove("w.>", "h")
+	if got := in.queueGroups(nil, "w.x"); len(got) != 0 || len(in.wildQueued) != 0 || !in.matches("w.x") {
+		t.Fatalf("queue groups of w.x after their removal: %v (wild with queues %v); the plain w.* stays", got, in.wildQueued)
+	}
 	next := newInterest()
 	next.add("w.x", "", 0)
 	old := newInterest()

@@ -1,7 +1,4 @@
-/* queen:js-read */ SELECT r.ord, s.base_offset, s.created_at, s.payload,
-    array(SELECT t.message_offset FROM queen.log_tombstones t
-          WHERE t.partition_id = r.pid AND t.message_offset BETWEEN greatest(s.base_offset, r.after + 1) AND s.end_offset
-          ORDER BY t.message_offset)
+/* queen:js-read */ SELECT r.ord, s.base_offset, s.created_at, s.payload, u.gone
 FROM unnest($1::int8[], $2::int8[], $3::int4[], $4::int8[]) WITH ORDINALITY AS r(pid, after, lim, maxb, ord)
 CROSS JOIN LATERAL (
     SELECT f.base_offset FROM queen.log_segments f
@@ -14,6 +11,12 @@ CROSS JOIN LATERAL (
                      WHERE l.partition_id = r.pid AND l.end_offset >= greatest(r.after, f.base_offset - 1) + r.lim
                      ORDER BY l.end_offset
                      LIMIT 1), 9223372036854775807) AS upto
+) u0
+CROSS JOIN LATERAL (
+    SELECT u0.upto, array(SELECT t.message_offset FROM queen.log_tombstones t
+                          WHERE t.partition_id = r.pid AND t.message_offset > r.after AND t.message_offset <= u0.upto
+                          ORDER BY t.message_offset) AS gone
+    OFFSET 0 -- once per range, not pulled up into every segment row
 ) u
 CROSS JOIN LATERAL (
     SELECT w.base_offset, w.end_offset, w.created_at, w.payload FROM (
