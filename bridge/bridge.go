@@ -107,7 +107,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		CacheTTL: cfg.QueueCacheTTL, Logger: cfg.Logger, OnDrop: dropped}); err != nil {
 		return nil, err
 	}
-	if b.jsc, err = b.newJSConsumers(); err != nil {
+	if b.jsc, err = b.newJSConsumers(tail); err != nil {
 		return nil, err
 	}
 	// The read side's announcements steer the marks and wake the JetStream

@@ -26,8 +26,9 @@ type jsConsumers struct {
 	link     *leafLink
 }
 
-// newJSConsumers builds them; nil without streams or a leafnode URL.
-func (b *Bridge) newJSConsumers() (*jsConsumers, error) {
+// newJSConsumers builds them; nil without streams or a leafnode URL. Their
+// reads of what this bridge committed last come from the hot tail.
+func (b *Bridge) newJSConsumers(tail *cursors.Tail) (*jsConsumers, error) {
 	cfg := &b.cfg
 	if len(cfg.JetStream) == 0 || cfg.LeafURL == "" || cfg.NATS == nil {
 		return nil, nil
@@ -39,7 +40,7 @@ func (b *Bridge) newJSConsumers() (*jsConsumers, error) {
 	}
 	var err error
 	j.engine, err = cursors.NewEngine(cursors.Config{
-		Store: cfg.DB, Deliverer: j.link, Streams: streams, Plain: b.queues.Plain, Logger: cfg.Logger,
+		Store: cfg.DB, Deliverer: j.link, Streams: streams, Plain: b.queues.Plain, Logger: cfg.Logger, Tail: tail,
 		Owner: func(tenant tenancy.TenantID, stream, key string) (bool, string) {
 			id := b.router.Owner(tenant, stream, key)
 			return id == "", id

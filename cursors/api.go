@@ -44,6 +44,9 @@ func (e *JSEngine) CreateConsumer(ctx context.Context, tenant tenancy.TenantID, 
 	if err != nil {
 		return ConsumerInfo{}, fmt.Errorf("cursors: put consumer %s of %s: %w", name, stream, err)
 	}
+	// What this bridge commits from now on is kept for the consumer's
+	// first reads.
+	e.cfg.Tail.Want(tenant, stream)
 	conf, err := decodeConfig(name, stored.Config)
 	if err != nil {
 		return ConsumerInfo{}, err

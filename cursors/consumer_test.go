@@ -3,6 +3,7 @@ package cursors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/segment"
 )
 
 // An ordered consumer (ephemeral, ack none) sees a dense consumer
@@ -294,5 +296,31 @@ func TestInfoCountsWhatTheStoreHolds(t *testing.T) {
 	}
 	if in.NumPending != 3 || in.NumAckPending != 1 {
 		t.Fatalf("info after three commits not announced here: pending %d ack pending %d, want 3 and 1", in.NumPending, in.NumAckPending)
+	}
+}
+
+// A consumer's reads of what this bridge committed after the consumer was
+// created come from the hot tail: no read of the Store.
+func TestReadsComeFromTheHotTail(t *testing.T) {
+	tail := NewTail(1 << 20)
+	h := newHarness(t, func(c *Config) { c.Tail = tail })
+	h.create(ConsumerConfig{Durable: "C"}) // the tail keeps ORDERS from now on
+	h.add(1, 3)
+	frames := make([]segment.Frame, 3)
+	for i := range frames {
+		frames[i] = segment.Frame{TransactionID: fmt.Sprint("tx-", i+1), Payload: fmt.Appendf(nil, "eu-%d", i+1)}
+	}
+	tail.Committed([]segment.Write{{Tenant: tenant, Queue: "ORDERS", Partition: "eu", Count: 3,
+		Hashes: segment.AppendHashes(nil, frames), Blob: segment.Pack(nil, frames)}},
+		[]segment.Result{{Status: segment.Queued, PartitionID: 1, BaseOffset: 1, CreatedAt: h.clock.Now()}})
+	h.pull("C", PullRequest{Batch: 3, Expires: time.Hour}, "inbox")
+	got := h.waitMsgs("inbox", 3)
+	for i, m := range got {
+		if string(m.body) != fmt.Sprintf("eu-%d", i+1) {
+			t.Fatalf("message %d: %q", i, m.body)
+		}
+	}
+	if n := h.store.nReadsOf(1); n != 0 {
+		t.Fatalf("%d reads of partition 1 from the Store, want none: the tail held its messages", n)
 	}
 }

@@ -53,11 +53,15 @@ type Config struct {
 	// Plain turns a stored payload into the bytes published (decryption);
 	// default: the stored payload. Base64 frames are decoded after it.
 	Plain func(tenant tenancy.TenantID, queue, partition string, flags uint8, stored []byte) ([]byte, error)
+	// Tail is the hot tail (nil: none): the commits of this bridge to
+	// queues with JetStream consumers are kept there, and reads of them
+	// are served from memory.
+	Tail *Tail
 	// FlushWindow is how long acks gather before one CommitAcks when a
 	// double ack waits for its answer; 1 ms.
 	FlushWindow time.Duration
 	// LazyWindow is how long the rest gathers (plain acks, NAKs, delivery
-	// marks: nothing waits for them); 50 ms. A bridge that dies loses at
+	// marks: nothing waits for them); 100 ms. A bridge that dies loses at
 	// most this much of them: those messages are delivered again.
 	LazyWindow time.Duration
 	// FlushMax is how many (consumer, partition) updates make a commit go
@@ -103,7 +107,7 @@ func (c *Config) withDefaults() (Config, error) {
 		out.FlushWindow = time.Millisecond
 	}
 	if out.LazyWindow <= 0 {
-		out.LazyWindow = 50 * time.Millisecond
+		out.LazyWindow = 100 * time.Millisecond
 	}
 	out.LazyWindow = max(out.LazyWindow, out.FlushWindow)
 	if out.FlushMax <= 0 {

@@ -170,10 +170,11 @@ type fakeStore struct {
 	reads     int
 	gate      chan struct{}
 	entered   chan struct{} // gets a value when a CommitAcks starts
+	readOf    map[int64]int // ranges read, by partition id
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{consumers: map[string]StoredConsumer{}, msgs: map[int64][]StoredMsg{}, acks: map[[2]int64]AckUpdate{}, entered: make(chan struct{}, 64)}
+	return &fakeStore{consumers: map[string]StoredConsumer{}, msgs: map[int64][]StoredMsg{}, acks: map[[2]int64]AckUpdate{}, readOf: map[int64]int{}, entered: make(chan struct{}, 64)}
 }
 
 func (s *fakeStore) PutConsumer(_ context.Context, c StoredConsumer, action string) (StoredConsumer, error) {
@@ -247,6 +248,9 @@ func (s *fakeStore) ReadAfter(_ context.Context, ranges []ReadRange) ([]ReadRun,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads++
+	for _, r := range ranges {
+		s.readOf[r.PartitionID]++
+	}
 	out := make([]ReadRun, len(ranges))
 	for i, r := range ranges {
 		out[i] = ReadRun{PartitionID: r.PartitionID, Next: r.After}
@@ -305,6 +309,12 @@ func (s *fakeStore) ackState(consumer string, pid int64) AckUpdate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.acks[[2]int64{s.consumers[consumer].ID, pid}]
+}
+
+func (s *fakeStore) nReadsOf(pid int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOf[pid]
 }
 
 func (s *fakeStore) nCommits() int {

@@ -14,7 +14,7 @@ func (c *consumer) run() {
 	defer c.e.bg.Done()
 	defer close(c.done)
 	clock := c.e.cfg.Clock
-	var lastPoll, lastTouch time.Time
+	var lastPoll, lastTouch, lastWant time.Time
 	var settled []chan struct{}
 	retry := false
 	for {
@@ -26,6 +26,11 @@ func (c *consumer) run() {
 			return
 		}
 		c.takeHot()
+		if now := clock.Now(); now.Sub(lastWant) >= wantEvery {
+			// The hot tail keeps the queue's commits while it is consumed.
+			lastWant = now
+			c.e.cfg.Tail.Want(c.key.tenant, c.key.stream)
+		}
 		look := c.freshNoWait()
 		c.refreshParts()
 		now := clock.Now()
@@ -84,6 +89,9 @@ const (
 	// touchEvery: a consumer in use records its activity this often, for
 	// inactive thresholds seen from other bridges.
 	touchEvery = 30 * time.Second
+	// wantEvery: a live consumer tells the hot tail its queue is consumed
+	// this often (the tail forgets a queue after wantFor).
+	wantEvery = time.Minute
 	// retryPause: after a failed read the consumer tries again so much later.
 	retryPause = 100 * time.Millisecond
 )

@@ -42,17 +42,9 @@ func (c *consumer) toMsg(p *pstate, sm *StoredMsg) (*msg, error) {
 // messages into memory. Offsets a run passed over are gone (tombstoned,
 // or removed by retention): they count as acknowledged.
 func (c *consumer) read(ranges []ReadRange) error {
-	var runs []ReadRun
-	err := c.e.call(func(ctx context.Context) error {
-		var err error
-		runs, err = c.e.cfg.Store.ReadAfter(ctx, ranges)
-		return err
-	})
-	if err == nil && len(runs) != len(ranges) {
-		err = fmt.Errorf("%d runs answer %d ranges", len(runs), len(ranges))
-	}
+	runs, fromTail, err := c.readRuns(ranges)
 	if err != nil {
-		return fmt.Errorf("cursors: read %d ranges of %s/%s: %w", len(ranges), c.key.stream, c.key.name, err)
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -78,7 +70,9 @@ func (c *consumer) read(ranges []ReadRange) error {
 		next = max(next, run.Next)
 		c.gone(p, rg.After, next, run.Messages)
 		if firstDeliveries {
-			p.maybeMore = len(run.Messages) >= rg.Limit || run.Full
+			// A run from memory ends where memory does: PostgreSQL may
+			// hold more after it.
+			p.maybeMore = len(run.Messages) >= rg.Limit || run.Full || fromTail[i]
 			if next == rg.After && !p.maybeMore {
 				p.last = p.next // nothing after it now; a later commit raises it again
 			}
@@ -86,6 +80,40 @@ func (c *consumer) read(ranges []ReadRange) error {
 		}
 	}
 	return nil
+}
+
+// readRuns answers the ranges: from the hot tail those it holds, the rest
+// with one ReadAfter; fromTail[i] tells which.
+func (c *consumer) readRuns(ranges []ReadRange) (runs []ReadRun, fromTail []bool, err error) {
+	runs, fromTail = make([]ReadRun, len(ranges)), make([]bool, len(ranges))
+	var rest []ReadRange
+	var at []int
+	for i, rg := range ranges {
+		if run, ok := c.e.cfg.Tail.ReadAfter(rg); ok {
+			runs[i], fromTail[i] = run, true
+			continue
+		}
+		rest, at = append(rest, rg), append(at, i)
+	}
+	if len(rest) == 0 {
+		return runs, fromTail, nil
+	}
+	var read []ReadRun
+	err = c.e.call(func(ctx context.Context) error {
+		var err error
+		read, err = c.e.cfg.Store.ReadAfter(ctx, rest)
+		return err
+	})
+	if err == nil && len(read) != len(rest) {
+		err = fmt.Errorf("%d runs answer %d ranges", len(read), len(rest))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("cursors: read %d ranges of %s/%s: %w", len(rest), c.key.stream, c.key.name, err)
+	}
+	for k, i := range at {
+		runs[i] = read[k]
+	}
+	return runs, fromTail, nil
 }
 
 // gone acknowledges the offsets in (after, next] a run did not hold. A

@@ -52,6 +52,7 @@ type Tail struct {
 	swept  time.Time
 	hits   atomic.Uint64
 	misses atomic.Uint64
+	jsHits atomic.Uint64 // JetStream consumer reads served (ReadAfter)
 }
 
 type tailName struct {
@@ -384,8 +385,10 @@ func (t *Tail) Note(hit bool) {
 // TailStats are the tail's counters for the metrics.
 type TailStats struct {
 	Hits, Misses uint64
-	Bytes        int64
-	Segments     int
+	// JSReads are JetStream consumer reads served from memory.
+	JSReads  uint64
+	Bytes    int64
+	Segments int
 }
 
 // Stats returns a snapshot.
@@ -395,5 +398,5 @@ func (t *Tail) Stats() TailStats {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return TailStats{Hits: t.hits.Load(), Misses: t.misses.Load(), Bytes: t.bytes, Segments: t.nsegs}
+	return TailStats{Hits: t.hits.Load(), Misses: t.misses.Load(), JSReads: t.jsHits.Load(), Bytes: t.bytes, Segments: t.nsegs}
 }

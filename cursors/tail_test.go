@@ -177,3 +177,40 @@ func TestTailKeepsOnlyQueuesPoppedHere(t *testing.T) {
 		t.Fatal("a take before the run the tail holds")
 	}
 }
+
+// A JetStream consumer's read is served from the run the tail holds when
+// the run covers the offset after the read's: cut at the limit and at the
+// byte bound, ended where the run ends; a read before the run, or past
+// its end, is not served (PostgreSQL answers it).
+func TestTailServesJetStreamReads(t *testing.T) {
+	tail := cursors.NewTail(1 << 20)
+	commit(tail, [3]int64{1, 6, 5}, [3]int64{1, 11, 5})
+	txids := func(run cursors.ReadRun) []string {
+		var out []string
+		for _, m := range run.Messages {
+			out = append(out, m.Frame.TransactionID)
+		}
+		return out
+	}
+	run, ok := tail.ReadAfter(cursors.ReadRange{PartitionID: 1, After: 7, Limit: 4})
+	if !ok || fmt.Sprint(txids(run)) != fmt.Sprint(ids(8, 11)) || run.Next != 11 || run.Full {
+		t.Fatalf("a read inside the run: %v next %d full %v ok %v", txids(run), run.Next, run.Full, ok)
+	}
+	run, ok = tail.ReadAfter(cursors.ReadRange{PartitionID: 1, After: 5, Limit: 100})
+	if !ok || fmt.Sprint(txids(run)) != fmt.Sprint(ids(6, 15)) || run.Next != 15 {
+		t.Fatalf("a read from the run's start to its end: %v next %d ok %v", txids(run), run.Next, ok)
+	}
+	each := int64(len(`{"x":1}`))
+	run, ok = tail.ReadAfter(cursors.ReadRange{PartitionID: 1, After: 9, Limit: 100, MaxBytes: 2*each + 1})
+	if !ok || fmt.Sprint(txids(run)) != fmt.Sprint(ids(10, 11)) || !run.Full || run.Next != 11 {
+		t.Fatalf("a read cut by bytes: %v next %d full %v ok %v", txids(run), run.Next, run.Full, ok)
+	}
+	for _, rg := range []cursors.ReadRange{{PartitionID: 1, After: 4, Limit: 5}, {PartitionID: 1, After: 15, Limit: 5}, {PartitionID: 2, After: 0, Limit: 5}} {
+		if run, ok := tail.ReadAfter(rg); ok {
+			t.Fatalf("read %+v served from memory: %v", rg, txids(run))
+		}
+	}
+	if st := tail.Stats(); st.JSReads != 3 {
+		t.Fatalf("%d reads counted as served, want 3", st.JSReads)
+	}
+}

@@ -199,6 +199,8 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_tail_hits_total", "Pops served from the hot tail in memory: a claim and no segment read.", func() uint64 { return consumer().Tail.Hits }),
 		counter("queen_tail_misses_total", "Pops the hot tail held the partition of but could not serve (cursor moved elsewhere, retention, options); they read PostgreSQL.",
 			func() uint64 { return consumer().Tail.Misses }),
+		counter("queen_tail_js_reads_total", "JetStream consumer reads served from the hot tail in memory instead of a segment read.",
+			func() uint64 { return consumer().Tail.JSReads }),
 		gauge("queen_tail_bytes", "Memory the hot tail holds (QUEEN_TAIL_CACHE_BYTES bounds it).", func() float64 { return float64(consumer().Tail.Bytes) }),
 		newLagCollector(b.DB),
 		counter("queen_pg_statement_timeouts_total", "Bundle calls cancelled at the statement timeout.", func() uint64 { return b.DB.Stats().StatementTimeouts }),

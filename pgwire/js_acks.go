@@ -48,7 +48,14 @@ type JSDeadLetter struct {
 // (consumer_acks_merge_v1): the floor never moves back, acknowledged
 // offsets and delivery counts only grow, so an update from a bridge that no
 // longer serves the consumer (older than what the current one stored)
-// undoes nothing, and an update may carry only what changed. A missing
+// undoes nothing, and an update may carry only what changed. The usual
+// update holds all that is stored already (the same bridge's state, grown:
+// its floor at least the stored one, and every stored acknowledged offset
+// or counted delivery at or below its floor or among its own); it is
+// taken as it is, by a test of a few operators, and only the rest go
+// through the merge function (evaluated per column then: rare, and a
+// row-valued subquery per row would cost the usual update too).
+// The delivered mark (delivered_to) only rises. A missing
 // cursor row is made, its start_offset where the subscription starts it
 // (consumer_seed_v1, which may walk a partition's segments back to the
 // subscription's time: asked only where the row is missing, since the
