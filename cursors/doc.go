@@ -44,20 +44,21 @@
 // +TERM into the queue's dead letters, max_ack_pending and max_waiting.
 // Sequences are partition offsets; the consumer sequence is dense per
 // consumer. New commits of this bridge (Committed, fusion's commit hook)
-// go to parked requests from memory; older messages, and those other
-// bridges wrote (Heard, and a poll while requests wait), are read
-// from PostgreSQL through Store.ReadAfter, one statement per fill across
-// partitions. Statuses (100, 404, 408, 409) are sent as nats-server
+// go to parked requests from memory; what this bridge committed to a
+// consumed queue is also kept in the hot tail (Config.Tail) and read from
+// there; older messages, and those other bridges wrote (Heard, and a poll
+// while requests wait), are read from PostgreSQL through Store.ReadAfter,
+// one statement per fill across partitions. Statuses (100, 404, 408, 409) are sent as nats-server
 // sends them. A request whose inbox lost interest is dropped.
 //
 // Acknowledgements are made durable by fused writes: a flusher gathers
-// the ack state of every consumer and partition for about a millisecond
-// and stores it with one Store.CommitAcks (one statement, one commit, in
-// the lock order of partition id then group); double acks are answered
-// after that commit. A consumer loaded on a bridge (first use, a restart,
-// an owner change) takes its floors, acknowledged offsets and delivery
-// counts from Store.ConsumerPartitions (counts are stored from the first
-// delivery): what was in flight on a bridge that stopped or died is
+// the ack state of every consumer and partition (for FlushWindow, about a
+// millisecond, once a double ack waits; else for LazyWindow, 100 ms) and
+// stores it with one Store.CommitAcks (one statement, one commit, in the
+// lock order of partition id then group); double acks are answered after
+// that commit. A consumer loaded on a bridge (first use, a restart, an
+// owner change) takes its floors, acknowledged offsets, delivered marks
+// and redelivery counts from Store.ConsumerPartitions: what was in flight on a bridge that stopped or died is
 // delivered again, once ack_wait has passed from the load, so that an
 // acknowledgement still on its way is not overtaken by a redelivery (the
 // partition waits; what is newer in it follows the redeliveries).
