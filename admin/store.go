@@ -6,6 +6,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Store is the storage calls the admin routes make: the counts of queues,
@@ -30,5 +31,5 @@ type Store interface {
 	DeleteMessage(ctx context.Context, tenant tenancy.TenantID, pid int64, txid string) (deleted bool, err error)
 	// Stats is the pool's counters (the status answer counts statement
 	// timeouts as database errors).
-	Stats() pgwire.Stats
+	Stats() storage.Stats
 }

@@ -10,9 +10,10 @@
 // pops). A deleted queue (Dropped) answers its parked reads and pops at
 // once, empty.
 //
-// It must not import bridge, push, consume, cursors, queues or durability,
-// nor net/http or Prometheus; it reads through its Store (store.go, which
-// *pgwire.DB satisfies), renders through jsonapi, and decrypts through the
+// It must not import bridge, push, consume, cursors, queues, durability or
+// pgwire, nor net/http or Prometheus; it reads through its Store (store.go,
+// which *pgwire.DB satisfies, its messages storage's type), renders
+// through jsonapi, and decrypts through the
 // Payloads interface the caller passes (queues.Settings).
 // Consumer state (the hot tail, the marks, claims, acks and leases) is the
 // cursors and consume rooms'.

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Store is the one storage call the read side makes: a read of stored
@@ -12,5 +12,5 @@ import (
 // fake, so the fetch rules (validation, parking, the answer) are tested
 // without PostgreSQL.
 type Store interface {
-	ReadMessages(ctx context.Context, tenant tenancy.TenantID, queue, partition string, from int64, limit int, maxBytes int64) ([]pgwire.Message, error)
+	ReadMessages(ctx context.Context, tenant tenancy.TenantID, queue, partition string, from int64, limit int, maxBytes int64) ([]storage.Message, error)
 }
