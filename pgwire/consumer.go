@@ -14,9 +14,8 @@ import (
 	"github.com/queenbridge/queenbridge/storage"
 )
 
-// QueueMode is the consumer group of Queen's queue mode: consumers compete
-// for one cursor per partition.
-const QueueMode = "__QUEUE_MODE__"
+// QueueMode is storage.QueueMode, which the statements name.
+const QueueMode = storage.QueueMode
 
 // Pop outcomes (PopResult.Status).
 const (

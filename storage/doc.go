@@ -1,7 +1,9 @@
 // Package storage holds the plain types of what the log's database keeps
 // and returns: a stored message, a queue's row and the change of its
 // settings, the bridge-wide switches, what a retention or purge step
-// removed, a group's lag, and the database calls' failure counters.
+// removed, a group's lag, the database calls' failure counters, and the
+// rows of Queen's message routes (a partition with its groups' cursor
+// rows, a message found by its transactionId, a list's page).
 //
 // Why a package of its own: pgwire returns these values, and the rooms
 // that read storage (readside, queues, durability) and metrics take them
