@@ -196,3 +196,65 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// houseSize is the most lines of Go, tests aside, a package holds unless
+// the "sizes" block of docs/architecture.md says why it holds more: past
+// it, a room has usually become a hub of several concerns.
+const houseSize = 2000
+
+// TestRoomsKeepTheHouseSize: every package over houseSize lines outside
+// tests is named, with its reason, in the "sizes" block.
+func TestRoomsKeepTheHouseSize(t *testing.T) {
+	doc, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	why, err := rules(doc, "sizes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs, err := listPackages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		name, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		n := 0
+		for _, f := range p.GoFiles {
+			b, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += bytes.Count(b, []byte("\n"))
+		}
+		if n > houseSize && len(why[name]) == 0 {
+			t.Errorf("%s holds %d lines of Go outside tests, over %d, and the sizes block of docs/architecture.md does not say why", name, n, houseSize)
+		}
+	}
+}
+
+// hubImporters is how many packages may import each hub at most (their
+// lines in the "imports" block): a room that reads storage takes its own
+// Store interface and storage's types, a room that renders a route's JSON
+// keeps its wire types beside the route, so only the wiring and what is
+// truly database or hot-wire code import these.
+var hubImporters = map[string]int{"pgwire": 8, "jsonapi": 9}
+
+func TestHubsStayNarrow(t *testing.T) {
+	allowed, _, _ := architecture(t)
+	for hub, most := range hubImporters {
+		var users []string
+		for name, deps := range allowed {
+			if contains(deps, hub) {
+				users = append(users, name)
+			}
+		}
+		sort.Strings(users)
+		if len(users) > most {
+			t.Errorf("%d packages may import %s, more than %d: %s", len(users), hub, most, strings.Join(users, " "))
+		}
+	}
+}

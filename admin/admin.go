@@ -43,5 +43,5 @@ type (
 
 // Routes lists every route the package serves.
 func (a *Admin) Routes() []Route {
-	return slices.Concat(a.queueRoutes(), a.groupRoutes(), a.messageRoutes(), a.statusRoutes(), a.consoleRoutes())
+	return slices.Concat(a.queueRoutes(), a.groupRoutes(), a.statusRoutes(), a.consoleRoutes())
 }

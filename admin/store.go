@@ -6,13 +6,14 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Store is the storage calls the admin routes make: the counts of queues,
-// partitions, groups and a queue's streaming queries, the message list and
-// its look-ups, and the few writes only these routes make (a queue's
-// delete, a message's tombstone, a subscription's start). *pgwire.DB satisfies it; unit tests hand in a
-// fake, so what the routes make of the rows is tested without PostgreSQL.
+// partitions, groups and a queue's streaming queries, and the few writes
+// only these routes make (a queue's delete, a subscription's start).
+// *pgwire.DB satisfies it; unit tests hand in a fake, so what the routes
+// make of the rows is tested without PostgreSQL.
 type Store interface {
 	QueueStats(ctx context.Context, tenant tenancy.TenantID, f pgwire.QueueFilter) ([]pgwire.QueueStat, error)
 	PartitionStats(ctx context.Context, tenant tenancy.TenantID, queue string) (q pgwire.QueueInfo, parts []pgwire.PartitionStat, found bool, err error)
@@ -23,12 +24,7 @@ type Store interface {
 	StreamQueriesOf(ctx context.Context, tenant tenancy.TenantID, queue string) ([]pgwire.StreamQueryStats, error)
 	GroupCursors(ctx context.Context, tenant tenancy.TenantID, group string) ([]pgwire.GroupCursor, error)
 	SetSubscriptionStart(ctx context.Context, tenant tenancy.TenantID, group string, at time.Time) (int64, error)
-	MessagePartitions(ctx context.Context, tenant tenancy.TenantID, f pgwire.MessageFilter) ([]pgwire.MessagePartition, error)
-	NewestMessages(ctx context.Context, ranges []pgwire.OffsetRange, from, to time.Time, need int64) ([]pgwire.ListedMessage, error)
-	NewestDeadLettered(ctx context.Context, pids []int64, from, to time.Time, need int64) ([]pgwire.ListedMessage, error)
-	FindMessage(ctx context.Context, tenant tenancy.TenantID, pid int64, txid string) (out pgwire.FoundMessage, found bool, err error)
-	DeleteMessage(ctx context.Context, tenant tenancy.TenantID, pid int64, txid string) (deleted bool, err error)
 	// Stats is the pool's counters (the status answer counts statement
 	// timeouts as database errors).
-	Stats() pgwire.Stats
+	Stats() storage.Stats
 }

@@ -44,6 +44,7 @@ type Bridge struct {
 	consumer *consume.Consumer // Queen's consumer API
 	admin    *admin.Admin      // Queen's admin routes
 	console  *console.Console  // the web console's figures of this bridge
+	messages *readside.Messages
 	keeper   *durability.Keeper
 	router   *ownership.Router // who writes which partition; forwarding
 	js       *jetstream.Intake // JetStream publishes on the streams' subjects
@@ -156,6 +157,9 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	}
 	if b.admin, err = admin.New(admin.Config{DB: cfg.DB, Consumer: b.consumer, Queues: b.queues, Keeper: b.keeper,
 		Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if b.messages, err = readside.NewMessages(readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues}); err != nil {
 		return nil, err
 	}
 	if b.console, err = console.New(console.Config{Bridge: b.id, Figures: func() console.Figures {

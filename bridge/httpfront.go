@@ -99,9 +99,10 @@ func (b *Bridge) leanPush() httpserve.LeanRoute {
 }
 
 // roomRoutes are the rooms' route tables: Queen's admin routes (docs/admin.md)
-// and maintenance; the dead letters (consume); the web console's own.
+// and maintenance; its message routes (docs/admin-messages.md); the dead
+// letters (consume); the web console's own.
 func (b *Bridge) roomRoutes() []admin.Route {
-	return slices.Concat(b.admin.Routes(), b.consumer.Routes(), b.console.Routes())
+	return slices.Concat(b.admin.Routes(), b.messages.Routes(), b.consumer.Routes(), b.console.Routes())
 }
 
 var writeJSON = httpserve.WriteJSON

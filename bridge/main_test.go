@@ -24,6 +24,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/spool"
+	"github.com/queenbridge/queenbridge/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -303,9 +304,9 @@ func (n *node) count(sql string, args ...any) int64 {
 	return c
 }
 
-func pgwireEncrypt() pgwire.QueueUpdate {
+func pgwireEncrypt() storage.QueueUpdate {
 	on := true
-	return pgwire.QueueUpdate{EncryptionEnabled: &on}
+	return storage.QueueUpdate{EncryptionEnabled: &on}
 }
 
 func retention(d time.Duration) time.Duration {

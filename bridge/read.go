@@ -5,15 +5,15 @@ import (
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
-	"github.com/queenbridge/queenbridge/admin"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/push"
+	"github.com/queenbridge/queenbridge/readside"
 )
 
 func (b *Bridge) httpMessages(w http.ResponseWriter, r *http.Request, tenant tenancy.TenantID) {
-	if q := r.URL.Query(); admin.IsMessageList(q) { // Queen's message list (docs/admin-messages.md)
-		status, out := b.admin.ServeMessageList(r.Context(), tenant, q)
+	if q := r.URL.Query(); readside.IsMessageList(q) { // Queen's message list (docs/admin-messages.md)
+		status, out := b.messages.ServeMessageList(r.Context(), tenant, q)
 		writeJSON(w, status, out)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // The differential test of the two acknowledgement paths: two groups of
@@ -156,7 +157,7 @@ func (r *diffRun) logStep(format string, args ...any) {
 
 func (r *diffRun) run() {
 	r.t.Helper()
-	if _, err := r.db.ConfigureQueue(r.ctx, diffTenant, r.queue, pgwire.QueueUpdate{
+	if _, err := r.db.ConfigureQueue(r.ctx, diffTenant, r.queue, storage.QueueUpdate{
 		Other: map[string]json.RawMessage{
 			"retryLimit": json.RawMessage(fmt.Sprint(diffRetryLimit)),
 			"leaseTime":  json.RawMessage("3600"), // leases expire only when the script says so

@@ -15,6 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/readside"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // The hot tail against a real PostgreSQL: each tailBridge is the consumer
@@ -248,7 +249,7 @@ func TestTailClaimAfterRetentionReadsPostgreSQL(t *testing.T) {
 	db := openTailDB(t)
 	ctx := context.Background()
 	minute, none := int32(60), int32(0)
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", pgwire.QueueUpdate{RetentionSeconds: &minute, DedupWindowSeconds: &none}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", storage.QueueUpdate{RetentionSeconds: &minute, DedupWindowSeconds: &none}); err != nil {
 		t.Fatal(err)
 	}
 	a := newTailBridge(t, db)

@@ -8,6 +8,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // The marks' tests are inside the package: what the marks decide (which
@@ -34,7 +35,7 @@ var (
 func setOption(t testing.TB, db *pgwire.DB, queue, key string, v any) {
 	t.Helper()
 	b, _ := json.Marshal(v)
-	if _, err := db.ConfigureQueue(context.Background(), [16]byte{}, queue, pgwire.QueueUpdate{Other: map[string]json.RawMessage{key: b}}); err != nil {
+	if _, err := db.ConfigureQueue(context.Background(), [16]byte{}, queue, storage.QueueUpdate{Other: map[string]json.RawMessage{key: b}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,7 +6,7 @@
 // deliver nothing; kept, broadcast on <prefix>.v1.maintenance.pop.changed
 // and polled the same way), the spool that takes items whose write failed
 // (Spool: the push call hands them over), the drain that replays the spool, and the retention ticks, which also
-// purge the segments that deleted queues left (pgwire.PurgeStep); and the
+// purge the segments that deleted queues left (the Store's PurgeStep); and the
 // health answer (ServeHealth: does PostgreSQL answer, is NATS connected).
 //
 // Failure model:
@@ -20,9 +20,10 @@
 //     the middle of a drain), or of a record whose bundle did commit after
 //     all, writes nothing twice.
 //
-// It must not import bridge, queues or readside, nor net/http or
+// It must not import bridge, queues, readside or pgwire, nor net/http or
 // Prometheus. It reaches PostgreSQL through its Store (store.go: the
-// pgwire calls it makes, which *pgwire.DB satisfies).
+// pgwire calls it makes, which *pgwire.DB satisfies; their results are
+// storage's types).
 //
 // Goroutines: Keeper owns the maintenance poll, the drain loop and the
 // retention loop (Start starts them; Stop ends them and waits, a drain in

@@ -10,8 +10,8 @@ import (
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // In maintenance mode the spool takes the items (fsynced, counted in
@@ -70,7 +70,7 @@ func TestReplayOfACommittedRecordWritesNothingTwice(t *testing.T) {
 	db := newDB(t)
 	ctx := context.Background()
 	zero := int32(0)
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "w0", pgwire.QueueUpdate{DedupWindowSeconds: &zero}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "w0", storage.QueueUpdate{DedupWindowSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	committed := frames("a", "b")
@@ -155,7 +155,7 @@ func TestNoSpool(t *testing.T) {
 	}
 }
 
-func txids(msgs []pgwire.Message) string {
+func txids(msgs []storage.Message) string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Frame.TransactionID

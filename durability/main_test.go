@@ -15,6 +15,7 @@ import (
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 	"github.com/queenbridge/queenbridge/spool"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Real PostgreSQL (a database per test) and real NATS (a subject prefix
@@ -90,7 +91,7 @@ func failed(queue, partition string, fs []segment.Frame) []durability.Failed {
 }
 
 // stored reads back a partition's messages.
-func stored(t testing.TB, db *pgwire.DB, tenant [16]byte, queue, partition string) []pgwire.Message {
+func stored(t testing.TB, db *pgwire.DB, tenant [16]byte, queue, partition string) []storage.Message {
 	t.Helper()
 	msgs, err := db.ReadMessages(context.Background(), tenant, queue, partition, 1, 1000, 1<<20)
 	if err != nil {
@@ -101,7 +102,7 @@ func stored(t testing.TB, db *pgwire.DB, tenant [16]byte, queue, partition strin
 
 // sameFrames reports whether msgs hold exactly fs, in order: ids,
 // transactionIds, trace ids and payloads as first made.
-func sameFrames(msgs []pgwire.Message, fs []segment.Frame) bool {
+func sameFrames(msgs []storage.Message, fs []segment.Frame) bool {
 	if len(msgs) != len(fs) {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // pushSegments commits n segments of one message each to a partition.
@@ -32,7 +33,7 @@ func TestRetentionTicks(t *testing.T) {
 	ctx := context.Background()
 	sixty := int32(60)
 	for _, q := range []string{"old", "young"} {
-		if _, err := db.ConfigureQueue(ctx, [16]byte{}, q, pgwire.QueueUpdate{RetentionSeconds: &sixty}); err != nil {
+		if _, err := db.ConfigureQueue(ctx, [16]byte{}, q, storage.QueueUpdate{RetentionSeconds: &sixty}); err != nil {
 			t.Fatal(err)
 		}
 	}

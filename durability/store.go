@@ -3,7 +3,7 @@ package durability
 import (
 	"context"
 
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Store is the storage calls durability makes: the health probe, the
@@ -15,7 +15,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 	SetMaintenance(ctx context.Context, on bool) error
 	SetPopMaintenance(ctx context.Context, on bool) error
-	ReadSwitches(ctx context.Context) (pgwire.Switches, error)
-	RetentionStep(ctx context.Context, maxPartitions, batch int) (pgwire.RetentionResult, error)
-	PurgeStep(ctx context.Context, maxPartitions, batch int) (pgwire.PurgeResult, error)
+	ReadSwitches(ctx context.Context) (storage.Switches, error)
+	RetentionStep(ctx context.Context, maxPartitions, batch int) (storage.RetentionResult, error)
+	PurgeStep(ctx context.Context, maxPartitions, batch int) (storage.PurgeResult, error)
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // fakeStore is the switches' row and the work retention and the purge find,
@@ -19,9 +19,9 @@ import (
 type fakeStore struct {
 	mu       sync.Mutex
 	down     error // answered by Ping and the switches' writes while set
-	switches pgwire.Switches
-	purges   []pgwire.PurgeResult // answered in turn; then nothing is left
-	purged   int                  // purge steps run
+	switches storage.Switches
+	purges   []storage.PurgeResult // answered in turn; then nothing is left
+	purged   int                   // purge steps run
 }
 
 func (f *fakeStore) Ping(context.Context) error {
@@ -31,15 +31,15 @@ func (f *fakeStore) Ping(context.Context) error {
 }
 
 func (f *fakeStore) SetMaintenance(_ context.Context, on bool) error {
-	return f.setSwitch(func(sw *pgwire.Switches) { sw.Maintenance = on })
+	return f.setSwitch(func(sw *storage.Switches) { sw.Maintenance = on })
 }
 
 func (f *fakeStore) SetPopMaintenance(_ context.Context, on bool) error {
-	return f.setSwitch(func(sw *pgwire.Switches) { sw.PopMaintenance = on })
+	return f.setSwitch(func(sw *storage.Switches) { sw.PopMaintenance = on })
 }
 
 // setSwitch stores a switch unless the store is down.
-func (f *fakeStore) setSwitch(set func(*pgwire.Switches)) error {
+func (f *fakeStore) setSwitch(set func(*storage.Switches)) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down != nil {
@@ -49,27 +49,27 @@ func (f *fakeStore) setSwitch(set func(*pgwire.Switches)) error {
 	return nil
 }
 
-func (f *fakeStore) ReadSwitches(context.Context) (pgwire.Switches, error) {
+func (f *fakeStore) ReadSwitches(context.Context) (storage.Switches, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.switches, f.down
 }
 
-func (f *fakeStore) RetentionStep(context.Context, int, int) (pgwire.RetentionResult, error) {
-	return pgwire.RetentionResult{}, nil
+func (f *fakeStore) RetentionStep(context.Context, int, int) (storage.RetentionResult, error) {
+	return storage.RetentionResult{}, nil
 }
 
-func (f *fakeStore) PurgeStep(context.Context, int, int) (pgwire.PurgeResult, error) {
+func (f *fakeStore) PurgeStep(context.Context, int, int) (storage.PurgeResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.purged++
 	if len(f.purges) == 0 {
-		return pgwire.PurgeResult{}, nil
+		return storage.PurgeResult{}, nil
 	}
 	r := f.purges[0]
 	f.purges = f.purges[1:]
 	if r.Partitions < 0 {
-		return pgwire.PurgeResult{}, errors.New("purge step timed out")
+		return storage.PurgeResult{}, errors.New("purge step timed out")
 	}
 	return r, nil
 }
@@ -143,13 +143,13 @@ func TestSwitchesOnStore(t *testing.T) {
 // first that fails, with its error.
 func TestPurgeOnStore(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{purges: []pgwire.PurgeResult{{Partitions: 16, Rows: 500}, {Partitions: 2, Rows: 7, Done: 2}, {}, {Partitions: 9}}}
+	store := &fakeStore{purges: []storage.PurgeResult{{Partitions: 16, Rows: 500}, {Partitions: 2, Rows: 7, Done: 2}, {}, {Partitions: 9}}}
 	k := newFakeKeeper(t, store)
 	if err := k.Purge(context.Background()); err != nil || store.purged != 3 {
 		t.Fatalf("purge: %v after %d steps, want 3 steps", err, store.purged)
 	}
 
-	store = &fakeStore{purges: []pgwire.PurgeResult{{Partitions: 16}, {Partitions: -1}, {Partitions: 16}}}
+	store = &fakeStore{purges: []storage.PurgeResult{{Partitions: 16}, {Partitions: -1}, {Partitions: 16}}}
 	k = newFakeKeeper(t, store)
 	if err := k.Purge(context.Background()); err == nil || err.Error() != "purge step timed out" || store.purged != 2 {
 		t.Fatalf("failing purge: %v after %d steps, want the error after 2", err, store.purged)

@@ -11,7 +11,8 @@
 // table (ownership renders the table) and error bodies, written by hand without reflection where they are on a hot
 // path. The name rules (queue, partition, transactionId, traceId) and the
 // answer statuses live here too. The wire types of the admin routes and of
-// the console live beside their routes, in admin and console.
+// the console live beside their routes, in admin, readside (Queen's
+// message routes) and console.
 //
 // Names say which way a function goes and what it takes:
 //

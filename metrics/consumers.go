@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/queenbridge/queenbridge/pgwire"
 )
 
 // consumers are the collectors of Queen's consumer API: pops and the
@@ -66,11 +65,11 @@ func (m *Metrics) Acked(status string, ok, dead bool) {
 // lagCollector reads every consumer group's lag (the partitions' last
 // offsets minus its cursors, summed per queue) at scrape time.
 type lagCollector struct {
-	db   *pgwire.DB
+	db   Database
 	desc *prometheus.Desc
 }
 
-func newLagCollector(db *pgwire.DB) *lagCollector {
+func newLagCollector(db Database) *lagCollector {
 	return &lagCollector{db: db, desc: prometheus.NewDesc("queen_consumer_lag_messages",
 		"Messages after a consumer group's cursors: high-water marks minus cursors, summed over the queue's partitions.",
 		[]string{"tenant", "queue", "consumer_group"}, nil)}

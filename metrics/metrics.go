@@ -11,7 +11,6 @@ import (
 	"github.com/queenbridge/queenbridge/fusion"
 	"github.com/queenbridge/queenbridge/jetstream"
 	"github.com/queenbridge/queenbridge/ownership"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/publish"
 	"github.com/queenbridge/queenbridge/queues"
 	"github.com/queenbridge/queenbridge/readside"
@@ -123,7 +122,7 @@ func (m *Metrics) RegisterFusion(f *fusion.Fusion) {
 type Rooms struct {
 	// InflightBodyBytes reads the request bytes held in memory now.
 	InflightBodyBytes func() int64
-	DB                *pgwire.DB
+	DB                Database // *pgwire.DB
 	Keeper            *durability.Keeper
 	Reads             *readside.Reads
 	Consumer          *consume.Consumer

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // The admin routes' reads and the tombstone (docs/admin-messages.md): one message by
@@ -18,48 +19,12 @@ import (
 // (admin_messages_list.go). Each answers stored facts; what they mean (a
 // message's status) is the admin room's.
 
-// GroupState is a consumer group's cursor row on a partition.
-type GroupState struct {
-	Group       string
-	Cursor      int64
-	DeliveredTo int64
-	// LeaseExpires is the live lease's expiry; zero when none is live.
-	LeaseExpires time.Time
-}
-
-// MessagePartition is a partition as the admin message routes read it.
-type MessagePartition struct {
-	ID                          int64
-	Queue, Partition            string
-	Namespace, Task             string
-	Encrypted                   bool
-	Other                       map[string]json.RawMessage // the queue's other options, as sent
-	Last                        int64
-	Groups                      []GroupState // by group name, __QUEUE_MODE__ among them
-	Tombstones, DeadLetterCount int64        // tombstoned offsets; offsets with dead letters
-}
-
-// DeadLetterEntry is one group's dead letter of a message.
-type DeadLetterEntry struct {
-	Group      string
-	Error      string
-	RetryCount int
-	FailedAt   time.Time
-}
-
-// FoundMessage is one stored message found by its transactionId.
-type FoundMessage struct {
-	Partition   MessagePartition
-	Message     Message
-	DeadLetters []DeadLetterEntry // newest first
-}
-
 // partitionSQL reads a tenant's partition by id, with its queue and its
 // groups' cursor rows.
 var partitionSQL = statement("admin_messages_partition")
 
-func scanPartition(rows pgx.Row) (MessagePartition, error) {
-	var m MessagePartition
+func scanPartition(rows pgx.Row) (storage.MessagePartition, error) {
+	var m storage.MessagePartition
 	var other []byte
 	var names []string
 	var cursors, tos []int64
@@ -77,7 +42,7 @@ func scanPartition(rows pgx.Row) (MessagePartition, error) {
 		return m, fmt.Errorf("%w: partition %d: misaligned cursor rows", ErrBadResult, m.ID)
 	}
 	for i, n := range names {
-		m.Groups = append(m.Groups, GroupState{Group: n, Cursor: cursors[i], DeliveredTo: tos[i], LeaseExpires: expires[i].Time})
+		m.Groups = append(m.Groups, storage.GroupState{Group: n, Cursor: cursors[i], DeliveredTo: tos[i], LeaseExpires: expires[i].Time})
 	}
 	return m, nil
 }
@@ -90,7 +55,7 @@ func scanPartition(rows pgx.Row) (MessagePartition, error) {
 // the partition is searched, so it costs a read of the partition's hashes,
 // 16 bytes a message. found is false for an unknown partition (or another
 // tenant's), and for a message unknown, removed by retention or tombstoned.
-func (db *DB) FindMessage(ctx context.Context, tenant tenancy.TenantID, pid int64, txid string) (out FoundMessage, found bool, err error) {
+func (db *DB) FindMessage(ctx context.Context, tenant tenancy.TenantID, pid int64, txid string) (out storage.FoundMessage, found bool, err error) {
 	err = db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, err := conn.Query(ctx, partitionSQL+` WHERE p.id = $1 AND q.tenant = $2`, pid, pgtype.UUID{Bytes: tenant, Valid: true})
 		if err != nil {
@@ -115,13 +80,13 @@ func (db *DB) FindMessage(ctx context.Context, tenant tenancy.TenantID, pid int6
 		if err != nil {
 			return err
 		}
-		out.DeadLetters, err = pgx.CollectRows(dl, func(r pgx.CollectableRow) (e DeadLetterEntry, err error) {
+		out.DeadLetters, err = pgx.CollectRows(dl, func(r pgx.CollectableRow) (e storage.DeadLetterEntry, err error) {
 			return e, r.Scan(&e.Group, &e.Error, &e.RetryCount, &e.FailedAt)
 		})
 		return err
 	})
 	if err != nil {
-		return FoundMessage{}, false, fmt.Errorf("pgwire: message %q of partition %d: %w", txid, pid, err)
+		return storage.FoundMessage{}, false, fmt.Errorf("pgwire: message %q of partition %d: %w", txid, pid, err)
 	}
 	return out, found, nil
 }

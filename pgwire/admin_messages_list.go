@@ -10,18 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
-
-// MessageFilter selects a tenant's partitions for a message list; "" is
-// any.
-type MessageFilter struct {
-	Queue, Partition, Namespace, Task string
-}
 
 // MessagePartitions lists the tenant's partitions the filter selects, by
 // id, each with its groups' cursor rows.
-func (db *DB) MessagePartitions(ctx context.Context, tenant tenancy.TenantID, f MessageFilter) ([]MessagePartition, error) {
-	var out []MessagePartition
+func (db *DB) MessagePartitions(ctx context.Context, tenant tenancy.TenantID, f storage.MessageFilter) ([]storage.MessagePartition, error) {
+	var out []storage.MessagePartition
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, partitionSQL+` WHERE q.tenant = $1 AND ($2 = '' OR q.name = $2) AND ($3 = '' OR p.name = $3)
@@ -30,27 +25,13 @@ func (db *DB) MessagePartitions(ctx context.Context, tenant tenancy.TenantID, f 
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (MessagePartition, error) { return scanPartition(r) })
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (storage.MessagePartition, error) { return scanPartition(r) })
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: partitions for a message list: %w", err)
 	}
 	return out, nil
-}
-
-// OffsetRange is what a message list takes of one partition: the offsets
-// (Lo, Hi], newest first, and how many of them are enough (Need).
-type OffsetRange struct {
-	PartitionID, Lo, Hi, Need int64
-}
-
-// ListedMessage is one message of a list: stored, not tombstoned.
-type ListedMessage struct {
-	PartitionID int64
-	Message
-	// DeadLettered: some group wrote it to its dead letters.
-	DeadLettered bool
 }
 
 // newestSQL walks each range's segments newest first, one index probe per
@@ -68,13 +49,13 @@ var newestSQL = statement("admin_messages_newest")
 // not tombstoned, from the newest segments of all ranges until they hold
 // need messages (each range walked until its Need): at least the newest
 // need of them, fewer where tombstones left holes, in no particular order.
-func (db *DB) NewestMessages(ctx context.Context, ranges []OffsetRange, from, to time.Time, need int64) ([]ListedMessage, error) {
+func (db *DB) NewestMessages(ctx context.Context, ranges []storage.OffsetRange, from, to time.Time, need int64) ([]storage.ListedMessage, error) {
 	n := len(ranges)
 	pids, los, his, needs := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, r := range ranges {
 		pids[i], los[i], his[i], needs[i] = r.PartitionID, r.Lo, r.Hi, r.Need
 	}
-	var out []ListedMessage
+	var out []storage.ListedMessage
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, newestSQL, pids, los, his, needs, from, to, need)
@@ -99,7 +80,7 @@ func (db *DB) NewestMessages(ctx context.Context, ranges []OffsetRange, from, to
 				if off <= lo || off > hi || contains(gone, off) {
 					continue
 				}
-				out = append(out, ListedMessage{PartitionID: pid, Message: Message{Offset: off, Frame: f, CreatedAt: at}, DeadLettered: contains(dead, off)})
+				out = append(out, storage.ListedMessage{PartitionID: pid, Message: Message{Offset: off, Frame: f, CreatedAt: at}, DeadLettered: contains(dead, off)})
 			}
 		}
 		return rows.Err()
@@ -113,8 +94,8 @@ func (db *DB) NewestMessages(ctx context.Context, ranges []OffsetRange, from, to
 // NewestDeadLettered answers the messages of the partitions that some
 // group wrote to its dead letters, created in [from, to] and not
 // tombstoned, the newest need of them (by offset: createdAt grows with it).
-func (db *DB) NewestDeadLettered(ctx context.Context, pids []int64, from, to time.Time, need int64) ([]ListedMessage, error) {
-	var out []ListedMessage
+func (db *DB) NewestDeadLettered(ctx context.Context, pids []int64, from, to time.Time, need int64) ([]storage.ListedMessage, error) {
+	var out []storage.ListedMessage
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, `SELECT d.partition_id, d.message_offset, s.base_offset, s.created_at, s.payload
@@ -140,7 +121,7 @@ func (db *DB) NewestDeadLettered(ctx context.Context, pids []int64, from, to tim
 			if err != nil {
 				return fmt.Errorf("partition %d: segment at %d: %w", pid, base, err)
 			}
-			out = append(out, ListedMessage{PartitionID: pid, Message: Message{Offset: off, Frame: f, CreatedAt: at}, DeadLettered: true})
+			out = append(out, storage.ListedMessage{PartitionID: pid, Message: Message{Offset: off, Frame: f, CreatedAt: at}, DeadLettered: true})
 		}
 		return rows.Err()
 	})

@@ -11,11 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
-// QueueMode is the consumer group of Queen's queue mode: consumers compete
-// for one cursor per partition.
-const QueueMode = "__QUEUE_MODE__"
+// QueueMode is storage.QueueMode, which the statements name.
+const QueueMode = storage.QueueMode
 
 // Pop outcomes (PopResult.Status).
 const (
@@ -417,17 +417,9 @@ func (db *DB) DeadLetters(ctx context.Context, tenant tenancy.TenantID, queue, g
 	return out, total, nil
 }
 
-// GroupLag is a consumer group's lag on a queue: the partitions' last
-// offsets minus its cursors, summed.
-type GroupLag struct {
-	Tenant       tenancy.TenantID
-	Queue, Group string
-	Lag          int64
-}
-
 // ConsumerLag reads every group's lag (for the metrics, at scrape time).
-func (db *DB) ConsumerLag(ctx context.Context) ([]GroupLag, error) {
-	var out []GroupLag
+func (db *DB) ConsumerLag(ctx context.Context) ([]storage.GroupLag, error) {
+	var out []storage.GroupLag
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		out = out[:0] // a retry runs this again (withConn)
 		rows, err := conn.Query(ctx, `SELECT q.tenant, q.name, c.consumer_group, sum(greatest(p.last_offset - c.cursor_offset, 0))::bigint
@@ -436,7 +428,7 @@ func (db *DB) ConsumerLag(ctx context.Context) ([]GroupLag, error) {
 		if err != nil {
 			return err
 		}
-		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (g GroupLag, err error) {
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (g storage.GroupLag, err error) {
 			var t pgtype.UUID
 			err = r.Scan(&t, &g.Queue, &g.Group, &g.Lag)
 			g.Tenant = t.Bytes

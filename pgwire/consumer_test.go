@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 func lease() [16]byte { return uuid.New() }
@@ -69,7 +70,7 @@ func setOptions(t testing.TB, db *pgwire.DB, queue string, opts map[string]any) 
 		b, _ := json.Marshal(v)
 		other[k] = b
 	}
-	if _, err := db.ConfigureQueue(context.Background(), [16]byte{}, queue, pgwire.QueueUpdate{Other: other}); err != nil {
+	if _, err := db.ConfigureQueue(context.Background(), [16]byte{}, queue, storage.QueueUpdate{Other: other}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -338,7 +339,7 @@ func TestRetentionAndCursors(t *testing.T) {
 	for _, q := range []string{"keep", "drop"} {
 		push(t, db, write(q, "p", "a"))
 		push(t, db, write(q, "p", "b"))
-		if _, err := db.ConfigureQueue(ctx, [16]byte{}, q, pgwire.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
+		if _, err := db.ConfigureQueue(ctx, [16]byte{}, q, storage.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -382,7 +383,7 @@ func TestConsumersUnderConcurrentWrites(t *testing.T) {
 	db := newDB(t)
 	ctx := context.Background()
 	const queue, parts, perPart = "cc", 8, 60
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, queue, pgwire.QueueUpdate{RetentionSeconds: ptr32(3600)}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, queue, storage.QueueUpdate{RetentionSeconds: ptr32(3600)}); err != nil {
 		t.Fatal(err)
 	}
 	setOptions(t, db, queue, map[string]any{"retainUnconsumed": true})

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/pgwire/schema"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Config says how to reach PostgreSQL.
@@ -202,22 +203,9 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Stats are counters of the failure paths.
-type Stats struct {
-	StatementTimeouts     uint64 // statements cancelled at StatementTimeout
-	QuarantinedConnection uint64 // pooled connections destroyed instead of reused
-	// Retries counts the calls run again because PostgreSQL asked for it
-	// (a deadlock, a serialization failure) or their connection was lost
-	// before they were sent, by statement (retry.go's statementName).
-	Retries map[string]uint64
-	// MigrationLockWaits counts the migration steps that gave up waiting
-	// for a lock and were tried again (pgwire/schema/migrate_wait.go).
-	MigrationLockWaits uint64
-}
-
 // Stats returns the counters.
-func (db *DB) Stats() Stats {
-	return Stats{StatementTimeouts: db.timeouts.Load(), QuarantinedConnection: db.quarantined.Load(), Retries: db.retries.snapshot(),
+func (db *DB) Stats() storage.Stats {
+	return storage.Stats{StatementTimeouts: db.timeouts.Load(), QuarantinedConnection: db.quarantined.Load(), Retries: db.retries.snapshot(),
 		MigrationLockWaits: db.migrationWaits.Load()}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // TestPathsAgree holds the two paths that assign offsets to each other.
@@ -36,7 +37,7 @@ func TestPathsAgree(t *testing.T) {
 	queues := []string{"diff.a", "diff.b", "diff.w0", "diff.r"}
 	for _, db := range []*pgwire.DB{routed, general} {
 		for _, q := range queues {
-			upd := pgwire.QueueUpdate{}
+			upd := storage.QueueUpdate{}
 			switch q {
 			case "diff.w0":
 				upd.DedupWindowSeconds = ptr32(0)

@@ -97,4 +97,17 @@
 // (statements.go), so that it is prepared once per connection as a
 // constant was: pgx caches a prepared statement by its text. The bundle's
 // statements keep BundleTag at the front of their text, in Go.
+//
+// # What it returns
+//
+// The values the rooms that read storage take through their own Store
+// interfaces (a stored message, a queue's row, the switches, a retention
+// or purge step's result, a group's lag, the message routes' rows, the
+// failure counters) are package storage's types, so that those rooms need
+// not import pgwire; Message and QueueMode keep a name here for the
+// statements and the rooms that still import pgwire.
+//
+// Size: above the house's 2,000 lines, because every concern's statements
+// share the connection discipline, which is DB's unexported methods;
+// docs/architecture.md ("Sizes and hubs") says how it splits.
 package pgwire

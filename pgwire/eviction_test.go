@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Eviction (retentionEnabled with maxWaitTimeSeconds): 100 messages left
@@ -35,7 +36,7 @@ func TestEvictionAfterMaxWaitTime(t *testing.T) {
 		}
 		setOptions(t, db, q, opts)
 	}
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "evict-kept", pgwire.QueueUpdate{RetentionSeconds: ptr32(3600)}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "evict-kept", storage.QueueUpdate{RetentionSeconds: ptr32(3600)}); err != nil {
 		t.Fatal(err)
 	}
 	// Group g consumes the first segment of evict/old (its cursor stays at

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 func groupSeek(t testing.TB, db *pgwire.DB, req pgwire.SeekRequest) []pgwire.GroupPartition {
@@ -96,7 +97,7 @@ func TestSeekAndDeleteScope(t *testing.T) {
 	db := newDB(t)
 	other := [16]byte{7}
 	push(t, db, write("q", "p1", "a", "b"), write("q", "p2", "c"))
-	if _, err := db.ConfigureQueue(context.Background(), other, "q", pgwire.QueueUpdate{}); err != nil {
+	if _, err := db.ConfigureQueue(context.Background(), other, "q", storage.QueueUpdate{}); err != nil {
 		t.Fatal(err)
 	}
 	got := groupSeek(t, db, pgwire.SeekRequest{Group: "fresh", Queue: "q", ToEnd: true})

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // tailFixture is a partition as a bridge's hot tail would serve it: the
@@ -234,7 +235,7 @@ func tailClaimAppliesOnlyWhenEverythingHolds(t *testing.T, db *pgwire.DB) {
 		f := newTailFixture(t, db, "t-retained")
 		kept := newTailFixture(t, db, "t-retained-not")
 		// Retention removes x0 and a b (oldest first); c d and e stay.
-		if _, err := db.ConfigureQueue(ctx, [16]byte{}, f.queue, pgwire.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
+		if _, err := db.ConfigureQueue(ctx, [16]byte{}, f.queue, storage.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes'

@@ -10,6 +10,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // The steps of the pop's differential test, each played on every side.
@@ -505,7 +506,7 @@ func (r *popDiff) age() {
 func (r *popDiff) retention(batch int) {
 	r.t.Helper()
 	r.logStep("retention step of %d", batch)
-	var want pgwire.RetentionResult
+	var want storage.RetentionResult
 	for i, s := range r.sides {
 		res, err := s.db.RetentionStep(r.ctx, 64, batch)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/queenbridge/queenbridge/cursors"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // The differential test of the pop. Three statements claim and deliver a
@@ -66,7 +67,7 @@ type pdQueue struct {
 	name          string
 	leaseTime     int  // the lease length every claim must record
 	delay, window bool // delayedProcessing, windowBuffer (3600 s)
-	upd           pgwire.QueueUpdate
+	upd           storage.QueueUpdate
 }
 
 func pdQueues() []pdQueue {
@@ -80,11 +81,11 @@ func pdQueues() []pdQueue {
 	day := int32(86400)
 	return []pdQueue{
 		{name: "pd.plain", leaseTime: 300}, // no options: every default
-		{name: "pd.lease", leaseTime: 120, upd: pgwire.QueueUpdate{Other: other("leaseTime", "120", "retryLimit", "1")}},
-		{name: "pd.delay", leaseTime: 300, delay: true, upd: pgwire.QueueUpdate{Other: other("delayedProcessing", "3600")}},
-		{name: "pd.window", leaseTime: 300, window: true, upd: pgwire.QueueUpdate{Other: other("windowBuffer", "3600")}},
-		{name: "pd.ret", leaseTime: 300, upd: pgwire.QueueUpdate{RetentionSeconds: &day}},
-		{name: "pd.keep", leaseTime: 300, upd: pgwire.QueueUpdate{RetentionSeconds: &day, Other: other("retainUnconsumed", "true")}},
+		{name: "pd.lease", leaseTime: 120, upd: storage.QueueUpdate{Other: other("leaseTime", "120", "retryLimit", "1")}},
+		{name: "pd.delay", leaseTime: 300, delay: true, upd: storage.QueueUpdate{Other: other("delayedProcessing", "3600")}},
+		{name: "pd.window", leaseTime: 300, window: true, upd: storage.QueueUpdate{Other: other("windowBuffer", "3600")}},
+		{name: "pd.ret", leaseTime: 300, upd: storage.QueueUpdate{RetentionSeconds: &day}},
+		{name: "pd.keep", leaseTime: 300, upd: storage.QueueUpdate{RetentionSeconds: &day, Other: other("retainUnconsumed", "true")}},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 func TestOffsetsStartAtOneAndAreDense(t *testing.T) {
@@ -318,7 +319,7 @@ func TestWindowChangeReachesKnownPartitions(t *testing.T) {
 		t.Fatalf("default window %d", r.WindowSeconds)
 	}
 	for i, seconds := range []int32{0, 120} {
-		if _, err := db.ConfigureQueue(ctx, [16]byte{}, "win", pgwire.QueueUpdate{DedupWindowSeconds: ptr32(seconds)}); err != nil {
+		if _, err := db.ConfigureQueue(ctx, [16]byte{}, "win", storage.QueueUpdate{DedupWindowSeconds: ptr32(seconds)}); err != nil {
 			t.Fatal(err)
 		}
 		w := write("win", "p", fmt.Sprint("b", i))

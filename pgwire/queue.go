@@ -9,51 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/storage"
 )
-
-// QueueOptions are a queue's settings.
-type QueueOptions struct {
-	EncryptionEnabled  bool  `json:"encryptionEnabled"`
-	DedupWindowSeconds int32 `json:"dedupWindowSeconds"`
-	RetentionSeconds   int32 `json:"retentionSeconds"`
-	// Keyed: a payload of the queue was sealed under a key id, and KeyID is
-	// the highest one recorded (RecordKeyID); what seals the queue now.
-	Keyed bool  `json:"-"`
-	KeyID uint8 `json:"-"`
-}
-
-// Queue is one row of queen.queues.
-type Queue struct {
-	Tenant    tenancy.TenantID
-	Name      string
-	Namespace string
-	Task      string
-	Options   QueueOptions
-	// OtherOptions are options set on the queue that this service stores
-	// but does not act on (Queen's leaseTime, retryLimit, ...), as sent.
-	OtherOptions map[string]json.RawMessage
-	// Exists is false when no row exists yet: Options are then the defaults a
-	// push would create it with.
-	Exists bool
-}
-
-// QueueUpdate changes the options that are set and keeps the others.
-type QueueUpdate struct {
-	EncryptionEnabled  *bool
-	DedupWindowSeconds *int32
-	RetentionSeconds   *int32
-	// Other options are merged into the stored ones (a key sent again
-	// replaces its value).
-	Other map[string]json.RawMessage
-}
 
 const queueColumns = `tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options, encryption_key_id`
 
 // defaultWindowSQL is the window a new queue gets (the column default).
 const defaultWindowSQL = `coalesce(nullif(current_setting('queen.default_dedup_window_s', true), '')::integer, 60)`
 
-func scanQueue(row pgx.Row) (Queue, error) {
-	var q Queue
+func scanQueue(row pgx.Row) (storage.Queue, error) {
+	var q storage.Queue
 	var tenant pgtype.UUID
 	var other []byte
 	var keyID *int16
@@ -71,13 +36,13 @@ func scanQueue(row pgx.Row) (Queue, error) {
 
 // LookupQueue reads a queue's settings; a queue that does not exist yet
 // answers Exists=false with the defaults.
-func (db *DB) LookupQueue(ctx context.Context, tenant tenancy.TenantID, name string) (Queue, error) {
-	var q Queue
+func (db *DB) LookupQueue(ctx context.Context, tenant tenancy.TenantID, name string) (storage.Queue, error) {
+	var q storage.Queue
 	err := db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err },
 		`SELECT `+queueColumns+` FROM queen.queues WHERE tenant = $1 AND name = $2`,
 		pgtype.UUID{Bytes: tenant, Valid: true}, name)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Queue{Tenant: tenant, Name: name, Options: QueueOptions{DedupWindowSeconds: int32(db.cfg.DefaultDedupWindowSeconds)}}, nil
+		return storage.Queue{Tenant: tenant, Name: name, Options: storage.QueueOptions{DedupWindowSeconds: int32(db.cfg.DefaultDedupWindowSeconds)}}, nil
 	}
 	if err != nil {
 		return q, fmt.Errorf("pgwire: look up queue %q: %w", name, err)
@@ -87,15 +52,15 @@ func (db *DB) LookupQueue(ctx context.Context, tenant tenancy.TenantID, name str
 
 // ConfigureQueue creates the queue or updates the options set in upd, and
 // returns the row as stored.
-func (db *DB) ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name string, upd QueueUpdate) (Queue, error) {
+func (db *DB) ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name string, upd storage.QueueUpdate) (storage.Queue, error) {
 	other := []byte("{}")
 	if len(upd.Other) > 0 {
 		var err error
 		if other, err = json.Marshal(upd.Other); err != nil {
-			return Queue{}, fmt.Errorf("pgwire: configure queue %q: options: %w", name, err)
+			return storage.Queue{}, fmt.Errorf("pgwire: configure queue %q: options: %w", name, err)
 		}
 	}
-	var q Queue
+	var q storage.Queue
 	err := db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err }, `
 		INSERT INTO queen.queues (tenant, name, namespace, task, encryption_enabled, dedup_window_seconds, retention_seconds, other_options)
 		VALUES ($1, $2, split_part($2, '.', 1), split_part($2, '.', 2),
@@ -119,13 +84,13 @@ func (db *DB) ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name 
 // and id (so bridges racing through a rotation settle on the newest key).
 // It returns the queue's settings as stored; found is false when the queue
 // has no row (nothing recorded).
-func (db *DB) RecordKeyID(ctx context.Context, tenant tenancy.TenantID, name string, id uint8) (q Queue, found bool, err error) {
+func (db *DB) RecordKeyID(ctx context.Context, tenant tenancy.TenantID, name string, id uint8) (q storage.Queue, found bool, err error) {
 	err = db.queryRow(ctx, func(r pgx.Row) (err error) { q, err = scanQueue(r); return err },
 		`UPDATE queen.queues SET encryption_key_id = GREATEST(encryption_key_id, $3::smallint)
 		WHERE tenant = $1 AND name = $2 RETURNING `+queueColumns,
 		pgtype.UUID{Bytes: tenant, Valid: true}, name, int16(id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Queue{}, false, nil
+		return storage.Queue{}, false, nil
 	}
 	if err != nil {
 		return q, false, fmt.Errorf("pgwire: record key id %d of queue %q: %w", id, name, err)

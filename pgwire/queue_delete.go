@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // QueueDeleted is what a queue delete removed.
@@ -33,18 +34,11 @@ func (db *DB) DeleteQueue(ctx context.Context, tenant tenancy.TenantID, queue st
 	return d, nil
 }
 
-// PurgeResult is what one purge step did.
-type PurgeResult struct {
-	Partitions int   // deleted partitions looked at
-	Rows       int64 // segment and hash-blob rows removed
-	Done       int   // deleted partitions with nothing left
-}
-
 // PurgeStep removes, in one bounded step, what deleted queues left
 // (log_purge_step_v1): at most batch segments and batch hash blobs of each
 // of at most maxPartitions deleted partitions.
-func (db *DB) PurgeStep(ctx context.Context, maxPartitions, batch int) (PurgeResult, error) {
-	var r PurgeResult
+func (db *DB) PurgeStep(ctx context.Context, maxPartitions, batch int) (storage.PurgeResult, error) {
+	var r storage.PurgeResult
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, `SELECT o_partitions, o_rows, o_done FROM queen.log_purge_step_v1($1, $2)`, maxPartitions, batch).
 			Scan(&r.Partitions, &r.Rows, &r.Done)

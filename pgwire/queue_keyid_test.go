@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // A queue's key id only goes up: a bridge still sealing under an older key
@@ -17,7 +17,7 @@ func TestRecordKeyIDKeepsTheHighest(t *testing.T) {
 	db := newDB(t)
 	tenant := [16]byte{7}
 	on := true
-	if _, err := db.ConfigureQueue(ctx, tenant, "sealed", pgwire.QueueUpdate{EncryptionEnabled: &on}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, tenant, "sealed", storage.QueueUpdate{EncryptionEnabled: &on}); err != nil {
 		t.Fatal(err)
 	}
 	if q, err := db.LookupQueue(ctx, tenant, "sealed"); err != nil || q.Options.Keyed {

@@ -11,16 +11,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
-// Message is one stored message, decoded from its segment. Its Frame holds
-// what the producer sent: for a JetStream publish also the NATS subject and
-// header block (Frame.Subject, Frame.Header; empty for a Queen push).
-type Message struct {
-	Offset    int64
-	Frame     segment.Frame
-	CreatedAt time.Time
-}
+// Message is a stored message (storage.Message), named here for the
+// statements that decode messages (reads, pops, dead letters, the message
+// look-ups, the JetStream reads) and for the rooms that import pgwire.
+type Message = storage.Message
 
 // ReadMessages returns up to limit messages of a partition at offsets >=
 // from, in offset order, and stops before the message that would take their
@@ -123,16 +120,9 @@ func (db *DB) SegmentAt(ctx context.Context, pid, off int64) (segment.Stored, er
 	return s, nil
 }
 
-// RetentionResult is what one retention step removed.
-type RetentionResult struct {
-	Partitions int
-	Segments   int64
-	Txns       int64
-}
-
 // RetentionStep runs one bounded retention step (log_retention_step_v1).
-func (db *DB) RetentionStep(ctx context.Context, maxPartitions, batch int) (RetentionResult, error) {
-	var r RetentionResult
+func (db *DB) RetentionStep(ctx context.Context, maxPartitions, batch int) (storage.RetentionResult, error) {
+	var r storage.RetentionResult
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		return conn.QueryRow(ctx, `SELECT o_partitions, o_segments, o_txns FROM queen.log_retention_step_v1($1, $2)`, maxPartitions, batch).
 			Scan(&r.Partitions, &r.Segments, &r.Txns)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 func TestReadMessagesFromAnOffset(t *testing.T) {
@@ -48,7 +49,7 @@ func TestRetentionStep(t *testing.T) {
 	ctx := context.Background()
 	push(t, db, write("r", "p", "old1", "old2"))
 	push(t, db, write("r", "p", "old3"))
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", pgwire.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(3600)}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", storage.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(3600)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes';
@@ -79,7 +80,7 @@ func TestRetentionStep(t *testing.T) {
 	}
 	// With a window shorter than the age, the transaction rows go too, and
 	// txns_start moves past them.
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", pgwire.QueueUpdate{DedupWindowSeconds: ptr32(30)}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "r", storage.QueueUpdate{DedupWindowSeconds: ptr32(30)}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := db.RetentionStep(ctx, 16, 1000); err != nil || res.Txns != 2 {

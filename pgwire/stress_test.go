@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // TestConcurrentOverlappingBundles: 32 writers push bundles over overlapping
@@ -27,7 +28,7 @@ func TestConcurrentOverlappingBundles(t *testing.T) {
 	const writers = 32
 	const retained = "stress.q5"
 	if _, err := db.ConfigureQueue(context.Background(), [16]byte{}, retained,
-		pgwire.QueueUpdate{RetentionSeconds: ptr32(1), DedupWindowSeconds: ptr32(1)}); err != nil {
+		storage.QueueUpdate{RetentionSeconds: ptr32(1), DedupWindowSeconds: ptr32(1)}); err != nil {
 		t.Fatal(err)
 	}
 	stopRetention := make(chan struct{})

@@ -6,18 +6,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
-// Switches are the bridge-wide switches kept in queen.system_state: each a
-// row {"enabled": bool} under its key; a missing row is off.
-type Switches struct {
-	Maintenance    bool // key 'maintenance': pushes go to the spool
-	PopMaintenance bool // key 'pop_maintenance': pops deliver nothing
-}
-
 // ReadSwitches reads every switch in one statement (the maintenance poll).
-func (db *DB) ReadSwitches(ctx context.Context) (Switches, error) {
-	var s Switches
+func (db *DB) ReadSwitches(ctx context.Context) (storage.Switches, error) {
+	var s storage.Switches
 	err := db.queryRow(ctx, func(r pgx.Row) error { return r.Scan(&s.Maintenance, &s.PopMaintenance) },
 		`SELECT coalesce(bool_or((value->>'enabled')::boolean) FILTER (WHERE key = 'maintenance'), false),
 		        coalesce(bool_or((value->>'enabled')::boolean) FILTER (WHERE key = 'pop_maintenance'), false)

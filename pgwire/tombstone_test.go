@@ -11,6 +11,7 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 func deleteMessage(t *testing.T, db *pgwire.DB, pid int64, txid string) bool {
@@ -232,7 +233,7 @@ func TestRetentionRemovesTombstonesWithTheirSegments(t *testing.T) {
 			t.Fatalf("delete %s", tx)
 		}
 	}
-	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "tomb.ret", pgwire.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, [16]byte{}, "tomb.ret", storage.QueueUpdate{RetentionSeconds: ptr32(60), DedupWindowSeconds: ptr32(0)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool().Exec(ctx, `UPDATE queen.log_segments SET created_at = created_at - interval '2 minutes'

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // key names a queue of a tenant.
@@ -25,7 +25,7 @@ type cache struct {
 }
 
 type cached struct {
-	opts pgwire.QueueOptions
+	opts storage.QueueOptions
 	at   time.Time
 }
 
@@ -39,7 +39,7 @@ func newCache(db Store, ttl time.Duration) *cache {
 
 // options returns a queue's settings. When the database cannot answer, a
 // stale entry is better than none; with no entry at all the error is returned.
-func (c *cache) options(ctx context.Context, k key) (pgwire.QueueOptions, error) {
+func (c *cache) options(ctx context.Context, k key) (storage.QueueOptions, error) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
@@ -53,7 +53,7 @@ func (c *cache) options(ctx context.Context, k key) (pgwire.QueueOptions, error)
 		if ok {
 			return e.opts, nil
 		}
-		return pgwire.QueueOptions{}, err
+		return storage.QueueOptions{}, err
 	}
 	c.put(k, q.Options)
 	return q.Options, nil
@@ -77,7 +77,7 @@ func (c *cache) allFresh(tenant tenancy.TenantID, n int, name func(i int) string
 }
 
 // peek returns a queue's cached settings, fresh or not.
-func (c *cache) peek(k key) (pgwire.QueueOptions, bool) {
+func (c *cache) peek(k key) (storage.QueueOptions, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[k]
@@ -91,7 +91,7 @@ func (c *cache) forget(k key) {
 	c.mu.Unlock()
 }
 
-func (c *cache) put(k key, o pgwire.QueueOptions) {
+func (c *cache) put(k key, o storage.QueueOptions) {
 	c.mu.Lock()
 	c.m[k] = cached{opts: o, at: time.Now()}
 	if len(c.m) > maxCached {

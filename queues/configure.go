@@ -6,14 +6,14 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // ServeConfigure runs a configure request as the transports serve it
 // (jsonapi.DecodeConfigure decoded it): the queue's settings stored,
 // cached and broadcast, answered with what they are now.
 func (s *Settings) ServeConfigure(ctx context.Context, tenant tenancy.TenantID, req jsonapi.ConfigureRequest) (int, []byte) {
-	ch, err := s.Configure(ctx, tenant, req.Queue, pgwire.QueueUpdate{EncryptionEnabled: req.EncryptionEnabled,
+	ch, err := s.Configure(ctx, tenant, req.Queue, storage.QueueUpdate{EncryptionEnabled: req.EncryptionEnabled,
 		DedupWindowSeconds: req.DedupWindowSeconds, RetentionSeconds: req.RetentionSeconds, Other: req.Other})
 	switch {
 	case errors.Is(err, ErrNoKey):

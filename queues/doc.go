@@ -8,10 +8,10 @@
 // key (keys.go), so that a bridge without that key refuses the queue's pops
 // before claiming anything (Sealed).
 //
-// It must not import bridge, readside or durability, nor net/http or
-// Prometheus; it reaches PostgreSQL through its Store (store.go: the
-// pgwire calls it makes, which *pgwire.DB satisfies) and peers through
-// internal/peers.
+// It must not import bridge, readside, durability or pgwire, nor net/http
+// or Prometheus; it reaches PostgreSQL through its Store (store.go: the
+// pgwire calls it makes, which *pgwire.DB satisfies; the queue rows are
+// storage's types) and peers through internal/peers.
 //
 // Goroutines: request goroutines share the cache, so a mutex guards its map
 // (held for a map access). The NATS subscription's goroutine writes peers'

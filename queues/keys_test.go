@@ -9,7 +9,7 @@ import (
 
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // A rotation half rolled out: the bridge given key 2 records it on the
@@ -23,7 +23,7 @@ func TestSealedRefusesABridgeWithoutTheQueuesKey(t *testing.T) {
 	db := testkit.OpenDB(t, testenv.NewDatabase(t), 2)
 	tenant := [16]byte{5}
 	on := true
-	if _, err := db.ConfigureQueue(ctx, tenant, "vault", pgwire.QueueUpdate{EncryptionEnabled: &on}); err != nil {
+	if _, err := db.ConfigureQueue(ctx, tenant, "vault", storage.QueueUpdate{EncryptionEnabled: &on}); err != nil {
 		t.Fatal(err)
 	}
 	k1, k2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)

@@ -14,8 +14,8 @@ import (
 	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -87,7 +87,7 @@ func (s *Settings) Stop(context.Context) error {
 // Options returns a queue's settings, cached for the TTL. When the database
 // cannot answer, a stale entry is better than none; with no entry at all the
 // error is returned.
-func (s *Settings) Options(ctx context.Context, tenant tenancy.TenantID, queue string) (pgwire.QueueOptions, error) {
+func (s *Settings) Options(ctx context.Context, tenant tenancy.TenantID, queue string) (storage.QueueOptions, error) {
 	return s.cache.options(ctx, key{tenant, queue})
 }
 
@@ -106,7 +106,7 @@ var ConsumerOptions = []string{"leaseTime", "retryLimit", "delayedProcessing", "
 
 // Configure creates or updates a queue (options left out keep their value),
 // caches the result and broadcasts it to peers.
-func (s *Settings) Configure(ctx context.Context, tenant tenancy.TenantID, queue string, upd pgwire.QueueUpdate) (jsonapi.QueueConfigured, error) {
+func (s *Settings) Configure(ctx context.Context, tenant tenancy.TenantID, queue string, upd storage.QueueUpdate) (jsonapi.QueueConfigured, error) {
 	if upd.EncryptionEnabled != nil && *upd.EncryptionEnabled && s.sealer == nil {
 		return jsonapi.QueueConfigured{}, ErrNoKey
 	}
@@ -181,7 +181,7 @@ func (s *Settings) onChanged(m *nats.Msg) {
 		s.received.Add(1)
 		return
 	}
-	o := pgwire.QueueOptions{EncryptionEnabled: c.Options.EncryptionEnabled,
+	o := storage.QueueOptions{EncryptionEnabled: c.Options.EncryptionEnabled,
 		DedupWindowSeconds: c.Options.DedupWindowSeconds, RetentionSeconds: c.Options.RetentionSeconds}
 	// The broadcast does not carry the queue's key id: the one known here
 	// stays (it only ever goes up).

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Store is the storage calls queue settings make: a look-up, a configure,
@@ -12,7 +12,7 @@ import (
 // *pgwire.DB satisfies it; unit tests hand in a fake, so the cache and the
 // sealing rules are tested without PostgreSQL.
 type Store interface {
-	LookupQueue(ctx context.Context, tenant tenancy.TenantID, name string) (pgwire.Queue, error)
-	ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name string, upd pgwire.QueueUpdate) (pgwire.Queue, error)
-	RecordKeyID(ctx context.Context, tenant tenancy.TenantID, name string, id uint8) (q pgwire.Queue, found bool, err error)
+	LookupQueue(ctx context.Context, tenant tenancy.TenantID, name string) (storage.Queue, error)
+	ConfigureQueue(ctx context.Context, tenant tenancy.TenantID, name string, upd storage.QueueUpdate) (storage.Queue, error)
+	RecordKeyID(ctx context.Context, tenant tenancy.TenantID, name string, id uint8) (q storage.Queue, found bool, err error)
 }

@@ -11,37 +11,37 @@ import (
 	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // fakeStore is the queues table in memory, counting the calls made of it.
 // Settings may call it from any request goroutine, so a mutex guards it.
 type fakeStore struct {
 	mu         sync.Mutex
-	queues     map[string]pgwire.Queue
+	queues     map[string]storage.Queue
 	fail       error // answered by every call while set
 	lookups    int
 	configures int
 }
 
-func newFakeStore() *fakeStore { return &fakeStore{queues: map[string]pgwire.Queue{}} }
+func newFakeStore() *fakeStore { return &fakeStore{queues: map[string]storage.Queue{}} }
 
-func (f *fakeStore) LookupQueue(_ context.Context, _ tenancy.TenantID, name string) (pgwire.Queue, error) {
+func (f *fakeStore) LookupQueue(_ context.Context, _ tenancy.TenantID, name string) (storage.Queue, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lookups++
 	if f.fail != nil {
-		return pgwire.Queue{}, f.fail
+		return storage.Queue{}, f.fail
 	}
 	return f.queues[name], nil
 }
 
-func (f *fakeStore) ConfigureQueue(_ context.Context, tenant tenancy.TenantID, name string, upd pgwire.QueueUpdate) (pgwire.Queue, error) {
+func (f *fakeStore) ConfigureQueue(_ context.Context, tenant tenancy.TenantID, name string, upd storage.QueueUpdate) (storage.Queue, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.configures++
 	if f.fail != nil {
-		return pgwire.Queue{}, f.fail
+		return storage.Queue{}, f.fail
 	}
 	q := f.queues[name]
 	q.Tenant, q.Name, q.Exists = tenant, name, true
@@ -58,7 +58,7 @@ func (f *fakeStore) ConfigureQueue(_ context.Context, tenant tenancy.TenantID, n
 	return q, nil
 }
 
-func (f *fakeStore) RecordKeyID(_ context.Context, _ tenancy.TenantID, name string, id uint8) (pgwire.Queue, bool, error) {
+func (f *fakeStore) RecordKeyID(_ context.Context, _ tenancy.TenantID, name string, id uint8) (storage.Queue, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, ok := f.queues[name]
@@ -84,7 +84,7 @@ func TestSettingsOnStore(t *testing.T) {
 	t.Parallel()
 	ctx, tenant := context.Background(), tenancy.TenantID{1}
 	store := newFakeStore()
-	store.queues["q"] = pgwire.Queue{Name: "q", Options: pgwire.QueueOptions{DedupWindowSeconds: 60}, Exists: true}
+	store.queues["q"] = storage.Queue{Name: "q", Options: storage.QueueOptions{DedupWindowSeconds: 60}, Exists: true}
 	s, err := New(Config{DB: store, CacheTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestSettingsOnStore(t *testing.T) {
 	}
 
 	on := true
-	if _, err := s.Configure(ctx, tenant, "q", pgwire.QueueUpdate{EncryptionEnabled: &on}); !errors.Is(err, ErrNoKey) {
+	if _, err := s.Configure(ctx, tenant, "q", storage.QueueUpdate{EncryptionEnabled: &on}); !errors.Is(err, ErrNoKey) {
 		t.Fatalf("encryption without a key: %v, want ErrNoKey", err)
 	}
 	if _, n := store.calls(); n != 0 {
@@ -107,7 +107,7 @@ func TestSettingsOnStore(t *testing.T) {
 	}
 
 	win := int32(5)
-	ch, err := s.Configure(ctx, tenant, "r", pgwire.QueueUpdate{DedupWindowSeconds: &win,
+	ch, err := s.Configure(ctx, tenant, "r", storage.QueueUpdate{DedupWindowSeconds: &win,
 		Other: map[string]json.RawMessage{"zeta": json.RawMessage(`1`), "leaseTime": json.RawMessage(`30`), "alpha": json.RawMessage(`2`)}})
 	if err != nil || !ch.Configured || ch.Options.DedupWindowSeconds != 5 || !slices.Equal(ch.NotActedOn, []string{"alpha", "zeta"}) {
 		t.Fatalf("configure answered %+v, %v", ch, err)
@@ -130,8 +130,8 @@ func TestSealedOnStore(t *testing.T) {
 	t.Parallel()
 	ctx, tenant := context.Background(), tenancy.TenantID{2}
 	store := newFakeStore()
-	store.queues["held"] = pgwire.Queue{Name: "held", Options: pgwire.QueueOptions{EncryptionEnabled: true, Keyed: true, KeyID: 1}, Exists: true}
-	store.queues["lost"] = pgwire.Queue{Name: "lost", Options: pgwire.QueueOptions{EncryptionEnabled: true, Keyed: true, KeyID: 9}, Exists: true}
+	store.queues["held"] = storage.Queue{Name: "held", Options: storage.QueueOptions{EncryptionEnabled: true, Keyed: true, KeyID: 1}, Exists: true}
+	store.queues["lost"] = storage.Queue{Name: "lost", Options: storage.QueueOptions{EncryptionEnabled: true, Keyed: true, KeyID: 9}, Exists: true}
 	s, err := New(Config{DB: store, CacheTTL: time.Hour, EncryptionKeys: map[uint8][]byte{1: make([]byte, 32), 3: make([]byte, 32)}})
 	if err != nil {
 		t.Fatal(err)

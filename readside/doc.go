@@ -10,21 +10,35 @@
 // pops). A deleted queue (Dropped) answers its parked reads and pops at
 // once, empty.
 //
-// It must not import bridge, push, consume, cursors, queues or durability,
-// nor net/http or Prometheus; it reads through its Store (store.go, which
-// *pgwire.DB satisfies), renders through jsonapi, and decrypts through the
+// Queen's message routes are the read side's too (Messages,
+// docs/admin-messages.md): the list form of GET /api/v1/messages, which
+// shares its path with the offset read (IsMessageList tells them apart),
+// a message's detail and its tombstone (which every read then skips). A
+// message's status is read from its groups' cursor rows, the live
+// queue-mode lease and the dead letters (messagestatus.go), never from a
+// scan of segments beyond what a page needs; the routes' wire types live
+// beside them (messageswire.go), the answers written by hand on jsonapi's
+// appenders. Messages is a Route table the front door registers (HTTP
+// only); it reads through its MessageStore and holds no state.
+//
+// It must not import bridge, push, consume, cursors, queues, durability or
+// pgwire, nor net/http or Prometheus; it reads through its Store (store.go,
+// which *pgwire.DB satisfies, its messages storage's type), renders
+// through jsonapi, and decrypts through the
 // Payloads interface the caller passes (queues.Settings).
 // Consumer state (the hot tail, the marks, claims, acks and leases) is the
 // cursors and consume rooms'.
 //
-// Goroutines: each read or pop runs on its caller's goroutine and parks on
+// Goroutines: each read, pop or message route runs on its caller's
+// goroutine; a read or pop parks on
 // a channel of its own; the hot-list loop and the publisher loop are owned
 // by Reads (Start starts them, Stop ends them and waits). A mutex guards
 // the parked set and each pending key set (each held for map work only,
 // never across a database call). The Listener is called on the
 // announcer's goroutine, or the peer subscription's.
 //
-// Failure model: a read answers what PostgreSQL returned or its error; an
+// Failure model: a read answers what PostgreSQL returned or its error (a
+// message route 503 with it; a tombstone is one statement, done or not); an
 // announcement is a hint (a lost one costs a parked read its wait, never a
 // message), and a parked read or pop answers empty at its wait's end, at
 // Stop or Unpark, or when its queue is deleted.

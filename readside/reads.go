@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Config wires reads to the database and the peers.
@@ -129,9 +129,9 @@ type FetchRequest struct {
 // up to 250 ms, wakes meanwhile coalescing into one. So a parked read
 // queries at most a few times a second however many announcements arrive,
 // whoever sends them, while a wake that finds messages answers at once.
-func (r *Reads) Fetch(ctx context.Context, tenant tenancy.TenantID, req FetchRequest) ([]pgwire.Message, error) {
+func (r *Reads) Fetch(ctx context.Context, tenant tenancy.TenantID, req FetchRequest) ([]storage.Message, error) {
 	k := Key{Tenant: tenant, Queue: req.Queue, Partition: req.Partition}
-	return lookParked(r, ctx, k, req.Wait, "read", func() ([]pgwire.Message, bool, error) {
+	return lookParked(r, ctx, k, req.Wait, "read", func() ([]storage.Message, bool, error) {
 		msgs, err := r.cfg.DB.ReadMessages(ctx, tenant, req.Queue, req.Partition, req.From, req.Limit, req.MaxBytes)
 		// Counted once made, so that a count seen together with the read
 		// parked means that read has looked and found nothing.

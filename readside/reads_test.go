@@ -16,10 +16,11 @@ import (
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 type fetchResult struct {
-	msgs []pgwire.Message
+	msgs []storage.Message
 	err  error
 }
 
@@ -40,7 +41,7 @@ func parkFetch(t *testing.T, r *Reads, req FetchRequest) <-chan fetchResult {
 	return done
 }
 
-func fetched(t *testing.T, done <-chan fetchResult, what string) []pgwire.Message {
+func fetched(t *testing.T, done <-chan fetchResult, what string) []storage.Message {
 	t.Helper()
 	select {
 	case res := <-done:

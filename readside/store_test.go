@@ -11,23 +11,23 @@ import (
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // fakeStore is a partition's log in memory. The test's goroutine writes it
 // while a fetch's goroutine reads it, so a mutex guards its fields.
 type fakeStore struct {
 	mu    sync.Mutex
-	msgs  []pgwire.Message // in offset order
-	reads []int64          // the from of every read, in order
+	msgs  []storage.Message // in offset order
+	reads []int64           // the from of every read, in order
 }
 
-func (f *fakeStore) ReadMessages(_ context.Context, _ tenancy.TenantID, _, _ string, from int64, limit int, _ int64) ([]pgwire.Message, error) {
+func (f *fakeStore) ReadMessages(_ context.Context, _ tenancy.TenantID, _, _ string, from int64, limit int, _ int64) ([]storage.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads = append(f.reads, from)
-	var out []pgwire.Message
+	var out []storage.Message
 	for _, m := range f.msgs {
 		if m.Offset >= from && len(out) < limit {
 			out = append(out, m)
@@ -39,7 +39,7 @@ func (f *fakeStore) ReadMessages(_ context.Context, _ tenancy.TenantID, _, _ str
 func (f *fakeStore) add(offset int64, txid string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.msgs = append(f.msgs, pgwire.Message{Offset: offset, Frame: segment.Frame{TransactionID: txid, Payload: []byte(`{"n":1}`)}})
+	f.msgs = append(f.msgs, storage.Message{Offset: offset, Frame: segment.Frame{TransactionID: txid, Payload: []byte(`{"n":1}`)}})
 }
 
 func (f *fakeStore) readCount() int {

@@ -1,4 +1,4 @@
-package admin
+package readside
 
 import (
 	"cmp"
@@ -9,20 +9,21 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/route"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
-	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // Queen's message routes (docs/admin-messages.md): a message's detail and its delete
 // (a tombstone: the log is append-only). The list form shares GET
 // /api/v1/messages with section 8's offset read, which the front door
 // serves: it hands the list form here (IsMessageList, ServeMessageList).
-func (a *Admin) messageRoutes() []Route {
-	return []Route{
-		{Method: "GET", Pattern: "/api/v1/messages/{partitionId}/{transactionId}", Serve: a.serveMessage},
-		{Method: "DELETE", Pattern: "/api/v1/messages/{partitionId}/{transactionId}", Serve: a.serveDeleteMessage},
+func (s *Messages) Routes() []route.Route {
+	return []route.Route{
+		{Method: "GET", Pattern: "/api/v1/messages/{partitionId}/{transactionId}", Serve: s.serveMessage},
+		{Method: "DELETE", Pattern: "/api/v1/messages/{partitionId}/{transactionId}", Serve: s.serveDeleteMessage},
 	}
 }
 
@@ -36,13 +37,13 @@ func partitionID(s string) (int64, bool) {
 // serveMessage answers a message's detail, its payload as its producer
 // sent it; 404 for a message unknown, removed by retention or deleted,
 // and for a partitionId that names no partition of the tenant.
-func (a *Admin) serveMessage(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+func (s *Messages) serveMessage(ctx context.Context, tenant tenancy.TenantID, req route.Request) (int, []byte) {
 	txid := req.Path("transactionId")
 	pid, ok := partitionID(req.Path("partitionId"))
 	if !ok {
 		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, ErrMessageNotFound)
 	}
-	found, ok, err := a.cfg.DB.FindMessage(ctx, tenant, pid, txid)
+	found, ok, err := s.cfg.DB.FindMessage(ctx, tenant, pid, txid)
 	if err != nil {
 		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 	}
@@ -50,7 +51,7 @@ func (a *Admin) serveMessage(ctx context.Context, tenant tenancy.TenantID, req R
 		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, ErrMessageNotFound)
 	}
 	p, m := &found.Partition, &found.Message
-	payload, err := a.cfg.Queues.Plain(tenant, p.Queue, p.Partition, m.Frame.Flags, m.Frame.Payload)
+	payload, err := s.cfg.Payloads.Plain(tenant, p.Queue, p.Partition, m.Frame.Flags, m.Frame.Payload)
 	if err != nil {
 		return jsonapi.StatusInternalServerError, jsonapi.AppendError(nil, fmt.Sprintf("message %q: %v", txid, err))
 	}
@@ -72,7 +73,7 @@ func (a *Admin) serveMessage(ctx context.Context, tenant tenancy.TenantID, req R
 
 // head is what the list and the detail say of message m of partition v
 // alike.
-func head(v partView, m *pgwire.Message) MessageHead {
+func head(v partView, m *storage.Message) MessageHead {
 	h := MessageHead{ID: m.Frame.ID, TransactionID: m.Frame.TransactionID, TraceID: m.Frame.TraceID,
 		PartitionID: v.p.ID, Queue: v.p.Queue, Partition: v.p.Partition, Namespace: v.p.Namespace, Task: v.p.Task,
 		CreatedAt: m.CreatedAt, TotalGroups: len(v.bus), Priority: v.p.Other["priority"]}
@@ -82,16 +83,16 @@ func head(v partView, m *pgwire.Message) MessageHead {
 	return h
 }
 
-// serveDeleteMessage tombstones a message (pgwire.DeleteMessage): 200
+// serveDeleteMessage tombstones a message (the Store's DeleteMessage): 200
 // with success true, or false and "Message not found" for one unknown,
 // removed, deleted already, or named by a partitionId that names no
 // partition of the tenant.
-func (a *Admin) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID, req Request) (int, []byte) {
+func (s *Messages) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID, req route.Request) (int, []byte) {
 	ps, txid := req.Path("partitionId"), req.Path("transactionId")
 	deleted := false
 	if pid, ok := partitionID(ps); ok {
 		var err error
-		if deleted, err = a.cfg.DB.DeleteMessage(ctx, tenant, pid, txid); err != nil {
+		if deleted, err = s.cfg.DB.DeleteMessage(ctx, tenant, pid, txid); err != nil {
 			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 		}
 	}
@@ -103,12 +104,12 @@ func (a *Admin) serveDeleteMessage(ctx context.Context, tenant tenancy.TenantID,
 // their status, without payloads. Counts come from the cursors and dead
 // letters; the log is walked newest first from the part of each partition
 // the status can come from, and only as far as the page needs.
-func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q url.Values) (int, []byte) {
+func (s *Messages) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q url.Values) (int, []byte) {
 	req, err := ParseMessageListQuery(q, time.Now())
 	if err != nil {
 		return jsonapi.StatusBadRequest, jsonapi.AppendError(nil, err.Error())
 	}
-	parts, err := a.cfg.DB.MessagePartitions(ctx, tenant, pgwire.MessageFilter{Queue: req.Queue, Partition: req.Partition,
+	parts, err := s.cfg.DB.MessagePartitions(ctx, tenant, storage.MessageFilter{Queue: req.Queue, Partition: req.Partition,
 		Namespace: req.Namespace, Task: req.Task})
 	if err != nil {
 		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
@@ -126,17 +127,17 @@ func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q
 	}
 	mode.BusGroups = len(buses)
 	want := int64(req.Offset + req.Limit)
-	var listed []pgwire.ListedMessage
+	var listed []storage.ListedMessage
 	if req.Status == MessageDeadLetter {
 		pids := make([]int64, len(parts))
 		for i := range parts {
 			pids[i] = parts[i].ID
 		}
-		listed, err = a.cfg.DB.NewestDeadLettered(ctx, pids, req.From, req.To, want)
+		listed, err = s.cfg.DB.NewestDeadLettered(ctx, pids, req.From, req.To, want)
 	} else {
 		// What the status leaves out (dead letters) and tombstones make
 		// holes: each partition is walked that much further.
-		var ranges []pgwire.OffsetRange
+		var ranges []storage.OffsetRange
 		need := want
 		for i := range parts {
 			v := views[parts[i].ID]
@@ -148,11 +149,11 @@ func (a *Admin) ServeMessageList(ctx context.Context, tenant tenancy.TenantID, q
 			if req.Status != "" {
 				slack += v.p.DeadLetterCount
 			}
-			ranges = append(ranges, pgwire.OffsetRange{PartitionID: v.p.ID, Lo: lo, Hi: hi, Need: want + slack})
+			ranges = append(ranges, storage.OffsetRange{PartitionID: v.p.ID, Lo: lo, Hi: hi, Need: want + slack})
 			need += slack
 		}
 		if len(ranges) > 0 {
-			listed, err = a.cfg.DB.NewestMessages(ctx, ranges, req.From, req.To, need)
+			listed, err = s.cfg.DB.NewestMessages(ctx, ranges, req.From, req.To, need)
 		}
 	}
 	if err != nil {

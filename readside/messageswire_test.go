@@ -1,7 +1,9 @@
-package admin
+package readside
 
 import (
 	"encoding/json"
+	"github.com/queenbridge/queenbridge/internal/testkit"
+	"github.com/queenbridge/queenbridge/jsonapi"
 	"net/url"
 	"reflect"
 	"testing"
@@ -63,7 +65,7 @@ func TestParseMessageListQuery(t *testing.T) {
 	} {
 		v, _ := url.ParseQuery(c.query)
 		got, err := ParseMessageListQuery(v, now)
-		wantBad(t, err, c.err)
+		testkit.WantError[*jsonapi.BadRequest](t, err, c.err)
 		if c.err == "" && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: got %+v, want %+v", c.query, got, c.want)
 		}

@@ -1,4 +1,4 @@
-package admin
+package readside
 
 import (
 	"github.com/queenbridge/queenbridge/jsonapi"

@@ -1,22 +1,22 @@
-package admin
+package readside
 
 import (
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // partView is a partition as a message's status reads it: the queue
 // mode's cursor row (nil when the partition has none) and the named
 // groups' (a bus).
 type partView struct {
-	p   *pgwire.MessagePartition
-	qm  *pgwire.GroupState
-	bus []pgwire.GroupState
+	p   *storage.MessagePartition
+	qm  *storage.GroupState
+	bus []storage.GroupState
 }
 
-func viewOf(p *pgwire.MessagePartition) partView {
+func viewOf(p *storage.MessagePartition) partView {
 	v := partView{p: p}
 	for i := range p.Groups {
-		if p.Groups[i].Group == pgwire.QueueMode {
+		if p.Groups[i].Group == storage.QueueMode {
 			v.qm = &p.Groups[i]
 		} else {
 			v.bus = append(v.bus, p.Groups[i])

@@ -1,10 +1,10 @@
-package admin
+package readside
 
 import (
 	"testing"
 	"time"
 
-	"github.com/queenbridge/queenbridge/pgwire"
+	"github.com/queenbridge/queenbridge/storage"
 )
 
 // A message's status by the groups' cursor rows (docs/admin-messages.md, "Status"), and the
@@ -13,29 +13,29 @@ import (
 func TestMessageStatusAndBounds(t *testing.T) {
 	t.Parallel()
 	live := time.Now().Add(time.Minute)
-	qm := func(cursor, to int64, leased bool) pgwire.GroupState {
-		g := pgwire.GroupState{Group: pgwire.QueueMode, Cursor: cursor, DeliveredTo: to}
+	qm := func(cursor, to int64, leased bool) storage.GroupState {
+		g := storage.GroupState{Group: storage.QueueMode, Cursor: cursor, DeliveredTo: to}
 		if leased {
 			g.LeaseExpires = live
 		}
 		return g
 	}
-	bus := func(name string, cursor int64) pgwire.GroupState {
-		return pgwire.GroupState{Group: name, Cursor: cursor, DeliveredTo: cursor}
+	bus := func(name string, cursor int64) storage.GroupState {
+		return storage.GroupState{Group: name, Cursor: cursor, DeliveredTo: cursor}
 	}
 	for _, c := range []struct {
 		name   string
-		groups []pgwire.GroupState
+		groups []storage.GroupState
 		want   string // the status of offsets 1..8, one letter each: c completed, p processing, . pending, d dead letter (offset 5 is one)
 	}{
 		{"no group", nil, "....d..."},
-		{"queue mode, no lease", []pgwire.GroupState{qm(3, 3, false)}, "ccc.d..."},
-		{"queue mode, an expired lease", []pgwire.GroupState{qm(3, 6, false)}, "ccc.d..."},
-		{"queue mode, a live lease", []pgwire.GroupState{qm(2, 6, true)}, "ccppdp.."},
-		{"a bus", []pgwire.GroupState{bus("a", 6), bus("b", 3)}, "ccc.d..."},
-		{"hybrid: queue mode decides", []pgwire.GroupState{bus("a", 1), qm(4, 4, false)}, "ccccd..."},
+		{"queue mode, no lease", []storage.GroupState{qm(3, 3, false)}, "ccc.d..."},
+		{"queue mode, an expired lease", []storage.GroupState{qm(3, 6, false)}, "ccc.d..."},
+		{"queue mode, a live lease", []storage.GroupState{qm(2, 6, true)}, "ccppdp.."},
+		{"a bus", []storage.GroupState{bus("a", 6), bus("b", 3)}, "ccc.d..."},
+		{"hybrid: queue mode decides", []storage.GroupState{bus("a", 1), qm(4, 4, false)}, "ccccd..."},
 	} {
-		p := &pgwire.MessagePartition{ID: 1, Last: 8, Groups: c.groups}
+		p := &storage.MessagePartition{ID: 1, Last: 8, Groups: c.groups}
 		v := viewOf(p)
 		got := ""
 		for off := int64(1); off <= 8; off++ {
@@ -58,7 +58,7 @@ func TestMessageStatusAndBounds(t *testing.T) {
 			t.Errorf("%s: statuses %s, want %s", c.name, got, c.want)
 		}
 	}
-	_, _, by := viewOf(&pgwire.MessagePartition{Last: 8, Groups: []pgwire.GroupState{bus("a", 6), bus("b", 3)}}).status(4, false)
+	_, _, by := viewOf(&storage.MessagePartition{Last: 8, Groups: []storage.GroupState{bus("a", 6), bus("b", 3)}}).status(4, false)
 	if by != 1 {
 		t.Errorf("consumed by %d named groups, want 1", by)
 	}

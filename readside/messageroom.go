@@ -1,0 +1,26 @@
+package readside
+
+import "errors"
+
+// MessagesConfig is what Queen's message routes read.
+type MessagesConfig struct {
+	// DB runs every read and the tombstone (*pgwire.DB). Required.
+	DB MessageStore
+	// Payloads decrypts payloads (*queues.Settings). Required.
+	Payloads Payloads
+}
+
+// Messages serves Queen's message routes (docs/admin-messages.md): the
+// list form of GET /api/v1/messages, a message's detail and its
+// tombstone. It holds no state of its own and runs no goroutine.
+type Messages struct {
+	cfg MessagesConfig
+}
+
+// NewMessages checks cfg.
+func NewMessages(cfg MessagesConfig) (*Messages, error) {
+	if cfg.DB == nil || cfg.Payloads == nil {
+		return nil, errors.New("readside: MessagesConfig needs DB and Payloads")
+	}
+	return &Messages{cfg: cfg}, nil
+}
