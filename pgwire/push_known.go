@@ -52,9 +52,10 @@ type knownArgs struct {
 
 // known reports whether w can go through the known-partition statement:
 // its partition and queue ids are known, and nothing but the range above
-// Verified could need a probe (no forgotten range, not a replay).
+// Verified could need a probe (no forgotten range, not a replay), and it
+// carries no publish relay mark (the general call stores those).
 func known(w *segment.Write) bool {
-	return w.PartitionID != 0 && w.QueueID != 0 && w.ForgottenHi <= w.ForgottenLo && w.MinWindowSeconds == 0
+	return w.PartitionID != 0 && w.QueueID != 0 && w.ForgottenHi <= w.ForgottenLo && w.MinWindowSeconds == 0 && len(w.Marks) == 0
 }
 
 func newKnownArgs(writes []segment.Write, ords []int) *knownArgs {
