@@ -91,7 +91,9 @@ func TestRelayMarksAreStoredWithTheirSegments(t *testing.T) {
 		w.Marks = marks
 		return w
 	}
-	m := func(slot string, lsn uint64, idx int32) segment.Mark { return segment.Mark{Slot: slot, LSN: lsn, Index: idx} }
+	m := func(slot string, lsn uint64, idx int32) segment.Mark {
+		return segment.Mark{Slot: slot, LSN: lsn, Index: idx}
+	}
 	push(t, db, write("q", "plain", "0"))
 	res := push(t, db,
 		marked(write("q", "a", "a1", "a2"), m("s/1", 100, 1)),
