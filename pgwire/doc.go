@@ -42,11 +42,11 @@
 // reader is the lock between bridges. Readiness names what a database
 // lacks (wal_level, a free slot, WAL senders, REPLICATION); RelayPosition
 // and SaveRelayPosition keep each slot's relayed position in
-// queen.publish_positions, which never moves back. A bundle whose segments
-// carry the relay's marks (segment.Write.Marks) goes through
-// log_push_multi_v2 in one statement with their upsert into
-// queen.publish_marks (pushMarkedSQL), so a mark is stored exactly with
-// its segment; RelayMarks reads them back.
+// queen.publish_positions, which never moves back. Segments that carry the
+// relay's marks (segment.Write.Marks) take the statements an ordinary
+// bundle takes with one more step, the marks' upsert into
+// queen.publish_marks (knownMarkedSQL, pushMarkedSQL), so a mark is stored
+// exactly with its segment; RelayMarks reads them back.
 //
 // # JetStream consumers (migration 0018)
 //

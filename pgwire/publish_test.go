@@ -107,7 +107,16 @@ func TestRelayMarksAreStoredWithTheirSegments(t *testing.T) {
 	// a: a later mark moves it, an earlier one does not; b: a duplicate
 	// segment carrying a later mark moves nothing.
 	push(t, db, marked(write("q", "a", "a3"), m("s/1", 200, 0)))
-	push(t, db, marked(write("q", "a", "a4"), m("s/1", 150, 9)))
+	// The known-partition statement (ids known, nothing to probe) stores
+	// marks too: alone, and beside an ordinary segment.
+	known := func(w segment.Write, r segment.Result, last int64) segment.Write {
+		w.PartitionID, w.QueueID, w.Verified = r.PartitionID, r.QueueID, last
+		return w
+	}
+	a4 := push(t, db, marked(known(write("q", "a", "a4"), res[0], lastOffset(t, db, "q", "a")), m("s/1", 150, 9)))[0]
+	push(t, db,
+		marked(known(write("q", "a", "a5"), a4, lastOffset(t, db, "q", "a")), m("s/3", 9, 1)),
+		known(write("q", "plain", "2"), res[2], lastOffset(t, db, "q", "plain")))
 	if r := push(t, db, marked(write("q", "b", "b1"), m("s/1", 300, 0)))[0]; r.Status != segment.Duplicate {
 		t.Fatalf("a repeat of b1: %v, want duplicate", r.Status)
 	}
@@ -121,7 +130,7 @@ func TestRelayMarksAreStoredWithTheirSegments(t *testing.T) {
 			got[key+" "+mk.Queue+"/"+mk.Partition] = fmt.Sprintf("%d/%d", mk.LSN, mk.Index)
 		}
 	}
-	want := map[string]string{"s/1 q/a": "200/0", "s/1 q/b": "100/2", "s/2 q/b": "7/0"}
+	want := map[string]string{"s/1 q/a": "200/0", "s/1 q/b": "100/2", "s/2 q/b": "7/0", "s/3 q/a": "9/1"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("marks %v, want %v", got, want)
 	}

@@ -119,8 +119,7 @@ type wireResults struct {
 // Segments of partitions the caller knows, whose probe range is empty, go
 // through the known-partition statement (knownSQL): the common bundle, at
 // about the cost of the rows it writes. The others (new partitions, probes,
-// replays, forgotten ranges, the publish relay's segments, whose marks
-// pushMarkedSQL stores), and any the statement left alone because
+// replays, forgotten ranges), and any the statement left alone because
 // another writer came in between, go through log_push_multi_v2 in a
 // transaction of their own. When one of the two fails after the other
 // committed, the error is returned as that part's Failed results; an error
