@@ -38,7 +38,7 @@
 // a bridge killed between a push's commit and anything after it, or a
 // PostgreSQL crash that rewinds the slot, replays nothing twice, however
 // long it stayed down and whatever the queue's deduplication window. A
-// failed push is tried again with the items the marks do not cover. The
+// failed push is tried again with the items it did not store. The
 // relayed position (the end of the last transaction whose messages are all
 // stored: queued, duplicate, or buffered, that is fsynced in the spool,
 // whose drain probes over the time since) is stored once a second and then

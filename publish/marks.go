@@ -11,10 +11,9 @@ import (
 // transaction that stores a relayed message's segment also moves its
 // partition's mark. A partition's messages of one slot are pushed, and so
 // stored, in WAL order, so a message is stored exactly when its place is
-// at or below its partition's mark. Read at the start of a session (what
-// a replay hands out again is skipped by it) and before a failed push is
-// tried again (what the failed attempt stored is left out); owned by the
-// session's pusher goroutine.
+// at or below its partition's mark. Read at the start of a session: what
+// a replay hands out again is skipped by it. Owned by the session's
+// pusher goroutine.
 type marks map[[2]string]jsonapi.Mark
 
 // loadMarks reads the slot's marks.
@@ -34,16 +33,4 @@ func (s *source) loadMarks(ctx context.Context, key string) (marks, error) {
 func (m marks) stored(it *jsonapi.Item) bool {
 	have, ok := m[[2]string{it.Queue, it.Partition}]
 	return ok && it.Mark != nil && (it.Mark.LSN < have.LSN || it.Mark.LSN == have.LSN && it.Mark.Index <= have.Index)
-}
-
-// unstored returns the items not stored yet, in order, in a new slice (the
-// push path may still read the old one).
-func (m marks) unstored(items []jsonapi.Item) []jsonapi.Item {
-	out := make([]jsonapi.Item, 0, len(items))
-	for i := range items {
-		if !m.stored(&items[i]) {
-			out = append(out, items[i])
-		}
-	}
-	return out
 }

@@ -213,7 +213,7 @@ func (s *source) pushLoop(ctx context.Context, slot *pgwire.Slot, key string, tx
 	}
 	defer func() { _ = save(context.Background()) }() // what the session pushed, for the next one; best effort
 	flush := func() error {
-		if err := s.push(ctx, key, items); err != nil {
+		if err := s.push(ctx, items); err != nil {
 			return err
 		}
 		s.relayed.Add(uint64(len(items)))
@@ -294,37 +294,34 @@ const positionEvery = time.Second
 
 // push pushes items until every one is stored (queued, duplicate, or
 // buffered in the spool), trying again every Retry, and gives up only
-// when ctx ends. Before trying again it reads the marks and leaves out
-// what the failed attempt stored, so that nothing is stored twice however
-// long the failure lasted (the queue's deduplication window does not
-// matter).
-func (s *source) push(ctx context.Context, key string, items []jsonapi.Item) error {
+// when ctx ends. A try again carries the items the last attempt did not
+// store (all of them when the push was refused as a whole, which submits
+// nothing); those it stored are not pushed again, however long the
+// failure lasted. The marks are not what decides it here: a partition's
+// later segment may be stored after an earlier one of the same push
+// failed, and its mark would cover the failed messages.
+func (s *source) push(ctx context.Context, items []jsonapi.Item) error {
 	for len(items) > 0 {
 		// Not cancelled by Stop: a push under way is answered, and its
 		// position confirmed, before the session ends.
 		status, results := s.r.cfg.Push.PushItems(context.WithoutCancel(ctx), Transport, tenancy.TenantID{}, items)
-		failed := ""
-		if status != jsonapi.StatusCreated {
-			failed = "the push was refused"
-		}
-		for _, r := range results {
-			if r.Status == jsonapi.StatusFailed || r.Error != "" {
-				failed = r.Error
-				break
+		left, failed := items, "the push was refused"
+		if len(results) == len(items) {
+			left, failed = nil, ""
+			for i, r := range results {
+				if r.Status == jsonapi.StatusFailed || r.Error != "" {
+					left, failed = append(left, items[i]), r.Error
+				}
 			}
 		}
-		if failed == "" && len(results) == len(items) {
+		if len(left) == 0 {
 			return nil
 		}
-		s.log.Warn().Int("status", status).Str("error", failed).Msg("publish: push failed; trying again")
+		s.log.Warn().Int("status", status).Str("error", failed).Int("items", len(left)).Msg("publish: push failed; trying again")
 		if !sleep(ctx, s.r.cfg.Retry) {
 			return ctx.Err()
 		}
-		done, err := s.loadMarks(ctx, key)
-		if err != nil {
-			return err
-		}
-		items = done.unstored(items)
+		items = left // a new slice, or the refused one: the push path may still read the old
 	}
 	return nil
 }
