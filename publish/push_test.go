@@ -9,8 +9,8 @@ import (
 	"github.com/queenbridge/queenbridge/jsonapi"
 )
 
-// scriptedPusher answers each call with the next of its answers and
-// records what it was handed. Only the goroutine that calls push uses it.
+// scriptedPusher answers each call with the next of its answers (then
+// stores everything) and records what it was handed. Only the goroutine that calls push uses it.
 type scriptedPusher struct {
 	answers [][]jsonapi.Result // per call: one result per item; nil: refused as a whole
 	calls   [][]string         // per call: the items' transactionIds
@@ -22,6 +22,9 @@ func (p *scriptedPusher) PushItems(_ context.Context, _ string, _ tenancy.Tenant
 		ids = append(ids, it.TransactionID)
 	}
 	p.calls = append(p.calls, ids)
+	if len(p.answers) == 0 || len(p.calls) > 10 {
+		return jsonapi.StatusCreated, make([]jsonapi.Result, len(items)) // beyond the script: all stored (no error)
+	}
 	rs := p.answers[0]
 	p.answers = p.answers[1:]
 	if rs == nil {
