@@ -48,6 +48,14 @@ func (seg *segFlight) addFollower(pos int32, it item) {
 	seg.followers[pos] = append(seg.followers[pos], it)
 }
 
+// mark folds the frame's publish relay mark, if any, into the segment's
+// write: stored with the segment, it says the frame is.
+func (seg *segFlight) mark(it item) {
+	if m := it.mark(); m.Slot != "" {
+		seg.write.Marks = segment.AddMark(seg.write.Marks, m)
+	}
+}
+
 // unwritten returns, in order, the leaders of a duplicate segment that were
 // not duplicates, each followed by its followers: they must be written by the
 // partition's next flush.

@@ -116,6 +116,9 @@ func (f *Fusion) Submit(ctx context.Context, s Submission) error {
 	if s.Minted != nil && len(s.Minted) != len(s.Frames) {
 		return fmt.Errorf("fusion: Minted has %d entries for %d frames", len(s.Minted), len(s.Frames))
 	}
+	if s.Marks != nil && len(s.Marks) != len(s.Frames) {
+		return fmt.Errorf("fusion: Marks has %d entries for %d frames", len(s.Marks), len(s.Frames))
+	}
 	if len(s.Frames) == 0 {
 		s.Done(nil)
 		return nil

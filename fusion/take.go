@@ -128,6 +128,7 @@ func (s *shard) take(p *partState, now time.Time, room int64, force bool) *segFl
 		h := it.hash()
 		if pos, ok := s.leaderOf(seg, h, useMap); ok {
 			seg.addFollower(pos, it)
+			seg.mark(it)
 			if cut >= 0 {
 				p.pending[i] = item{} // taken from beyond the cut
 			}
@@ -155,6 +156,7 @@ func (s *shard) take(p *partState, now time.Time, room int64, force bool) *segFl
 			s.dedup[h] = int32(len(seg.leaders))
 		}
 		seg.leaders = append(seg.leaders, it)
+		seg.mark(it)
 		seg.bytes += n
 		if mw := it.req.sub.MinWindowSeconds; mw > seg.write.MinWindowSeconds {
 			seg.write.MinWindowSeconds = mw

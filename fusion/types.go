@@ -83,6 +83,11 @@ type Submission struct {
 	// none). Nothing stored can carry it yet, so a segment of only such
 	// frames needs neither the local check nor the probe. Default nil: none.
 	Minted []bool
+	// Marks, when set, has one entry per frame: the publish relay's mark
+	// of each (segment.Mark; Slot "" for a frame without one). The segment
+	// that stores a frame stores its mark in the same transaction. Default
+	// nil: none (an ordinary push).
+	Marks []segment.Mark
 	// MinWindowSeconds > 0 marks replayed frames: their segment is probed
 	// over at least this window whatever the queue's. Default 0.
 	MinWindowSeconds int32
@@ -125,6 +130,15 @@ func (it item) minted() bool {
 	return int(it.idx) < len(m) && m[it.idx]
 }
 func (it item) frame() *segment.Frame { return &it.req.sub.Frames[it.idx] }
+
+// mark is the frame's publish relay mark (Slot "": none).
+func (it item) mark() segment.Mark {
+	m := it.req.sub.Marks
+	if int(it.idx) < len(m) {
+		return m[it.idx]
+	}
+	return segment.Mark{}
+}
 
 // partKey identifies a partition: tenant \x1f queue \x1f partition, as a
 // comparable struct so that map look-ups build no string.

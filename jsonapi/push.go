@@ -23,6 +23,19 @@ type Item struct {
 	// A Queen push (DecodePush) leaves them empty.
 	Subject string
 	Header  []byte
+	// Mark is the publish relay's place of the message in its source's
+	// WAL, stored with the message (segment.Mark has the same fields).
+	// DecodePush leaves it nil.
+	Mark *Mark
+}
+
+// Mark is a relayed message's place in its source's WAL: the slot (the
+// source's system identifier, '/', the slot's name), its transaction's
+// commit position and its index there.
+type Mark struct {
+	Slot  string
+	LSN   uint64
+	Index int32
 }
 
 // DefaultPartition is the partition of items that name none.

@@ -26,7 +26,7 @@
 // then consumer rows (ascending partition id, group), then dead letters
 // (insert only).
 //
-// # The publish relay (publish.go, slot.go, migration 0019)
+// # The publish relay (publish.go, slot.go, migrations 0019 and 0021)
 //
 // sql/publish_surface.sql is the SQL surface of queen.publish (two forms, the
 // argument checks, the one transactional logical message each call
@@ -42,7 +42,11 @@
 // reader is the lock between bridges. Readiness names what a database
 // lacks (wal_level, a free slot, WAL senders, REPLICATION); RelayPosition
 // and SaveRelayPosition keep each slot's relayed position in
-// queen.publish_positions, which never moves back.
+// queen.publish_positions, which never moves back. Segments that carry the
+// relay's marks (segment.Write.Marks) take the statements an ordinary
+// bundle takes with one more step, the marks' upsert into
+// queen.publish_marks (knownMarkedSQL, pushMarkedSQL), so a mark is stored
+// exactly with its segment; RelayMarks reads them back.
 //
 // # JetStream consumers (migration 0018)
 //

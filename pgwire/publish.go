@@ -140,6 +140,37 @@ func (db *DB) SaveRelayPosition(ctx context.Context, key string, lsn uint64) err
 	return nil
 }
 
+// RelayMark is one partition's publish relay mark (queen.publish_marks):
+// the place of the last message of the slot stored there.
+type RelayMark struct {
+	Queue, Partition string
+	LSN              uint64
+	Index            int32
+}
+
+// RelayMarks reads every partition's mark of the relay's slot key (the
+// source's system identifier, '/', the slot's name). The relay pushes for
+// the default tenant only, so a queue's name names its partition.
+func (db *DB) RelayMarks(ctx context.Context, key string) ([]RelayMark, error) {
+	rows, err := db.pool.Query(ctx, `SELECT q.name, p.name, k.lsn, k.idx FROM queen.publish_marks k
+		JOIN queen.log_partitions p ON p.id = k.partition_id JOIN queen.queues q ON q.id = p.queue_id
+		WHERE k.slot = $1`, key)
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: relay marks %s: %w", key, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RelayMark, error) {
+		var m RelayMark
+		var lsn int64
+		err := r.Scan(&m.Queue, &m.Partition, &lsn, &m.Index)
+		m.LSN = uint64(lsn)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: relay marks %s: %w", key, err)
+	}
+	return out, nil
+}
+
 // isObjectInUse says err is PostgreSQL's 55006 (a slot active for another
 // process).
 func isObjectInUse(err error) bool {

@@ -24,6 +24,25 @@ const BundleTag = "/* queen:bundle */"
 const pushSQL = BundleTag + ` SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs, o_qids
 FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[], $10::int8[], $11::int8[])`
 
+// pushMarkedSQL is pushSQL for a bundle that carries publish relay marks
+// (segment.Write.Marks): the same call, and in the same statement, so in
+// the same transaction, the marks of the segments it stored (base offset >
+// 0; a duplicate segment wrote nothing, so it moves no mark). A mark row
+// belongs to a partition whose row lock the call holds (every writer of it
+// holds that lock first), so the upserts take no lock out of order. A mark
+// never moves back. Ordinary pushes never take it: their statement is
+// pushSQL, unchanged.
+const pushMarkedSQL = BundleTag + ` WITH r AS MATERIALIZED (SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs, o_qids
+FROM queen.log_push_multi_v2($1::text[], $2::text[], $3::int4[], $4::bytea[], $5::int8[], $6::bytea[], $7::uuid[], $8::int4[], $9::int8[], $10::int8[], $11::int8[])),
+m AS (INSERT INTO queen.publish_marks AS k (slot, partition_id, lsn, idx)
+	SELECT u.slot, r.o_pids[u.ord], u.lsn, u.idx
+	FROM r, unnest($12::int4[], $13::text[], $14::int8[], $15::int4[]) AS u(ord, slot, lsn, idx)
+	WHERE r.o_bases[u.ord] > 0
+	ORDER BY r.o_pids[u.ord], u.slot
+	ON CONFLICT (slot, partition_id) DO UPDATE SET lsn = excluded.lsn, idx = excluded.idx
+	WHERE (k.lsn, k.idx) < (excluded.lsn, excluded.idx))
+SELECT o_pids, o_wins, o_bases, o_ts, o_dup_segs, o_dup_idx, o_dup_offs, o_qids FROM r`
+
 // bundleArgs are the typed parallel arrays of one call.
 type bundleArgs struct {
 	queues, partitions []string
@@ -34,6 +53,11 @@ type bundleArgs struct {
 	minWindows         []int32       // nil: no segment widens its probe
 	pids               []int64       // nil: no partition id is known
 	forgotLo, forgotHi []int64       // nil: no segment has a forgotten range
+	// The publish relay's marks, one entry per mark: the segment's
+	// ordinal (from 1), the slot, the position. nil: none (pushSQL).
+	markOrds, markIdx []int32
+	markSlots         []string
+	markLSNs          []int64
 }
 
 func newBundleArgs(writes []segment.Write) *bundleArgs {
@@ -63,6 +87,10 @@ func newBundleArgs(writes []segment.Write) *bundleArgs {
 			for j := range a.forgotLo {
 				a.forgotLo[j], a.forgotHi[j] = writes[j].ForgottenLo, writes[j].ForgottenHi
 			}
+		}
+		for _, m := range w.Marks {
+			a.markOrds, a.markSlots = append(a.markOrds, int32(i+1)), append(a.markSlots, m.Slot)
+			a.markLSNs, a.markIdx = append(a.markLSNs, int64(m.LSN)), append(a.markIdx, m.Index)
 		}
 		if w.PartitionID != 0 && a.pids == nil {
 			a.pids = make([]int64, n)
@@ -214,8 +242,14 @@ type querier interface {
 // call runs log_push_multi_v2 with a's arrays on q.
 func (a *bundleArgs) call(ctx context.Context, q querier) (wireResults, error) {
 	var w wireResults
-	err := q.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi).
-		Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs, &w.qids)
+	var row pgx.Row
+	if a.markOrds == nil {
+		row = q.QueryRow(ctx, pushSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi)
+	} else {
+		row = q.QueryRow(ctx, pushMarkedSQL, a.queues, a.partitions, a.counts, a.hashes, a.verified, a.blobs, a.tenants, a.minWindows, a.pids, a.forgotLo, a.forgotHi,
+			a.markOrds, a.markSlots, a.markLSNs, a.markIdx)
+	}
+	err := row.Scan(&w.pids, &w.wins, &w.bases, &w.ts, &w.dupSegs, &w.dupIdx, &w.dupOffs, &w.qids)
 	return w, err
 }
 

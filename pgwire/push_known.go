@@ -3,6 +3,7 @@ package pgwire
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/queenbridge/queenbridge/segment"
@@ -41,6 +42,30 @@ var knownSQL = BundleTag + " " + statement("push_known_partitions")
 // aggregate would cost more than the rows it writes. Same rules, same answer.
 var knownOneSQL = BundleTag + " " + statement("push_known_partition_one")
 
+// knownMarkedSQL is knownSQL for segments that carry the publish relay's
+// marks: one more step stores them (the marks of the segments the UPDATE
+// wrote: a segment left alone goes to the general call with its marks) in
+// the same statement, after its partition's row lock, as pushMarkedSQL
+// does. Ordinary bundles never take it.
+var knownMarkedSQL = withMarks(knownSQL)
+
+// withMarks adds the marks' upsert to the known-partition statement, as
+// the step before its answer.
+func withMarks(sql string) string {
+	const answer = "\nSELECT a.ord, a.id, a.base"
+	if strings.Count(sql, answer) != 1 {
+		panic("pgwire: push_known_partitions.sql no longer ends with the answer withMarks expects")
+	}
+	return strings.Replace(sql, answer, `, m AS (
+    INSERT INTO queen.publish_marks AS k (slot, partition_id, lsn, idx)
+    SELECT mk.slot, a.id, mk.lsn, mk.idx
+    FROM a JOIN unnest($8::int4[], $9::text[], $10::int8[], $11::int4[]) AS mk(ord, slot, lsn, idx) ON mk.ord = a.ord
+    ORDER BY a.id, mk.slot
+    ON CONFLICT (slot, partition_id) DO UPDATE SET lsn = excluded.lsn, idx = excluded.idx
+    WHERE (k.lsn, k.idx) < (excluded.lsn, excluded.idx)
+)`+answer, 1)
+}
+
 // knownArgs are the parallel arrays of one known-partition statement.
 type knownArgs struct {
 	ords                 []int // index into the bundle's writes of each segment
@@ -48,11 +73,16 @@ type knownArgs struct {
 	counts               []int32
 	hashes, blobs        [][]byte
 	partitions           []string
+	// The publish relay's marks, one entry per mark: the segment's
+	// ordinal here (from 1), the slot, the position. nil: none.
+	markOrds, markIdx []int32
+	markSlots         []string
+	markLSNs          []int64
 }
 
 // known reports whether w can go through the known-partition statement:
 // its partition and queue ids are known, and nothing but the range above
-// Verified could need a probe (no forgotten range, not a replay).
+// Verified could need a probe (no forgotten range, not a replay), and it
 func known(w *segment.Write) bool {
 	return w.PartitionID != 0 && w.QueueID != 0 && w.ForgottenHi <= w.ForgottenLo && w.MinWindowSeconds == 0
 }
@@ -67,20 +97,25 @@ func newKnownArgs(writes []segment.Write, ords []int) *knownArgs {
 		w := &writes[o]
 		a.pids[i], a.verified[i], a.qids[i], a.counts[i] = w.PartitionID, w.Verified, w.QueueID, w.Count
 		a.hashes[i], a.blobs[i], a.partitions[i] = w.Hashes, w.Blob, w.Partition
+		for _, m := range w.Marks {
+			a.markOrds, a.markSlots = append(a.markOrds, int32(i+1)), append(a.markSlots, m.Slot)
+			a.markLSNs, a.markIdx = append(a.markLSNs, int64(m.LSN)), append(a.markIdx, m.Index)
+		}
 	}
 	return a
 }
 
 // Names under which the statements are prepared on each connection.
 const (
-	knownStmt    = "queen_known_v1"
-	knownOneStmt = "queen_known_one_v1"
+	knownStmt       = "queen_known_v1"
+	knownOneStmt    = "queen_known_one_v1"
+	knownMarkedStmt = "queen_known_marked_v1"
 )
 
 // params encodes the statement's parameters in the binary format
 // (binary.go), into one buffer.
 func (a *knownArgs) params() (name, sql string, values [][]byte) {
-	if len(a.ords) == 1 {
+	if len(a.ords) == 1 && a.markOrds == nil {
 		return knownOneStmt, knownOneSQL, [][]byte{
 			int8Bytes(a.pids[0]), int8Bytes(a.verified[0]), int4Bytes(a.counts[0]), a.hashes[0], a.blobs[0],
 			int8Bytes(a.qids[0]), []byte(a.partitions[0]),
@@ -100,8 +135,16 @@ func (a *knownArgs) params() (name, sql string, values [][]byte) {
 	b = mark(3, appendBytesArray(b, oidBytea, a.hashes))
 	b = mark(4, appendBytesArray(b, oidBytea, a.blobs))
 	b = mark(5, appendInt8Array(b, a.qids))
-	mark(6, appendBytesArray(b, oidText, a.partitions))
-	return knownStmt, knownSQL, values
+	b = mark(6, appendBytesArray(b, oidText, a.partitions))
+	if a.markOrds == nil {
+		return knownStmt, knownSQL, values
+	}
+	values = append(values, nil, nil, nil, nil)
+	b = mark(7, appendInt4Array(b, a.markOrds))
+	b = mark(8, appendBytesArray(b, oidText, a.markSlots))
+	b = mark(9, appendInt8Array(b, a.markLSNs))
+	mark(10, appendInt4Array(b, a.markIdx))
+	return knownMarkedStmt, knownMarkedSQL, values
 }
 
 // call runs the statement on conn and fills out[ord] for every segment it

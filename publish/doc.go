@@ -11,7 +11,8 @@
 // source's system identifier, the commit position, the index in the
 // transaction), so that a replay is recognised; the order of pushes; the
 // relayed position per slot (stored in the log's database through
-// Positions, then confirmed to the slot); the figures (Stats, Behind).
+// Positions, then confirmed to the slot); the reading of the marks the push
+// path stores with the segments; the figures (Stats, Behind).
 //
 // What it does not own: everything after the item is made. It hands each
 // batch to a Pusher (bridge.Bridge.PushItems), which runs the push path
@@ -29,15 +30,19 @@
 // order. Stats reads atomics and the pending list (under its mutex: the
 // reader appends, the pusher removes, Stats reads).
 //
-// Failure model: a slot's position is stored and confirmed only after every
-// message of the transactions before it is stored (queued or duplicate:
-// committed in PostgreSQL; buffered: fsynced in the spool, which the drain
-// writes with the same transactionId). A failed push is tried again with
-// the same items, so what a failed attempt did store is a duplicate the
-// next time. A bridge killed between a push's commit and the position's
-// store, or a PostgreSQL crash that rewinds the slot, replays those
-// messages; their transactionIds make them duplicates (within the queue's
-// deduplication window), and what the stored position covers is skipped.
+// Failure model: every item carries its mark (its place in the WAL: slot,
+// commit position, index; marks.go), and the transaction that stores its
+// segment stores the mark of its partition (queen.publish_marks), so a
+// message is stored exactly when its place is at or below its partition's
+// mark. A session starts by reading the marks and skips what they cover:
+// a bridge killed between a push's commit and anything after it, or a
+// PostgreSQL crash that rewinds the slot, replays nothing twice, however
+// long it stayed down and whatever the queue's deduplication window. A
+// failed push is tried again with the items it did not store. The
+// relayed position (the end of the last transaction whose messages are all
+// stored: queued, duplicate, or buffered, that is fsynced in the spool,
+// whose drain probes over the time since) is stored once a second and then
+// confirmed to the slot: a shortcut past the transactions it covers.
 // A rolled-back transaction (or savepoint) never reaches the stream. One
 // bridge at a time reads a slot (PostgreSQL lets one connection stream
 // it); the others retry every Retry and take over when its connection

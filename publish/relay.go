@@ -22,10 +22,13 @@ type Pusher interface {
 }
 
 // Positions stores each slot's relayed position in the log's database
-// (pgwire.DB).
+// (pgwire.DB), and reads the marks the push path stores with the segments
+// (queen.publish_marks: per partition, the place of the last message of
+// the slot stored there).
 type Positions interface {
 	RelayPosition(ctx context.Context, key string) (uint64, error)
 	SaveRelayPosition(ctx context.Context, key string, lsn uint64) error
+	RelayMarks(ctx context.Context, key string) ([]pgwire.RelayMark, error)
 }
 
 // Transport names the relay in the push metrics.

@@ -183,12 +183,35 @@ func (s *source) session(ctx context.Context, ready *bool) error {
 }
 
 // pushLoop pushes the transactions in order, as many at once as are
-// waiting (up to MaxBatch messages a push), and after each push stores the
-// position of the last transaction it completed, then confirms it to the
-// slot.
+// waiting (up to MaxBatch messages a push). Each item carries its mark,
+// which the transaction that stores it stores too: that is what makes a
+// replay exact. The position of the last transaction pushed is stored
+// only every positionEvery, and confirmed to the slot once stored, so the
+// slot never hands out less than the stored position covers; it is a
+// shortcut for the replay (the transactions below it are skipped without
+// a look at their messages), not its guarantee.
 func (s *source) pushLoop(ctx context.Context, slot *pgwire.Slot, key string, txns <-chan pgwire.Txn) error {
+	done, err := s.loadMarks(ctx, key)
+	if err != nil {
+		return err
+	}
 	items := make([]jsonapi.Item, 0, s.r.cfg.MaxBatch)
-	var end uint64 // the last transaction whose every message is in items
+	var end uint64    // the last transaction whose every message is in items
+	var pushed uint64 // the last transaction whose every message is stored
+	var saved uint64
+	var savedAt time.Time
+	save := func(ctx context.Context) error {
+		if pushed == saved {
+			return nil
+		}
+		if err := s.r.cfg.Positions.SaveRelayPosition(ctx, key, pushed); err != nil {
+			return err
+		}
+		saved, savedAt = pushed, time.Now()
+		slot.Confirm(saved)
+		return nil
+	}
+	defer func() { _ = save(context.Background()) }() // what the session pushed, for the next one; best effort
 	flush := func() error {
 		if err := s.push(ctx, items); err != nil {
 			return err
@@ -200,32 +223,43 @@ func (s *source) pushLoop(ctx context.Context, slot *pgwire.Slot, key string, tx
 		if end == 0 {
 			return nil
 		}
-		if err := s.r.cfg.Positions.SaveRelayPosition(context.WithoutCancel(ctx), key, end); err != nil {
-			return err
-		}
-		slot.Confirm(end)
+		pushed, end = end, 0
 		s.mu.Lock()
-		for len(s.pending) > 0 && s.pending[0].end <= end {
+		for len(s.pending) > 0 && s.pending[0].end <= pushed {
 			s.pending = s.pending[1:]
 		}
 		s.mu.Unlock()
-		end = 0
+		if time.Since(savedAt) >= positionEvery {
+			return save(context.WithoutCancel(ctx))
+		}
 		return nil
 	}
+	tick := time.NewTicker(positionEvery) // an idle relay stores and confirms what it pushed last
+	defer tick.Stop()
 	for {
 		var t pgwire.Txn
 		select {
 		case t = <-txns:
+		case <-tick.C:
+			if err := save(ctx); err != nil {
+				return err
+			}
+			continue
 		case <-ctx.Done():
 			return nil
 		}
 		for {
 			for i, content := range t.Messages {
 				it, err := decode(content, walTransactionID(slot.SystemID(), t.CommitLSN, i))
-				if err != nil {
+				it.Mark = &jsonapi.Mark{Slot: key, LSN: t.CommitLSN, Index: int32(i)}
+				switch {
+				case err != nil:
 					s.skipped.Add(1)
 					s.log.Error().Err(err).Str("commit", lsnText(t.CommitLSN)).Int("index", i).Msg("publish: a message that cannot be pushed; skipped")
-				} else {
+				case done.stored(&it):
+					// Stored before a crash (a replay): its partition's
+					// mark is at or past it.
+				default:
 					items = append(items, it)
 				}
 				if i == len(t.Messages)-1 {
@@ -253,36 +287,43 @@ func (s *source) pushLoop(ctx context.Context, slot *pgwire.Slot, key string, tx
 	}
 }
 
+// positionEvery is how often the relayed position is stored while the
+// relay pushes, and confirmed to the slot: a replay skips the
+// transactions below it without looking at their messages.
+const positionEvery = time.Second
+
 // push pushes items until every one is stored (queued, duplicate, or
-// buffered in the spool), trying again every Retry: the transactionIds are
-// the same each time, so what a failed attempt stored is a duplicate the
-// next time. It gives up only when ctx ends.
+// buffered in the spool), trying again every Retry, and gives up only
+// when ctx ends. A try again carries the items the last attempt did not
+// store (all of them when the push was refused as a whole, which submits
+// nothing); those it stored are not pushed again, however long the
+// failure lasted. The marks are not what decides it here: a partition's
+// later segment may be stored after an earlier one of the same push
+// failed, and its mark would cover the failed messages.
 func (s *source) push(ctx context.Context, items []jsonapi.Item) error {
-	if len(items) == 0 {
-		return nil
-	}
-	for {
+	for len(items) > 0 {
 		// Not cancelled by Stop: a push under way is answered, and its
-		// position stored and confirmed, before the session ends.
+		// position confirmed, before the session ends.
 		status, results := s.r.cfg.Push.PushItems(context.WithoutCancel(ctx), Transport, tenancy.TenantID{}, items)
-		failed := ""
-		if status != jsonapi.StatusCreated {
-			failed = "the push was refused"
-		}
-		for _, r := range results {
-			if r.Status == jsonapi.StatusFailed || r.Error != "" {
-				failed = r.Error
-				break
+		left, failed := items, "the push was refused"
+		if len(results) == len(items) {
+			left, failed = nil, ""
+			for i, r := range results {
+				if r.Status == jsonapi.StatusFailed || r.Error != "" {
+					left, failed = append(left, items[i]), r.Error
+				}
 			}
 		}
-		if failed == "" && len(results) == len(items) {
+		if len(left) == 0 {
 			return nil
 		}
-		s.log.Warn().Int("status", status).Str("error", failed).Msg("publish: push failed; trying again")
+		s.log.Warn().Int("status", status).Str("error", failed).Int("items", len(left)).Msg("publish: push failed; trying again")
 		if !sleep(ctx, s.r.cfg.Retry) {
 			return ctx.Err()
 		}
+		items = left // a new slice, or the refused one: the push path may still read the old
 	}
+	return nil
 }
 
 func lsnText(lsn uint64) string { return pgwire.LSNText(lsn) }

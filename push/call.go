@@ -67,8 +67,9 @@ type itemState struct {
 type group struct {
 	queue, partition string
 	frames           []segment.Frame
-	minted           []bool  // per frame: its transactionId was minted here; nil while none is
-	items            []int32 // request index of each frame
+	minted           []bool         // per frame: its transactionId was minted here; nil while none is
+	marks            []segment.Mark // per frame: its publish relay mark; nil while none has one
+	items            []int32        // request index of each frame
 }
 
 // ErrStopping answers what arrives while the bridge shuts down.
@@ -148,7 +149,7 @@ func (c *pushCall) submit(ctx context.Context, g *group, release func()) {
 		release = func() {}
 	}
 	err := c.p.cfg.Fusion.Submit(ctx, fusion.Submission{
-		Tenant: c.tenant, Queue: g.queue, Partition: g.partition, Frames: g.frames, Minted: g.minted,
+		Tenant: c.tenant, Queue: g.queue, Partition: g.partition, Frames: g.frames, Minted: g.minted, Marks: g.marks,
 		Done: func(v []fusion.Verdict) { release(); c.settle(g, v) },
 	})
 	if err != nil {

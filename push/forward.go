@@ -10,12 +10,18 @@ import (
 // forwardOthers sends the groups another bridge owns to their owners (the
 // router gathers them with concurrent requests' into one message per
 // owner) and returns the groups this bridge writes. With every group its
-// own (always, for a bridge alone) it allocates nothing.
+// own (always, for a bridge alone) it allocates nothing. A group of the
+// publish relay's (it carries marks, which the forward does not) is
+// written here, as another writer of the partition: its marks must be
+// stored by the transaction that stores it.
 func (c *pushCall) forwardOthers(ctx context.Context, groups []*group) []*group {
 	var byOwner smallmap.Map[string, []*group]
 	var local []*group // nil until a group goes elsewhere
 	for i, g := range groups {
-		owner := c.p.cfg.Router.Owner(c.tenant, g.queue, g.partition)
+		owner := ""
+		if g.marks == nil {
+			owner = c.p.cfg.Router.Owner(c.tenant, g.queue, g.partition)
+		}
 		if owner == "" {
 			if local != nil {
 				local = append(local, g)

@@ -80,6 +80,16 @@ func (c *pushCall) prepare(ctx context.Context) []*group {
 		if g.minted != nil {
 			g.minted = append(g.minted, it.TransactionID == "")
 		}
+		if it.Mark != nil && g.marks == nil {
+			g.marks = make([]segment.Mark, len(g.frames), len(g.frames)+1)
+		}
+		if g.marks != nil {
+			var m segment.Mark
+			if it.Mark != nil {
+				m = segment.Mark(*it.Mark)
+			}
+			g.marks = append(g.marks, m)
+		}
 		g.frames = append(g.frames, f)
 		g.items = append(g.items, int32(i))
 	}

@@ -37,6 +37,39 @@ type Write struct {
 	// known. With both ids known, the segment can take the known-partition
 	// statement, which checks them against the partition row.
 	QueueID int64
+	// Marks are the publish relay's marks of the frames (one per slot,
+	// the highest of the segment's frames): the transaction that stores
+	// the segment also stores them, so a replay knows exactly what is
+	// stored. Default nil: an ordinary push, which writes none.
+	Marks []Mark
+}
+
+// Mark is a frame's place in the WAL of the database the publish relay
+// read it from: the slot it came through (the source's system identifier,
+// '/', the slot's name), the commit position of its transaction and its
+// index there. A partition's frames of one slot are stored in that order.
+type Mark struct {
+	Slot  string
+	LSN   uint64
+	Index int32
+}
+
+// Less orders two marks of one slot.
+func (m Mark) Less(o Mark) bool {
+	return m.LSN < o.LSN || (m.LSN == o.LSN && m.Index < o.Index)
+}
+
+// AddMark folds m into marks: the highest per slot.
+func AddMark(marks []Mark, m Mark) []Mark {
+	for i := range marks {
+		if marks[i].Slot == m.Slot {
+			if marks[i].Less(m) {
+				marks[i] = m
+			}
+			return marks
+		}
+	}
+	return append(marks, m)
 }
 
 // Status is the verdict of one segment.
