@@ -303,4 +303,3 @@ func TestPlainAcksWaitForALazyWrite(t *testing.T) {
 		t.Fatalf("%d writes, stored floor %d delivered %d; want one write with floor 3 and delivered 3", n, st.Floor, st.Delivered)
 	}
 }
-
