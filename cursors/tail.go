@@ -1,6 +1,7 @@
 package cursors
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -80,15 +81,30 @@ type TailSegment struct {
 	Blob      []byte
 	Hashes    []byte
 
-	once   sync.Once
-	frames []segment.Frame
-	err    error
+	once    sync.Once
+	frames  []segment.Frame
+	err     error
+	decoded atomic.Bool // once ran: frames and err are set
 }
 
 // Frames decodes the segment once; later calls share the frames.
 func (s *TailSegment) Frames() ([]segment.Frame, error) {
-	s.once.Do(func() { s.frames, s.err = segment.UnpackAll(s.Blob) })
+	s.once.Do(func() {
+		s.frames, s.err = segment.UnpackAll(s.Blob)
+		s.decoded.Store(true)
+	})
 	return s.frames, s.err
+}
+
+// framesOnce decodes the segment for one reader without keeping the
+// frames (JetStream consumers read a segment once each: keeping its
+// decoded frames would hold several times the blob's memory for the
+// tail's life), unless Frames already kept them.
+func (s *TailSegment) framesOnce() ([]segment.Frame, error) {
+	if s.decoded.Load() {
+		return s.frames, s.err
+	}
+	return segment.UnpackAll(s.Blob)
 }
 
 func (s *TailSegment) size() int64 {
@@ -151,7 +167,9 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 		if _, gone := t.dropped[r.PartitionID]; gone {
 			continue
 		}
-		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: w.Blob, Hashes: w.Hashes}
+		// The blob is copied: the fusion packs it into a buffer sized for
+		// the frames before compression, several times what it holds.
+		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: slices.Clone(w.Blob), Hashes: w.Hashes}
 		p := t.parts[r.PartitionID]
 		if p == nil {
 			p = &tailPart{name: tailName{tenant: w.Tenant, queue: w.Queue, partition: w.Partition}, cursors: map[string]int64{}}

@@ -34,7 +34,7 @@ func (t *Tail) ReadAfter(rg ReadRange) (ReadRun, bool) {
 	run := ReadRun{PartitionID: rg.PartitionID, Next: rg.After}
 	var size int64
 	for _, s := range segs {
-		frames, err := s.Frames()
+		frames, err := s.framesOnce()
 		if err != nil || len(frames) != int(s.End-s.Base+1) {
 			if len(run.Messages) == 0 {
 				return ReadRun{}, false // PostgreSQL's copy decides
