@@ -1,6 +1,6 @@
 // queen-stream-suite.mjs runs Queen's own stream suite (test-v2/stream of Queen's
-// JavaScript client) against the server at QUEEN_URL: each test alone, in the
-// suite's order, one line per test and run, then each test's count and the
+// JavaScript client) against the server at QUEEN_URL: each test alone, in name
+// order, one line per test and run, then each test's count and the
 // closing "N passed, N failed" line. queen-stream-suite.sh prepares the
 // directory it takes and starts a bridge; see docs/streams.md.
 //
@@ -70,15 +70,19 @@ for (const [name, c] of counts) {
 }
 console.log(`${passed} passed, ${failed} failed`)
 await client.close().catch(() => {})
+// Writes to a pipe are asynchronous: let them out before exiting, as a
+// stopped stream may leave timers that would keep node running.
+await new Promise(resolve => process.stdout.write('', resolve))
 process.exit(failed === 0 ? 0 : 1)
 
-// loadTests imports the suite's index (its order) or, without one, each
-// test file in name order; every exported function is a test.
+// loadTests imports the suite's index or, without one, each test file;
+// every exported function is a test. Tests run in name order, as in
+// Queen's own runner, which also takes them from a module namespace.
 async function loadTests(suite) {
   const files = fs.existsSync(path.join(suite, 'index.js'))
     ? ['index.js']
     : fs.readdirSync(suite).filter(f => f.endsWith('.js') && !f.startsWith('_')).sort()
-  const out = []
+  let out = []
   for (const f of files) {
     const mod = await import(pathToFileURL(path.join(suite, f)).href)
     for (const [name, fn] of Object.entries(mod)) {
@@ -86,6 +90,7 @@ async function loadTests(suite) {
     }
   }
   if (out.length === 0) fail(`${suite} exports no test`)
+  out = out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return out
 }
 
