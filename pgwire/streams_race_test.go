@@ -103,6 +103,63 @@ func TestStreamCyclesSerializePerPartition(t *testing.T) {
 	}
 }
 
+// A state read of a (query, partition) waits for a cycle of it that is
+// committing and answers with the state that cycle leaves. The SDK's idle
+// flush sends a cycle that deletes a closed window; its processing loop
+// reads the state just after: that read must not find the window, or the
+// loop closes it a second time. A transaction holding the cycle's lock
+// deletes the window; the read waits for it, and after its commit finds
+// the window gone, the rest there.
+func TestStreamStateWaitsForACommittingCycle(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	src := push(t, db, write("src", "p", "a1"))
+	q := register(t, db, tenancy.TenantID{}, "totals", "src", "h")
+	p := src[0].PartitionID
+	if _, err := db.StreamCycle(ctx, pgwire.StreamCycleRequest{Query: q, PartitionID: p,
+		Ops: []pgwire.StreamOp{upsert("w1", `{"acc":3,"windowEnd":1}`), upsert("w2", `{"acc":1,"windowEnd":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	cycle, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cycle.Rollback(ctx)
+	if _, err := cycle.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::uuid::text), hashtext($2::bigint::text))`, q, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cycle.Exec(ctx, `DELETE FROM queen.stream_state WHERE query_id = $1 AND partition_id = $2 AND key = 'w1'`, q, p); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		rows []pgwire.StreamStateRow
+		err  error
+	}
+	read := make(chan answer, 1)
+	go func() {
+		rows, err := db.StreamState(ctx, pgwire.StreamStateQuery{Query: q, PartitionID: p})
+		read <- answer{rows, err}
+	}()
+	testkit.WaitFor(t, "the read to wait for the cycle's lock, or to answer", time.Minute, func() bool {
+		return len(read) == 1 || count(t, db.Pool(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 1
+	})
+	if err := cycle.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-read
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	var keys []string
+	for _, r := range a.rows {
+		keys = append(keys, r.Key)
+	}
+	if fmt.Sprint(keys) != "[w2]" {
+		t.Fatalf("a read sent while a cycle was committing found %v: the state from before that cycle, not [w2]", keys)
+	}
+}
+
 // Cycles race deletes of their source and sink queues and seeks of their
 // group: none deadlocks (PostgreSQL counts none), every cycle commits or
 // is refused whole, and a deleted source queue leaves no state behind.
