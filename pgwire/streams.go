@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
@@ -95,20 +96,44 @@ const streamStateSQL = `SELECT q.ok, s.key, s.value, s.updated_at
 		  AND ($6::float8 IS NULL OR x.window_end <= $6::float8)
 		ORDER BY x.key) s ON true`
 
+// streamStateLockSQL takes, shared, the lock a cycle of the (query,
+// partition) holds while it commits (stream_cycle_v1's first lock).
+const streamStateLockSQL = `SELECT pg_advisory_xact_lock_shared(hashtext($1::uuid::text), hashtext($2::bigint::text))`
+
 // StreamState reads state rows, ordered by key. It returns
 // ErrStreamQueryUnknown when the tenant has no such query.
+//
+// A read waits for a cycle of its (query, partition) that is committing,
+// and answers with the state that cycle leaves: reads and cycles of one
+// (query, partition) take effect in the order they reach the database. So
+// a read sent after a cycle (the SDK's processing loop reading just after
+// its idle flush sent a cycle that closes a window) never finds what that
+// cycle deletes and closes it again. The lock is shared, so reads do not
+// wait for each other, and it is the only lock a read takes, so it closes
+// no cycle of waits. The two statements go as one batch, one implicit
+// transaction that holds the lock through the read; the read's snapshot
+// is taken after the lock is granted (READ COMMITTED).
 func (db *DB) StreamState(ctx context.Context, r StreamStateQuery) ([]StreamStateRow, error) {
 	var keys []string
 	if len(r.Keys) > 0 {
 		keys = r.Keys
 	}
+	query := pgtype.UUID{Bytes: r.Query, Valid: true}
 	var rows []StreamStateRow
 	found := false
 	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
 		rows, found = rows[:0], false
-		res, err := conn.Query(ctx, streamStateSQL, pgtype.UUID{Bytes: r.Query, Valid: true}, tenantArg(r.Tenant), r.PartitionID,
-			keys, r.Prefix, r.RipeAtOrBefore)
+		b := &pgx.Batch{}
+		b.Queue(streamStateLockSQL, query, r.PartitionID)
+		b.Queue(streamStateSQL, query, tenantArg(r.Tenant), r.PartitionID, keys, r.Prefix, r.RipeAtOrBefore)
+		br := conn.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+		res, err := br.Query()
 		if err != nil {
+			br.Close()
 			return err
 		}
 		for res.Next() {
@@ -117,13 +142,18 @@ func (db *DB) StreamState(ctx context.Context, r StreamStateQuery) ([]StreamStat
 			var at pgtype.Timestamptz
 			if err := res.Scan(&found, &key, &value, &at); err != nil {
 				res.Close()
+				br.Close()
 				return err
 			}
 			if key.Valid {
 				rows = append(rows, StreamStateRow{Key: key.String, Value: value, UpdatedAt: at.Time})
 			}
 		}
-		return res.Err()
+		if err := res.Err(); err != nil {
+			br.Close()
+			return err
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: reading streaming state: %w", err)

@@ -8,12 +8,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/pgwire"
 	"github.com/queenbridge/queenbridge/segment"
 )
+
+// holdCycleLock begins a transaction holding what a committing cycle of
+// (q, p) holds first, its advisory lock; the test ends it, or its cleanup
+// rolls it back.
+func holdCycleLock(t *testing.T, db *pgwire.DB, q [16]byte, p int64) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::uuid::text), hashtext($2::bigint::text))`, q, p); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// advisoryWaits counts the advisory locks of the test's database that
+// someone waits for.
+func advisoryWaits(t *testing.T, db *pgwire.DB) int64 {
+	return count(t, db.Pool(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+}
 
 // Cycles of one (query, partition) are serialized; cycles of the query's
 // other partitions do not wait for them. While a transaction holds the
@@ -28,14 +52,7 @@ func TestStreamCyclesSerializePerPartition(t *testing.T) {
 	src := push(t, db, write("src", "p", "a1"), write("src", "r", "b1"))
 	q := register(t, db, tenancy.TenantID{}, "totals", "src", "h")
 	p, r := src[0].PartitionID, src[1].PartitionID
-	holder, err := db.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback(ctx)
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::uuid::text), hashtext($2::bigint::text))`, q, p); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdCycleLock(t, db, q, p)
 	if _, err := db.StreamCycle(ctx, pgwire.StreamCycleRequest{Query: q, PartitionID: r, Ops: []pgwire.StreamOp{upsert("k", "1")}}); err != nil {
 		t.Fatalf("a cycle of another partition: %v", err)
 	}
@@ -45,7 +62,7 @@ func TestStreamCyclesSerializePerPartition(t *testing.T) {
 		done <- err
 	}()
 	testkit.WaitFor(t, "the cycle of the held partition to wait for its lock", time.Minute, func() bool {
-		return count(t, db.Pool(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 1
+		return advisoryWaits(t, db) == 1
 	})
 	if n := count(t, db.Pool(), `SELECT count(*) FROM queen.stream_state WHERE partition_id = $1`, p); n != 0 {
 		t.Fatal("a cycle wrote while another held its (query, partition)")
@@ -100,6 +117,56 @@ func TestStreamCyclesSerializePerPartition(t *testing.T) {
 	}
 	if n := count(t, db.Pool(), `SELECT sum(p.last_offset) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'sink'`); n != 2*batches {
 		t.Fatalf("the sink holds %d", n)
+	}
+}
+
+// A state read of a (query, partition) waits for a cycle of it that is
+// committing and answers with the state that cycle leaves. The SDK's idle
+// flush sends a cycle that deletes a closed window; its processing loop
+// reads the state just after: that read must not find the window, or the
+// loop closes it a second time. A transaction holding the cycle's lock
+// deletes the window; the read waits for it, and after its commit finds
+// the window gone, the rest there.
+func TestStreamStateWaitsForACommittingCycle(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	src := push(t, db, write("src", "p", "a1"))
+	q := register(t, db, tenancy.TenantID{}, "totals", "src", "h")
+	p := src[0].PartitionID
+	if _, err := db.StreamCycle(ctx, pgwire.StreamCycleRequest{Query: q, PartitionID: p,
+		Ops: []pgwire.StreamOp{upsert("w1", `{"acc":3,"windowEnd":1}`), upsert("w2", `{"acc":1,"windowEnd":2}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	cycle := holdCycleLock(t, db, q, p)
+	if _, err := cycle.Exec(ctx, `DELETE FROM queen.stream_state WHERE query_id = $1 AND partition_id = $2 AND key = 'w1'`, q, p); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		rows []pgwire.StreamStateRow
+		err  error
+	}
+	read := make(chan answer, 1)
+	go func() {
+		rows, err := db.StreamState(ctx, pgwire.StreamStateQuery{Query: q, PartitionID: p})
+		read <- answer{rows, err}
+	}()
+	testkit.WaitFor(t, "the read to wait for the cycle's lock, or to answer", time.Minute, func() bool {
+		return len(read) == 1 || advisoryWaits(t, db) == 1
+	})
+	if err := cycle.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-read
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	var keys []string
+	for _, r := range a.rows {
+		keys = append(keys, r.Key)
+	}
+	if fmt.Sprint(keys) != "[w2]" {
+		t.Fatalf("a read sent while a cycle was committing found %v: the state from before that cycle, not [w2]", keys)
 	}
 }
 

@@ -6,7 +6,8 @@
 --      of the tenant's queues; else o_fail 'query' or 'partition'.
 --   1. Cycles of one (query, partition) are serialized by a transaction
 --      advisory lock on the pair, taken before any row lock and by cycles
---      alone: a cycle waits for it holding nothing, and nothing that holds a
+--      alone (state reads take it shared, pgwire.StreamState, and lock no
+--      row): a cycle waits for it holding nothing, and nothing that holds a
 --      row waits for it, so it adds no edge to the lock order. Cycles of
 --      other partitions do not wait.
 --   2. The sink pushes and the source acknowledgement through txn_apply_v1,
