@@ -303,3 +303,32 @@ func TestPlainAcksWaitForALazyWrite(t *testing.T) {
 		t.Fatalf("%d writes, stored floor %d delivered %d; want one write with floor 3 and delivered 3", n, st.Floor, st.Delivered)
 	}
 }
+
+// A double ack's window is not cut by the reply that started it: the
+// write comes FlushWindow later, so double acks arriving meanwhile share
+// it.
+func TestDoubleAckWaitsItsWindow(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.FlushWindow, c.LazyWindow = 3*time.Second, 3*time.Second })
+	h.add(1, 2)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 2, Expires: time.Hour}, "inbox")
+	got := h.waitMsgs("inbox", 2)
+	// The deliveries' marks are written first; then the flusher is idle.
+	testkit.WaitFor(t, "the deliveries' write", 10*time.Second, func() bool { return h.store.nCommits() == 1 })
+	<-h.store.entered
+	h.ack(got[0], AckAck, 0, "r1")
+	// Well inside the 3 s window no write may start (a window cut by its
+	// own reply writes at once).
+	select {
+	case <-h.store.entered:
+		t.Fatal("the double ack's write started at once: its reply cut its window")
+	case <-time.After(time.Second):
+	}
+	h.ack(got[1], AckAck, 0, "r2")
+	testkit.WaitFor(t, "both double acks answered", 10*time.Second, func() bool {
+		return len(h.out.to("r1")) == 1 && len(h.out.to("r2")) == 1
+	})
+	if n := h.store.nCommits(); n != 2 {
+		t.Fatalf("%d writes, want 2: the deliveries', then one for both double acks", n)
+	}
+}

@@ -160,14 +160,22 @@ func (c *consumer) merge(parts []PartitionState) {
 				p.counts[o] = n
 			}
 		}
-		// Handed out up to Delivered: once, unless counted more.
+		// Handed out up to Delivered and not acknowledged: once, unless
+		// counted more. Their acknowledgements may still come, so the
+		// partition holds for ack_wait.
 		for o := p.floor + 1; o <= ps.Delivered; o++ {
+			if _, done := p.acked[o]; done {
+				continue
+			}
 			if _, counted := p.counts[o]; !counted {
 				p.counts[o] = 1
 			}
+			if p.holdUntil.IsZero() {
+				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(p.counts[o]))
+			}
 		}
 		for o, n := range p.counts {
-			if _, done := p.acked[o]; !done && p.holdUntil.IsZero() {
+			if _, done := p.acked[o]; !done && o > ps.Delivered && p.holdUntil.IsZero() {
 				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(n))
 			}
 		}

@@ -48,8 +48,9 @@
 // consumed queue is also kept in the hot tail (Config.Tail) and read from
 // there; older messages, and those other bridges wrote (Heard, and a poll
 // while requests wait), are read from PostgreSQL through Store.ReadAfter,
-// one statement per fill across partitions. Statuses (100, 404, 408, 409) are sent as nats-server
-// sends them. A request whose inbox lost interest is dropped.
+// one statement per fill across partitions. Statuses (100, 404, 408, 409)
+// are sent as nats-server sends them. A request whose inbox lost interest
+// is dropped.
 //
 // Acknowledgements are made durable by fused writes: a flusher gathers
 // the ack state of every consumer and partition (for FlushWindow, about a
@@ -58,10 +59,11 @@
 // lock order of partition id then group); double acks are answered after
 // that commit. A consumer loaded on a bridge (first use, a restart, an
 // owner change) takes its floors, acknowledged offsets, delivered marks
-// and redelivery counts from Store.ConsumerPartitions: what was in flight on a bridge that stopped or died is
-// delivered again, once ack_wait has passed from the load, so that an
-// acknowledgement still on its way is not overtaken by a redelivery (the
-// partition waits; what is newer in it follows the redeliveries).
+// and redelivery counts from Store.ConsumerPartitions: what was in flight
+// on a bridge that stopped or died is delivered again, once ack_wait has
+// passed from the load, so that an acknowledgement still on its way is not
+// overtaken by a redelivery (the partition waits; what is newer in it
+// follows the redeliveries).
 //
 // The engine's goroutines: one per live consumer (run: fills, reads,
 // timers), the flusher, and the interest watch; each consumer's mutex

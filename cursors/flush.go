@@ -115,8 +115,19 @@ func (f *flusher) loop() {
 }
 
 // wait is the window: it ends early when FlushMax pairs wait, at Stop,
-// and within FlushWindow once a reply waits.
+// and a lazy one within FlushWindow once a reply waits. A window that is
+// already FlushWindow (a reply waited when it began) is not cut by the
+// reply that asked for it, so double acks arriving together still share
+// a write.
 func (f *flusher) wait(window time.Duration) {
+	urgent := f.urgent
+	if window <= f.e.cfg.FlushWindow {
+		select {
+		case <-urgent:
+		default:
+		}
+		urgent = nil // never ready: only the timer, full and done end it
+	}
 	t := time.NewTimer(window)
 	defer t.Stop()
 	select {
@@ -126,15 +137,13 @@ func (f *flusher) wait(window time.Duration) {
 		return
 	case <-f.done:
 		return
-	case <-f.urgent:
+	case <-urgent:
 	}
-	if window > f.e.cfg.FlushWindow {
-		t.Reset(f.e.cfg.FlushWindow)
-		select {
-		case <-t.C:
-		case <-f.full:
-		case <-f.done:
-		}
+	t.Reset(f.e.cfg.FlushWindow)
+	select {
+	case <-t.C:
+	case <-f.full:
+	case <-f.done:
 	}
 }
 
