@@ -3,7 +3,9 @@ package embedded
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -80,12 +82,17 @@ func fallbackDataDir(requested string) string {
 	return filepath.Join("/var/lib/queenbridge", "pg-"+hex.EncodeToString(sum[:6]))
 }
 
-// chownTree hands dir and everything below it to the account.
+// chownTree hands dir and everything below it to the account. A file that
+// goes between the listing and its turn (a cluster that still writes in
+// dir) needs no owner.
 func (r *runAs) chownTree(dir string) error {
 	return filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
+		if err == nil {
+			err = os.Lchown(path, int(r.uid), int(r.gid))
 		}
-		return os.Lchown(path, int(r.uid), int(r.gid))
+		if errors.Is(err, fs.ErrNotExist) && path != dir {
+			return nil
+		}
+		return err
 	})
 }

@@ -124,6 +124,11 @@ func StartPostgres(ctx context.Context, cfg Config) (*Postgres, error) {
 			cfg.DataDir = fallbackDataDir(cfg.DataDir)
 		}
 	}
+	// A live postmaster's lock file refuses the directory before anything
+	// in it is touched: PostgreSQL would refuse it too, later.
+	if pid, held := heldByAnother(cfg.DataDir, os.Getpid()); held {
+		return nil, dataDirHeld(cfg.DataDir, pid)
+	}
 	if err := prepareDataDir(cfg.DataDir, as); err != nil {
 		return nil, err
 	}
@@ -305,8 +310,7 @@ func (p *Postgres) waitReady(ctx context.Context) error {
 		select {
 		case <-p.exited:
 			if pid, held := heldByAnother(p.cfg.DataDir, p.cmd.Process.Pid); held {
-				return fmt.Errorf("%w: %s is held by another process (PID %d, in %s): another bridge or PostgreSQL runs on it; stop that one, or give this one another data directory",
-					ErrDataDirInUse, p.cfg.DataDir, pid, filepath.Join(p.cfg.DataDir, "postmaster.pid"))
+				return dataDirHeld(p.cfg.DataDir, pid)
 			}
 			return fmt.Errorf("%w (%v); see %s", ErrPostgresExited, p.waitErr, filepath.Join(p.cfg.DataDir, "server.log"))
 		case <-ctx.Done():

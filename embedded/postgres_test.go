@@ -201,11 +201,18 @@ func TestUnreachableDataDirFallsBack(t *testing.T) {
 }
 
 // A second cluster started on a data directory a running postmaster holds
-// is refused with the directory and the reason, not "postgres exited".
+// is refused with the directory and the reason, not "postgres exited",
+// before it touches a file in the directory (as root a start hands the
+// whole tree to the postgres account; that walk races the running
+// cluster's own writes).
 func TestPostgresDataDirInUse(t *testing.T) {
 	dir := filepath.Join(embedded.ReachableTempDir(t), "pg")
 	pg := startPG(t, dir)
 	defer func() { _ = pg.Stop(context.Background()) }()
+	marker := filepath.Join(pg.DataDir(), "queen-test-marker")
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	second, err := embedded.StartPostgres(ctx, embedded.Config{DataDir: dir, NoSync: true, Database: "queen_test"})
@@ -219,6 +226,13 @@ func TestPostgresDataDirInUse(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, pg.DataDir()) || !strings.Contains(msg, "held by another process") ||
 		!strings.Contains(msg, strconv.Itoa(pg.PID())) {
 		t.Fatalf("the error does not name %s, its holder %d and why: %v", pg.DataDir(), pg.PID(), err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(marker, &st); err != nil {
+		t.Fatal(err)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		t.Fatalf("the refused start handed %s to uid %d", marker, st.Uid)
 	}
 	// The first cluster is untouched.
 	conn, err := pgx.Connect(ctx, pg.DSN())
