@@ -143,7 +143,7 @@ func TestJSConsumeFailsClearlyWithoutTheJetStreamAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.pushed != 0 || r.errs == 0 || !strings.Contains(fmt.Sprint(r.firstErr), "timeout") {
+	if r.pushed != 0 || r.errs == 0 || !strings.Contains(fmt.Sprint(r.firstErr), "a publish unanswered for 300ms") {
 		t.Fatalf("unanswered publishes: %d pushed, %d errors, the first %v", r.pushed, r.errs, r.firstErr)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -53,7 +54,7 @@ func newJSPublishers(url string, n, window int, stream string, subjects []string
 				}
 				p.fail(fmt.Errorf("a PubAck from stream %q, not %q", ack.Stream, stream))
 			}),
-			js.WithPublishAsyncErrHandler(func(_ js.JetStream, _ *nats.Msg, err error) { p.fail(err) }))
+			js.WithPublishAsyncErrHandler(func(_ js.JetStream, _ *nats.Msg, err error) { p.fail(p.unanswered(err)) }))
 		if err != nil {
 			p.close()
 			return nil, err
@@ -114,7 +115,7 @@ func (p *jsPublishers) run(ctx, stop context.Context, sch *schedule, late *laten
 				data := stamp(make([]byte, 0, p.size), at, n, p.size)
 				id := p.idPrefix + strconv.FormatInt(n, 10)
 				if _, err := j.PublishAsync(p.subjects[n%int64(len(p.subjects))], data, js.WithMsgID(id), js.WithStallWait(p.stall)); err != nil {
-					p.fail(err)
+					p.fail(p.unanswered(err))
 				}
 			}
 			select { // what is in flight at the end is answered and counted
@@ -126,6 +127,16 @@ func (p *jsPublishers) run(ctx, stop context.Context, sch *schedule, late *laten
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	return done
+}
+
+// unanswered names a publish that no PubAck answered within stall, whether
+// it waited for its own ack or for room in a full window: which of the two
+// a target that never answers shows first depends on the machine's pace.
+func (p *jsPublishers) unanswered(err error) error {
+	if errors.Is(err, js.ErrAsyncPublishTimeout) || errors.Is(err, js.ErrTooManyStalledMsgs) {
+		return fmt.Errorf("a publish unanswered for %s: %w", p.stall, err)
+	}
+	return err
 }
 
 // jsSubjects are the load's subjects: <prefix>.0 … <prefix>.<n-1>.
