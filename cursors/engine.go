@@ -223,7 +223,8 @@ func NewEngine(cfg Config) (*JSEngine, error) {
 	return e, nil
 }
 
-// Start starts the flusher and the interest watch.
+// Start starts the flusher, the interest watch and the sweep of idle
+// consumers.
 func (e *JSEngine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -232,9 +233,10 @@ func (e *JSEngine) Start(ctx context.Context) error {
 	}
 	e.started = true
 	e.cfg.Deliverer.OnInterestLost(e.lost.push)
-	e.bg.Add(2)
+	e.bg.Add(3)
 	go e.flush.loop()
 	go e.interestLoop()
+	go e.sweepLoop()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package cursors
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,6 +227,28 @@ func (s *fakeStore) DeleteConsumer(_ context.Context, _ tenancy.TenantID, _, nam
 }
 
 func (s *fakeStore) TouchConsumers(context.Context, []int64) error { return nil }
+
+// IdleConsumers answers as the Store's does, against the wall clock (the
+// fake keeps each consumer's LastActiveAt as put).
+func (s *fakeStore) IdleConsumers(_ context.Context, grace time.Duration, key string, limit int) ([]StoredConsumer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []StoredConsumer
+	for _, c := range s.consumers {
+		var conf map[string]any
+		if err := json.Unmarshal(c.Config, &conf); err != nil {
+			return nil, err
+		}
+		ns, _ := conf[key].(float64)
+		if (c.Durable && ns <= 0) || !c.LastActiveAt.Add(time.Duration(max(ns, 0))+grace).Before(time.Now()) {
+			continue
+		}
+		if len(out) < limit {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
 
 func (s *fakeStore) ConsumerPartitions(_ context.Context, id int64) ([]PartitionState, error) {
 	s.mu.Lock()

@@ -2,6 +2,7 @@ package cursors
 
 import (
 	"context"
+	"time"
 
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/pgwire"
@@ -24,6 +25,11 @@ type Store interface {
 	DeleteConsumer(ctx context.Context, tenant tenancy.TenantID, queue, name string) (bool, error)
 	// TouchConsumers records that the consumers were active now.
 	TouchConsumers(ctx context.Context, ids []int64) error
+	// IdleConsumers lists up to limit consumers of every tenant that may
+	// be deleted for inactivity (ephemeral, or a number above zero at
+	// thresholdKey in their config) and were last recorded active longer
+	// ago than their threshold plus grace.
+	IdleConsumers(ctx context.Context, grace time.Duration, thresholdKey string, limit int) ([]StoredConsumer, error)
 	// ConsumerPartitions is every partition of the consumer's queue with
 	// the consumer's state on it, ascending id (ErrConsumerMissing).
 	ConsumerPartitions(ctx context.Context, consumerID int64) ([]PartitionState, error)

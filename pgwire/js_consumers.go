@@ -148,11 +148,12 @@ func (db *DB) PutConsumer(ctx context.Context, c JSConsumer, action string) (JSC
 const jsConsumerColumns = `j.id, j.name, j.durable, j.config, j.deliver_policy, j.start_time, j.start_partition_id, j.start_offset,
 	j.created_at, j.last_active_at`
 
-// scanConsumer reads a row of jsConsumerColumns into c.
-func scanConsumer(r pgx.Row, c *JSConsumer) error {
+// scanConsumer reads a row of jsConsumerColumns into c, after the columns
+// before it into lead.
+func scanConsumer(r pgx.Row, c *JSConsumer, lead ...any) error {
 	var start pgtype.Timestamptz
 	var pid, off pgtype.Int8
-	if err := r.Scan(&c.ID, &c.Name, &c.Durable, &c.Config, &c.Start.Policy, &start, &pid, &off, &c.CreatedAt, &c.LastActiveAt); err != nil {
+	if err := r.Scan(append(lead, &c.ID, &c.Name, &c.Durable, &c.Config, &c.Start.Policy, &start, &pid, &off, &c.CreatedAt, &c.LastActiveAt)...); err != nil {
 		return err
 	}
 	c.Start.Time, c.Start.PartitionID, c.Start.Offset = start.Time, pid.Int64, off.Int64
@@ -196,6 +197,39 @@ func (db *DB) ListConsumers(ctx context.Context, tenant tenancy.TenantID, queue 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgwire: consumers of %s: %w", queue, err)
+	}
+	return out, nil
+}
+
+// IdleConsumers lists up to limit JetStream consumers of every tenant
+// that may be deleted for inactivity and whose activity was last recorded
+// longer ago than their threshold plus grace: the ephemeral ones, and the
+// durable ones whose Config holds a number above zero at thresholdKey (the
+// threshold in nanoseconds, in the engine's encoding). Longest idle first.
+func (db *DB) IdleConsumers(ctx context.Context, grace time.Duration, thresholdKey string, limit int) ([]JSConsumer, error) {
+	var out []JSConsumer
+	err := db.withConn(ctx, func(ctx context.Context, conn *pgxpool.Conn) error {
+		out = out[:0] // a retry runs this again (withConn)
+		rows, err := conn.Query(ctx, `/* queen:js-consumer-idle */ SELECT q.tenant, q.name, `+jsConsumerColumns+`
+			FROM queen.jetstream_consumers j JOIN queen.queues q ON q.id = j.queue_id,
+				LATERAL (SELECT greatest(coalesce((j.config->>$2)::numeric, 0), 0) AS ns) t
+			WHERE (NOT j.durable OR t.ns > 0)
+			  AND j.last_active_at < clock_timestamp() - make_interval(secs => t.ns / 1e9) - $1::interval
+			ORDER BY j.last_active_at, j.id LIMIT $3`, grace, thresholdKey, limit)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.AppendRows(out, rows, func(r pgx.CollectableRow) (JSConsumer, error) {
+			var c JSConsumer
+			var t pgtype.UUID
+			err := scanConsumer(r, &c, &t, &c.Queue)
+			c.Tenant = tenancy.TenantID(t.Bytes)
+			return c, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgwire: idle consumers: %w", err)
 	}
 	return out, nil
 }

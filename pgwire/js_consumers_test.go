@@ -340,3 +340,44 @@ func TestPutConsumerConcurrentCreates(t *testing.T) {
 		}
 	}
 }
+
+// IdleConsumers lists, over every tenant, the ephemeral consumers and the
+// durable ones with a threshold, once their last activity is older than
+// the threshold plus the grace (a negative grace stands for time passed).
+func TestIdleConsumers(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	ctx := context.Background()
+	other := tenancy.TenantID{1}
+	eph := jsConsumer("js.idle", "E", pgwire.JSDeliverAll, `{}`)
+	eph.Durable = false
+	putConsumer(t, db, eph, pgwire.JSActionCreate)
+	eph.Tenant = other
+	putConsumer(t, db, eph, pgwire.JSActionCreate)
+	putConsumer(t, db, jsConsumer("js.idle", "D2h", pgwire.JSDeliverAll, `{"InactiveThreshold": 7200000000000}`), pgwire.JSActionCreate)
+	putConsumer(t, db, jsConsumer("js.idle", "Dnever", pgwire.JSDeliverAll, `{"InactiveThreshold": 0}`), pgwire.JSActionCreate)
+	idle := func(grace time.Duration) string {
+		t.Helper()
+		cs, err := db.IdleConsumers(ctx, grace, "InactiveThreshold", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			if c.Queue == "js.idle" {
+				out = append(out, fmt.Sprintf("%s/%v", c.Name, c.Tenant == other))
+			}
+		}
+		return fmt.Sprint(out)
+	}
+	for grace, want := range map[time.Duration]string{
+		time.Hour:       "[]",
+		-time.Hour:      "[E/false E/true]",
+		-3 * time.Hour:  "[E/false E/true D2h/false]",
+		-99 * time.Hour: "[E/false E/true D2h/false]",
+	} {
+		if got := idle(grace); got != want {
+			t.Fatalf("idle with grace %v: %s, want %s", grace, got, want)
+		}
+	}
+}
