@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +91,14 @@ func (s *Slot) open(ctx context.Context, startAt func(string) (uint64, error)) e
 	if err != nil {
 		return err
 	}
+	// The publication before the slot: pgoutput looks it up for every
+	// change it decodes, in the catalog as it stood at that change, and
+	// a change committed after the slot's start while the publication did
+	// not exist yet fails the stream (before PostgreSQL 18), again at each
+	// start from there.
+	if _, err := s.conn.Exec(ctx, ensurePublicationSQL).ReadAll(); err != nil {
+		return fmt.Errorf("pgwire: slot %s: create publication %s: %w", s.name, PublicationName, err)
+	}
 	// The slot before the function: a message is decoded only when its
 	// transaction commits after the slot's consistent point, so while
 	// queen.publish exists a slot must already, or a message published in
@@ -118,6 +127,17 @@ func (s *Slot) open(ctx context.Context, startAt func(string) (uint64, error)) e
 	s.nextStatus = time.Now().Add(statusInterval)
 	return nil
 }
+
+// ensurePublicationSQL makes the empty publication pgoutput requires
+// unless it exists (publish_surface.sql makes it too, for a database
+// prepared by hand).
+const ensurePublicationSQL = `DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = '` + PublicationName + `') THEN
+        CREATE PUBLICATION ` + PublicationName + `;
+    END IF;
+END
+$$`
 
 // install runs the publish surface's file unless the database has this
 // very text already: its SHA-256 is the function's comment. So the bridges
@@ -184,7 +204,12 @@ func (s *Slot) Next(ctx context.Context) (Txn, error) {
 		}
 		switch m := raw.(type) {
 		case *pgproto3.ErrorResponse:
-			return Txn{}, fmt.Errorf("pgwire: slot %s: %w", s.name, pgconn.ErrorResponseToPgError(m))
+			err := pgconn.ErrorResponseToPgError(m)
+			if err.Code == "42704" && strings.Contains(err.Message, "publication") {
+				return Txn{}, fmt.Errorf("pgwire: slot %s is older than publication %s, and a change committed between the two cannot be decoded; "+
+					"docs/publish.md (\"A slot older than its publication\") says how to move the slot past it: %w", s.name, PublicationName, err)
+			}
+			return Txn{}, fmt.Errorf("pgwire: slot %s: %w", s.name, err)
 		case *pgproto3.CopyData:
 			txn, done, err := s.copyData(m.Data)
 			if err != nil || done {

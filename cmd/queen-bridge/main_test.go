@@ -40,6 +40,19 @@ func startBinary(t *testing.T, bin string, env ...string) *running {
 	t.Helper()
 	r := &running{}
 	r.Process = testkit.StartBridge(t, bin, append([]string{"QUEEN_HTTP_ADDR=127.0.0.1:0", "QUEEN_NATS_LISTEN=127.0.0.1:-1"}, env...)...)
+	t.Cleanup(func() {
+		if t.Failed() { // what the bridge said is the first thing a failure needs
+			lines := strings.Split(strings.TrimSpace(r.Logs()), "\n")
+			var bad []string
+			for _, l := range lines {
+				if strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`) {
+					bad = append(bad, l)
+				}
+			}
+			t.Logf("a bridge's warnings and errors:\n%s\nthe last lines of its log:\n%s",
+				strings.Join(bad[:min(len(bad), 40)], "\n"), strings.Join(lines[max(len(lines)-20, 0):], "\n"))
+		}
+	})
 	for _, line := range strings.Split(r.Logs(), "\n") {
 		var ready struct{ Message, HTTP, NATS string }
 		if json.Unmarshal([]byte(line), &ready) != nil || ready.Message != "queen-bridge ready" {
