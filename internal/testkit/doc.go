@@ -2,7 +2,7 @@
 // (testenv must not import them): committing a segment and reading back
 // what a test stored, holding a partition's lock, running the queen-bridge
 // binary, and a NATS cluster; and the golden-body checks of the wire
-// codecs' tests (golden.go).
+// codecs' tests (golden.go), and of NATS status blocks (statusblock.go).
 // Only _test.go files of other packages import it. It imports nothing of
 // the project but embedded, pgwire and segment.
 package testkit
