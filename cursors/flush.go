@@ -190,6 +190,7 @@ func (f *flusher) once1() bool {
 		for i, j := range idx {
 			sorted[i], sortedOwners[i] = ups[j], owners[j]
 		}
+		f.e.nameDeadLetters(sorted)
 		err := f.e.call(func(ctx context.Context) error { return f.e.cfg.Store.CommitAcks(ctx, sorted) })
 		f.e.stats.flushes.Add(1)
 		if err != nil {
