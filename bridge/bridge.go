@@ -159,7 +159,12 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	if b.messages, err = readside.NewMessages(readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues}); err != nil {
+	deleted := func(tenant tenancy.TenantID, pid int64, txid string) {
+		if b.jsc != nil { // JetStream consumers hold messages in memory; Queen's pops check the tombstones
+			b.jsc.engine.Deleted(tenant, pid, txid)
+		}
+	}
+	if b.messages, err = readside.NewMessages(readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues, Deleted: deleted}); err != nil {
 		return nil, err
 	}
 	if b.console, err = console.New(console.Config{Bridge: b.id, Figures: func() console.Figures {

@@ -222,6 +222,24 @@ func (t *Tail) Drop(tenant tenancy.TenantID, queue string, partitions []int64) {
 	}
 }
 
+// Forget drops what the tail holds of a partition, as after a message of
+// it was tombstoned: its readers go to PostgreSQL, which knows, until new
+// commits start a run again.
+func (t *Tail) Forget(pid int64) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[pid]; p != nil {
+		t.dropSegs(p, len(p.segs))
+		delete(t.parts, pid)
+		if t.names[p.name] == pid {
+			delete(t.names, p.name)
+		}
+	}
+}
+
 // dropSegs forgets the first n segments of p.
 func (t *Tail) dropSegs(p *tailPart, n int) {
 	for _, s := range p.segs[:n] {

@@ -1,6 +1,10 @@
 package readside
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/queenbridge/queenbridge/internal/tenancy"
+)
 
 // MessagesConfig is what Queen's message routes read.
 type MessagesConfig struct {
@@ -8,6 +12,9 @@ type MessagesConfig struct {
 	DB MessageStore
 	// Payloads decrypts payloads (*queues.Settings). Required.
 	Payloads Payloads
+	// Deleted, when set, hears each tombstone that deleted something, after
+	// it committed: what this bridge holds of the message in memory goes.
+	Deleted func(tenant tenancy.TenantID, partitionID int64, transactionID string)
 }
 
 // Messages serves Queen's message routes (docs/admin-messages.md): the

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenbridge/queenbridge/internal/route"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 	"github.com/queenbridge/queenbridge/jsonapi"
 	"github.com/queenbridge/queenbridge/segment"
@@ -94,5 +95,40 @@ func TestMessageListOnStore(t *testing.T) {
 	}
 	if _, err := NewMessages(MessagesConfig{DB: f}); err == nil {
 		t.Error("NewMessages took a config without Payloads")
+	}
+}
+
+// deleteFake answers DeleteMessage: deleted for the transaction "t1"
+// only.
+type deleteFake struct{ fakeMessages }
+
+func (f *deleteFake) DeleteMessage(_ context.Context, _ tenancy.TenantID, _ int64, txid string) (bool, error) {
+	return txid == "t1", nil
+}
+
+// A tombstone that deleted something is told to Deleted, after it
+// committed; one that found nothing is not.
+func TestMessageDeleteTellsWhatItDeleted(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex // guards told: the route may run on any goroutine
+	var told []string
+	m, err := NewMessages(MessagesConfig{DB: &deleteFake{}, Payloads: plainPayloads{}, Deleted: func(_ tenancy.TenantID, pid int64, txid string) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, fmt.Sprint(pid, "/", txid))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, txid := range []string{"t1", "t2"} {
+		path := map[string]string{"partitionId": "7", "transactionId": txid}
+		if status, body := m.serveDeleteMessage(context.Background(), tenancy.TenantID{}, route.Request{Path: func(n string) string { return path[n] }}); status != jsonapi.StatusOK {
+			t.Fatalf("delete %s: %d %s", txid, status, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(told) != "[7/t1]" {
+		t.Fatalf("told %v, want [7/t1]", told)
 	}
 }
