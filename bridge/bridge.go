@@ -159,12 +159,11 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	deleted := func(tenant tenancy.TenantID, pid int64, txid string) {
-		if b.jsc != nil { // JetStream consumers hold messages in memory; Queen's pops check the tombstones
-			b.jsc.engine.Deleted(tenant, pid, txid)
-		}
+	mc := readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues}
+	if b.jsc != nil { // JetStream consumers hold messages in memory; Queen's pops check the tombstones
+		mc.Tombstones = b.jsc.engine
 	}
-	if b.messages, err = readside.NewMessages(readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues, Deleted: deleted}); err != nil {
+	if b.messages, err = readside.NewMessages(mc); err != nil {
 		return nil, err
 	}
 	if b.console, err = console.New(console.Config{Bridge: b.id, Figures: func() console.Figures {

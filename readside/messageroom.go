@@ -12,9 +12,15 @@ type MessagesConfig struct {
 	DB MessageStore
 	// Payloads decrypts payloads (*queues.Settings). Required.
 	Payloads Payloads
-	// Deleted, when set, hears each tombstone that deleted something, after
-	// it committed: what this bridge holds of the message in memory goes.
-	Deleted func(tenant tenancy.TenantID, partitionID int64, transactionID string)
+	// Tombstones, when set, hears each tombstone that deleted something,
+	// after it committed (cursors.JSEngine: what this bridge holds of the
+	// message in memory goes).
+	Tombstones Tombstones
+}
+
+// Tombstones hears Queen's message deletes that deleted something.
+type Tombstones interface {
+	Deleted(tenant tenancy.TenantID, partitionID int64, transactionID string)
 }
 
 // Messages serves Queen's message routes (docs/admin-messages.md): the

@@ -106,17 +106,25 @@ func (f *deleteFake) DeleteMessage(_ context.Context, _ tenancy.TenantID, _ int6
 	return txid == "t1", nil
 }
 
-// A tombstone that deleted something is told to Deleted, after it
+// toldDeletes records what Tombstones hears; mu guards told (the route
+// may run on any goroutine).
+type toldDeletes struct {
+	mu   sync.Mutex
+	told []string
+}
+
+func (d *toldDeletes) Deleted(_ tenancy.TenantID, pid int64, txid string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.told = append(d.told, fmt.Sprint(pid, "/", txid))
+}
+
+// A tombstone that deleted something is told to Tombstones, after it
 // committed; one that found nothing is not.
 func TestMessageDeleteTellsWhatItDeleted(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex // guards told: the route may run on any goroutine
-	var told []string
-	m, err := NewMessages(MessagesConfig{DB: &deleteFake{}, Payloads: plainPayloads{}, Deleted: func(_ tenancy.TenantID, pid int64, txid string) {
-		mu.Lock()
-		defer mu.Unlock()
-		told = append(told, fmt.Sprint(pid, "/", txid))
-	}})
+	told := &toldDeletes{}
+	m, err := NewMessages(MessagesConfig{DB: &deleteFake{}, Payloads: plainPayloads{}, Tombstones: told})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +134,9 @@ func TestMessageDeleteTellsWhatItDeleted(t *testing.T) {
 			t.Fatalf("delete %s: %d %s", txid, status, body)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if fmt.Sprint(told) != "[7/t1]" {
-		t.Fatalf("told %v, want [7/t1]", told)
+	told.mu.Lock()
+	defer told.mu.Unlock()
+	if fmt.Sprint(told.told) != "[7/t1]" {
+		t.Fatalf("told %v, want [7/t1]", told.told)
 	}
 }
