@@ -13,7 +13,9 @@
 // Queen's message routes are the read side's too (Messages,
 // docs/admin-messages.md): the list form of GET /api/v1/messages, which
 // shares its path with the offset read (IsMessageList tells them apart),
-// a message's detail and its tombstone (which every read then skips). A
+// a message's detail and its tombstone (which every read then skips, and
+// which the Tombstones interface hears, cursors.JSEngine dropping what it
+// holds of the message in memory). A
 // message's status is read from its groups' cursor rows, the live
 // queue-mode lease and the dead letters (messagestatus.go), never from a
 // scan of segments beyond what a page needs; the routes' wire types live
