@@ -11,6 +11,7 @@ import (
 	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // consumeCase is what one consumer case sees: the target, a deadline, and
@@ -194,6 +195,21 @@ func info(t *testing.T, ctx context.Context, cons js.Consumer) *js.ConsumerInfo 
 		t.Fatalf("consumer info: %v", err)
 	}
 	return ci
+}
+
+// infoAfterPublishes is the consumer's info once the messages whose
+// PubAcks came back count in it. The bridge counts them at once (its info
+// reads the Store); nats-server moves a consumer's pending count on a
+// goroutine of its own after the PubAck, so on the JetStream target the
+// info is read again until it counts pending, for up to 5 s.
+func (c *consumeCase) infoAfterPublishes(t *testing.T, cons js.Consumer, pending uint64) *js.ConsumerInfo {
+	t.Helper()
+	if c.bridge == nil {
+		testkit.WaitFor(t, "nats-server to count the published messages", 5*time.Second, func() bool {
+			return info(t, c.ctx, cons).NumPending >= pending
+		})
+	}
+	return info(t, c.ctx, cons)
 }
 
 // received collects what a Consume handler or a Messages loop is handed,

@@ -107,7 +107,7 @@ func consumeCreate(t *testing.T, c *consumeCase) {
 	c.publish(t, c.subject("a"), "p1")
 	c.publish(t, c.subject("a"), "p2")
 	c.publish(t, c.subject("b"), "p3")
-	if ci := info(t, c.ctx, cons); ci.NumPending != 3 || ci.NumAckPending != 0 || ci.NumRedelivered != 0 {
+	if ci := c.infoAfterPublishes(t, cons, 3); ci.NumPending != 3 || ci.NumAckPending != 0 || ci.NumRedelivered != 0 {
 		t.Fatalf("info after three publishes: pending %d ack pending %d redelivered %d", ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
 	}
 	if listed := c.consumerNames(t); !slices.Contains(listed, c.name("d")) {
@@ -487,7 +487,7 @@ func consumeFilterOne(t *testing.T, c *consumeCase) {
 	for _, p := range [][2]string{{"a", "a1"}, {"b", "b1"}, {"a", "a2"}, {"w.1", "w1"}, {"w.2", "w2"}, {"w.1.deep", "deep"}, {"w.1", "w3"}} {
 		c.publish(t, c.subject(p[0]), p[1])
 	}
-	if ci := info(t, c.ctx, one); ci.NumPending != 2 {
+	if ci := c.infoAfterPublishes(t, one, 2); ci.NumPending != 2 {
 		t.Fatalf("%s pending %d, want 2", c.subject("a"), ci.NumPending)
 	}
 	got := c.fetchUntil(t, one, 2)
