@@ -30,7 +30,7 @@ func (e *JSEngine) sweepLoop() {
 		case <-e.quit:
 			return
 		case <-t.C:
-			if _, err := e.sweepIdle(e.ctx); err != nil {
+			if _, err := e.sweepIdle(); err != nil {
 				e.cfg.Logger.Warn().Err(err).Msg("idle consumers not swept; trying again later")
 			}
 		}
@@ -41,7 +41,7 @@ func (e *JSEngine) sweepLoop() {
 // its streams): each then ends as any idle consumer does, deleted once its
 // inactive threshold passes from now with no pull and no ack. It answers
 // how many it took.
-func (e *JSEngine) sweepIdle(ctx context.Context) (int, error) {
+func (e *JSEngine) sweepIdle() (int, error) {
 	var idle []StoredConsumer
 	err := e.call(func(ctx context.Context) error {
 		var err error
@@ -53,8 +53,8 @@ func (e *JSEngine) sweepIdle(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, c := range idle {
-		if ctx.Err() != nil {
-			return n, ctx.Err()
+		if err := e.ctx.Err(); err != nil {
+			return n, err // stopping
 		}
 		if _, err := e.stream(c.Queue); err != nil {
 			continue // a queue this bridge does not serve as a stream

@@ -32,7 +32,7 @@ func TestSweepDeletesIdleConsumersNoBridgeServes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := h.e.sweepIdle(context.Background())
+	n, err := h.e.sweepIdle()
 	if err != nil || n != 2 {
 		t.Fatalf("sweep took %d consumers (%v), want eph and durt", n, err)
 	}

@@ -213,11 +213,7 @@ func (t *Tail) Drop(tenant tenancy.TenantID, queue string, partitions []int64) {
 	}
 	for pid, p := range t.parts {
 		if p.name.tenant == tenant && p.name.queue == queue {
-			t.dropSegs(p, len(p.segs))
-			delete(t.parts, pid)
-			if t.names[p.name] == pid {
-				delete(t.names, p.name)
-			}
+			t.dropPart(pid, p)
 		}
 	}
 }
@@ -232,11 +228,16 @@ func (t *Tail) Forget(pid int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p := t.parts[pid]; p != nil {
-		t.dropSegs(p, len(p.segs))
-		delete(t.parts, pid)
-		if t.names[p.name] == pid {
-			delete(t.names, p.name)
-		}
+		t.dropPart(pid, p)
+	}
+}
+
+// dropPart forgets partition pid, p, with every segment it holds.
+func (t *Tail) dropPart(pid int64, p *tailPart) {
+	t.dropSegs(p, len(p.segs))
+	delete(t.parts, pid)
+	if t.names[p.name] == pid {
+		delete(t.names, p.name)
 	}
 }
 
@@ -258,8 +259,7 @@ func (t *Tail) evict() {
 		if p := t.parts[ref.pid]; p != nil && len(p.segs) > 0 && p.segs[0].End == ref.end {
 			t.dropSegs(p, 1)
 			if len(p.segs) == 0 {
-				delete(t.parts, ref.pid)
-				delete(t.names, p.name)
+				t.dropPart(ref.pid, p)
 			}
 		}
 	}
