@@ -46,10 +46,11 @@ func (c *consumer) deliver(now time.Time) []ReadRange {
 				continue
 			case interestNotYet:
 				c.soon = true
+				r.unheard = true
 				i++
 				continue
 			}
-			r.checked = true
+			r.checked, r.unheard = true, false
 		}
 		cand, ok := c.pick(fs)
 		if !ok {

@@ -127,7 +127,7 @@ const maxReadsPerPass = 16
 func (c *consumer) endOfStream() {
 	for i := 0; i < len(c.waiting); {
 		r := c.waiting[i]
-		if r.noWait && (r.expires.IsZero() || r.delivered > 0) {
+		if r.noWait && !r.unheard && (r.expires.IsZero() || r.delivered > 0) {
 			c.status(r, 404, descNoMessages, false)
 			c.unpark(i)
 			c.e.stats.noMessages.Add(1)

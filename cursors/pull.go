@@ -21,6 +21,10 @@ type pullReq struct {
 	lastSent  time.Time // the last message or status sent to inbox
 	delivered int
 	checked   bool // interest in inbox seen during this fill
+	// unheard: the hub did not report interest in inbox yet at the last
+	// pass (interestNotYet); nothing is sent to it meanwhile, a no_wait's
+	// 404 included, since nothing was looked for on its behalf.
+	unheard bool
 	// looked: a no_wait request made its consumer look at the Store once
 	// (freshNoWait) before it can be told there is nothing: a commit
 	// whose PubAck the requester already has may not have reached this

@@ -279,3 +279,26 @@ func TestNoWaitLooksAtTheStore(t *testing.T) {
 		t.Fatalf("second no_wait delivered %v, want offset 2 of partition 1 and offsets 1-2 of partition 3", got)
 	}
 }
+
+// A no_wait request whose inbox the hub has not reported interest in yet
+// is not ended with 404 before anything was looked for on its behalf:
+// once the interest is heard it gets what is there, then its 404.
+func TestNoWaitWaitsForItsInterest(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 2)
+	h.create(ConsumerConfig{Durable: "C"})
+	h.out.mu.Lock()
+	h.out.uninterst = map[string]bool{"inbox": true}
+	h.out.mu.Unlock()
+	h.pull("C", PullRequest{Batch: 10, NoWait: true}, "inbox")
+	h.settle("C")
+	if sent := h.out.to("inbox"); len(sent) != 0 {
+		t.Fatalf("before the interest was heard: %d sent to the inbox, the first %q", len(sent), sent[0].status())
+	}
+	h.out.mu.Lock()
+	delete(h.out.uninterst, "inbox")
+	h.out.mu.Unlock()
+	h.clock.Advance(interestRecheck)
+	h.waitMsgs("inbox", 2)
+	h.waitStatus("inbox", "404")
+}
