@@ -115,6 +115,7 @@ type Consumer struct {
 	acks       ackFuser
 	tailClaims claimFuser
 	pending    pendingPops // pops a cancel may reach (cancel.go)
+	turns      stateTurns  // streams state reads taking turns (streamturns.go)
 
 	pops          atomic.Uint64 // rounds of claims made by pops
 	claims        atomic.Uint64 // partition claims tried

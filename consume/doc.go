@@ -7,7 +7,8 @@
 // HTTP routes as a route table, routes.go), Queen's transactions (pushes and acknowledgements in one
 // PostgreSQL transaction, txn.go), the Streams SDK's queries, state reads
 // and cycles (a cycle is a transaction with the query's state changes
-// beside it, streams.go), and the admin routes' seeks and deletes
+// beside it, streams.go; the idle flush's and the processing loop's reads
+// of one partition take turns with their cycles, streamturns.go), and the admin routes' seeks and deletes
 // of a group's cursors (groups.go), which the marks and the hot tail
 // (cursors) must hear of. It answers with its own result types (Popped,
 // AckOutcome, DeadLetters), and renders them for the wire through jsonapi

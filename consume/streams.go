@@ -82,13 +82,23 @@ func (c *Consumer) ServeStreamQuery(ctx context.Context, tenant tenancy.TenantID
 
 // ServeStreamState reads state rows of one (query, partition) (POST
 // /streams/v1/state/get): 200 with the rows ordered by key, 404 when the
-// tenant has no such query.
+// tenant has no such query. A read of the ripe windows and a read of the
+// whole state take turns with the cycles that follow them
+// (streamturns.go).
 func (c *Consumer) ServeStreamState(ctx context.Context, tenant tenancy.TenantID, g jsonapi.StreamStateGet) (int, []byte) {
 	if status, body, refused := c.refuseStreams(false); refused {
 		return status, body
 	}
+	k := turnKey{tenant: tenant, query: g.QueryID, partition: g.PartitionID}
+	turn, err := c.turns.take(ctx, k, g.RipeAtOrBefore != nil)
+	if err != nil {
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "the state read was not run: it ended while a cycle of its (query, partition) was awaited: "+err.Error())
+	}
 	rows, err := c.streams().StreamState(ctx, pgwire.StreamStateQuery{Tenant: tenant, Query: g.QueryID, PartitionID: g.PartitionID,
 		Keys: g.Keys, Prefix: g.Prefix, RipeAtOrBefore: g.RipeAtOrBefore})
+	if err != nil || len(rows) == 0 {
+		c.turns.leave(k, turn)
+	}
 	if errors.Is(err, pgwire.ErrStreamQueryUnknown) {
 		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, fmt.Sprintf("no streaming query with query_id %s", uuid.UUID(g.QueryID)))
 	}
@@ -108,6 +118,9 @@ func (c *Consumer) ServeStreamState(ctx context.Context, tenant tenancy.TenantID
 // rolled back (nothing written: the source messages come back by lease or
 // retry), 503 when it was not attempted.
 func (c *Consumer) ServeStreamCycle(ctx context.Context, tenant tenancy.TenantID, cy jsonapi.StreamCycle) (int, []byte) {
+	// Whatever its outcome, the reads that waited for this cycle may see
+	// what it left (streamturns.go).
+	defer c.turns.cycled(turnKey{tenant: tenant, query: cy.QueryID, partition: cy.PartitionID})
 	if status, body, refused := c.refuseStreams(true); refused {
 		c.cfg.Observer.Transaction(TxnRefused)
 		return status, body
