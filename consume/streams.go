@@ -89,15 +89,10 @@ func (c *Consumer) ServeStreamState(ctx context.Context, tenant tenancy.TenantID
 	if status, body, refused := c.refuseStreams(false); refused {
 		return status, body
 	}
-	k := turnKey{tenant: tenant, query: g.QueryID, partition: g.PartitionID}
-	turn, err := c.turns.take(ctx, k, g.RipeAtOrBefore != nil)
-	if err != nil {
-		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, "the state read was not run: it ended while a cycle of its (query, partition) was awaited: "+err.Error())
-	}
-	rows, err := c.streams().StreamState(ctx, pgwire.StreamStateQuery{Tenant: tenant, Query: g.QueryID, PartitionID: g.PartitionID,
-		Keys: g.Keys, Prefix: g.Prefix, RipeAtOrBefore: g.RipeAtOrBefore})
-	if err != nil || len(rows) == 0 {
-		c.turns.leave(k, turn)
+	rows, err := c.readState(ctx, tenant, g)
+	var waited *turnError
+	if errors.As(err, &waited) {
+		return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, waited.Error())
 	}
 	if errors.Is(err, pgwire.ErrStreamQueryUnknown) {
 		return jsonapi.StatusNotFound, jsonapi.AppendError(nil, fmt.Sprintf("no streaming query with query_id %s", uuid.UUID(g.QueryID)))
@@ -110,6 +105,32 @@ func (c *Consumer) ServeStreamState(ctx context.Context, tenant tenancy.TenantID
 		out[i] = jsonapi.StreamRow{Key: r.Key, Value: r.Value, UpdatedAt: r.UpdatedAt}
 	}
 	return jsonapi.StatusOK, jsonapi.AppendStreamRows(nil, out)
+}
+
+// readState reads g's rows holding the turn of g's kind (streamturns.go):
+// taken at once when free; when the other kind holds it, a read that finds
+// rows waits for it and reads again.
+func (c *Consumer) readState(ctx context.Context, tenant tenancy.TenantID, g jsonapi.StreamStateGet) ([]pgwire.StreamStateRow, error) {
+	k, ripe := turnKey{tenant: tenant, query: g.QueryID, partition: g.PartitionID}, g.RipeAtOrBefore != nil
+	read := func() ([]pgwire.StreamStateRow, error) {
+		return c.streams().StreamState(ctx, pgwire.StreamStateQuery{Tenant: tenant, Query: g.QueryID, PartitionID: g.PartitionID,
+			Keys: g.Keys, Prefix: g.Prefix, RipeAtOrBefore: g.RipeAtOrBefore})
+	}
+	turn, _ := c.turns.take(ctx, k, ripe, false)
+	if turn == nil {
+		rows, err := read()
+		if err != nil || len(rows) == 0 {
+			return rows, err
+		}
+		if turn, err = c.turns.take(ctx, k, ripe, true); err != nil {
+			return nil, &turnError{err}
+		}
+	}
+	rows, err := read()
+	if err != nil || len(rows) == 0 {
+		c.turns.leave(k, turn)
+	}
+	return rows, err
 }
 
 // ServeStreamCycle commits one cycle (POST /streams/v1/cycle): 200 with

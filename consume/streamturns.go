@@ -19,9 +19,10 @@ import (
 // database cannot tell, since each cycle alone is sound.
 //
 // stateTurns makes the two take turns. A read of one kind (whole, or ripe)
-// of a (query, partition) waits while a read of the other kind has found
-// rows there and no cycle of that (query, partition) has finished since,
-// for at most turnHold. Reads of one kind do not wait for each other: the
+// of a (query, partition) that finds rows waits while a read of the other
+// kind has found rows there and no cycle of that (query, partition) has
+// finished since, for at most turnHold, and then reads again. A read that
+// finds nothing answers at once: it has nothing to close twice. Reads of one kind do not wait for each other: the
 // SDK never runs two loops, or two flushes, of one partition, and a session
 // window's flush reads as its loop does (and cycles only when it closed a
 // session). The turns are this bridge's: a worker whose two requests reach
@@ -62,8 +63,9 @@ type stateTurns struct {
 
 // take waits until no read of the other kind holds k (or ctx ends), then
 // holds it for a read of its kind; the caller passes the turn to leave
-// when the read found nothing.
-func (s *stateTurns) take(ctx context.Context, k turnKey, ripe bool) (*turn, error) {
+// when the read found nothing. With wait false it does not wait: nil when
+// the other kind holds k.
+func (s *stateTurns) take(ctx context.Context, k turnKey, ripe, wait bool) (*turn, error) {
 	counted := false
 	for {
 		now := time.Now()
@@ -89,6 +91,10 @@ func (s *stateTurns) take(ctx context.Context, k turnKey, ripe bool) (*turn, err
 			t.until = now.Add(s.holdFor())
 			s.mu.Unlock()
 			return t, nil
+		}
+		if !wait {
+			s.mu.Unlock()
+			return nil, nil
 		}
 		if !counted {
 			s.waits++
@@ -160,3 +166,12 @@ func (s *stateTurns) waited() uint64 {
 	defer s.mu.Unlock()
 	return s.waits
 }
+
+// turnError is a read that ended while it waited for its turn.
+type turnError struct{ err error }
+
+func (e *turnError) Error() string {
+	return "the state read was not answered: it ended while a cycle of its (query, partition) was awaited: " + e.err.Error()
+}
+
+func (e *turnError) Unwrap() error { return e.err }
