@@ -117,7 +117,11 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 	if b.jsc != nil {
 		heard = listeners{marks, b.jsc.engine}
 	}
-	if b.reads, err = readside.New(readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist, Listener: heard}); err != nil {
+	rc := readside.Config{DB: cfg.DB, Peers: link, DisableHotlist: cfg.DisableHotlist, Listener: heard}
+	if b.jsc != nil { // peers' tombstones reach the copies the JetStream consumers here hold
+		rc.Tombstones = b.jsc.engine
+	}
+	if b.reads, err = readside.New(rc); err != nil {
 		return nil, err
 	}
 	if b.keeper, err = durability.New(durability.Config{DB: cfg.DB, Fusion: cfg.Fusion, Spool: cfg.Spool, Peers: link,
@@ -159,7 +163,7 @@ func New(cfg Config, m *metrics.Metrics) (*Bridge, error) {
 		Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
-	mc := readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues}
+	mc := readside.MessagesConfig{DB: cfg.DB, Payloads: b.queues, Peers: link}
 	if b.jsc != nil { // JetStream consumers hold messages in memory; Queen's pops check the tombstones
 		mc.Tombstones = b.jsc.engine
 	}

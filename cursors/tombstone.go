@@ -3,12 +3,12 @@ package cursors
 import "github.com/queenbridge/queenbridge/internal/tenancy"
 
 // Deleted is told that the messages with transactionId txid in partition
-// pid were tombstoned (Queen's message delete on this bridge). What this
-// bridge holds of them in memory goes: the hot tail's segments of the
-// partition, and the copies its live consumers hold, so that their first
-// delivery, or a redelivery, reads PostgreSQL, which skips them and so
-// counts them acknowledged. A delivery already made stands; another
-// bridge's memory hears nothing of the delete.
+// pid were tombstoned (Queen's message delete, on this bridge or told by
+// the bridge that served it). What this bridge holds of them in memory
+// goes: the hot tail's segments of the partition, and the copies its live
+// consumers hold, so that their first delivery, or a redelivery, reads
+// PostgreSQL, which skips them and so counts them acknowledged. A delivery
+// already made stands.
 func (e *JSEngine) Deleted(tenant tenancy.TenantID, pid int64, txid string) {
 	e.cfg.Tail.Forget(pid)
 	e.mu.Lock()

@@ -15,7 +15,9 @@
 // shares its path with the offset read (IsMessageList tells them apart),
 // a message's detail and its tombstone (which every read then skips, and
 // which the Tombstones interface hears, cursors.JSEngine dropping what it
-// holds of the message in memory). A
+// holds of the message in memory; peers hear it on
+// <prefix>.v1.message.deleted and tell their own Tombstones,
+// tombstones.go). A
 // message's status is read from its groups' cursor rows, the live
 // queue-mode lease and the dead letters (messagestatus.go), never from a
 // scan of segments beyond what a page needs; the routes' wire types live

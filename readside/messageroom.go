@@ -3,6 +3,7 @@ package readside
 import (
 	"errors"
 
+	"github.com/queenbridge/queenbridge/internal/peers"
 	"github.com/queenbridge/queenbridge/internal/tenancy"
 )
 
@@ -16,6 +17,9 @@ type MessagesConfig struct {
 	// after it committed (cursors.JSEngine: what this bridge holds of the
 	// message in memory goes).
 	Tombstones Tombstones
+	// Peers hears the same, on <prefix>.v1.message.deleted, for their
+	// Config.Tombstones (tombstones.go); no NATS: none.
+	Peers peers.Link
 }
 
 // Tombstones hears Queen's message deletes that deleted something.

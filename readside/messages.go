@@ -95,8 +95,8 @@ func (s *Messages) serveDeleteMessage(ctx context.Context, tenant tenancy.Tenant
 		if deleted, err = s.cfg.DB.DeleteMessage(ctx, tenant, pid, txid); err != nil {
 			return jsonapi.StatusServiceUnavailable, jsonapi.AppendError(nil, err.Error())
 		}
-		if deleted && s.cfg.Tombstones != nil {
-			s.cfg.Tombstones.Deleted(tenant, pid, txid)
+		if deleted {
+			s.tellDeleted(tenant, pid, txid)
 		}
 	}
 	return jsonapi.StatusOK, AppendMessageDeleted(nil, deleted, ps, txid)

@@ -109,14 +109,16 @@ func (f *deleteFake) DeleteMessage(_ context.Context, _ tenancy.TenantID, _ int6
 // toldDeletes records what Tombstones hears; mu guards told (the route
 // may run on any goroutine).
 type toldDeletes struct {
-	mu   sync.Mutex
-	told []string
+	mu      sync.Mutex
+	told    []string
+	tenants []tenancy.TenantID
 }
 
-func (d *toldDeletes) Deleted(_ tenancy.TenantID, pid int64, txid string) {
+func (d *toldDeletes) Deleted(tenant tenancy.TenantID, pid int64, txid string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.told = append(d.told, fmt.Sprint(pid, "/", txid))
+	d.tenants = append(d.tenants, tenant)
 }
 
 // A tombstone that deleted something is told to Tombstones, after it

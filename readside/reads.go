@@ -26,6 +26,10 @@ type Config struct {
 	// peer (*cursors.Marks steers any-partition pops with them). Default
 	// none.
 	Listener Listener
+	// Tombstones, when set, hears the tombstones peers served
+	// (<prefix>.v1.message.deleted; tombstones.go): cursors.JSEngine drops
+	// what this bridge holds of those messages in memory. Default none.
+	Tombstones Tombstones
 }
 
 // Listener hears of announcements: Heard for each partition announced,
@@ -50,14 +54,16 @@ type Reads struct {
 	hot     *keySet // partitions whose parked reads wake on the next tick
 	toPeers *keySet // partitions to announce to peers
 	sub     *nats.Subscription
-	quit    chan struct{} // closed by Stop: loops end, parked reads answer empty
-	leave   chan struct{} // closed by Unpark: parked reads and pops answer now
+	delSub  *nats.Subscription // peers' tombstones, with Tombstones
+	quit    chan struct{}      // closed by Stop: loops end, parked reads answer empty
+	leave   chan struct{}      // closed by Unpark: parked reads and pops answer now
 	unpark  sync.Once
 	bg      sync.WaitGroup
 	stop    sync.Once
 
 	announced         atomic.Uint64
 	peerAnnouncements atomic.Uint64
+	peerTombstones    atomic.Uint64 // peers' tombstones told to Tombstones
 	queries           atomic.Uint64 // reads of the database by Fetch
 }
 
@@ -73,7 +79,7 @@ func New(cfg Config) (*Reads, error) {
 }
 
 // Start runs the hot-list loop, and with peers the publisher and the
-// subscription to their announcements.
+// subscriptions to their announcements and (with Tombstones) tombstones.
 func (r *Reads) Start(context.Context) error {
 	if !r.cfg.DisableHotlist {
 		r.bg.Add(1)
@@ -87,6 +93,12 @@ func (r *Reads) Start(context.Context) error {
 		return err
 	}
 	r.sub = sub
+	if r.cfg.Tombstones != nil {
+		if r.delSub, err = r.cfg.Peers.Subscribe(peers.MessageDeleted, true, r.onDeleted); err != nil {
+			peers.Unsubscribe(r.sub)
+			return err
+		}
+	}
 	r.bg.Add(1)
 	go r.publishLoop()
 	return nil
@@ -104,6 +116,7 @@ func (r *Reads) Stop(context.Context) error {
 	r.stop.Do(func() {
 		close(r.quit)
 		peers.Unsubscribe(r.sub)
+		peers.Unsubscribe(r.delSub)
 		r.bg.Wait()
 	})
 	return nil
@@ -172,11 +185,13 @@ type Stats struct {
 	Parked            int64  // reads parked now
 	Announced         uint64 // MESSAGE_AVAILABLE sent to peers
 	PeerAnnouncements uint64 // MESSAGE_AVAILABLE received from peers
+	PeerTombstones    uint64 // peers' tombstones told to Tombstones
 	Queries           uint64 // database reads made by fetches
 }
 
 // Stats returns a snapshot.
 func (r *Reads) Stats() Stats {
 	return Stats{Wakes: r.parked.wakes.Load(), Parked: r.parked.n.Load(),
-		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(), Queries: r.queries.Load()}
+		Announced: r.announced.Load(), PeerAnnouncements: r.peerAnnouncements.Load(),
+		PeerTombstones: r.peerTombstones.Load(), Queries: r.queries.Load()}
 }

@@ -11,6 +11,7 @@ const (
 	PopMaintenanceChanged = "maintenance.pop.changed"
 	QueueChanged          = "queue.changed"
 	Available             = "available"
+	MessageDeleted        = "message.deleted"
 )
 
 // Link is one bridge's end of the broadcasts. The zero NATS connection is a
