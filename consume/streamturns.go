@@ -100,9 +100,9 @@ func (s *stateTurns) take(ctx context.Context, k turnKey, ripe, wait bool) (*tur
 			s.waits++
 			counted = true
 		}
-		done, wait := t.done, t.until.Sub(now)
+		done, left := t.done, t.until.Sub(now)
 		s.mu.Unlock()
-		timer := time.NewTimer(wait)
+		timer := time.NewTimer(left)
 		select {
 		case <-done:
 		case <-timer.C:
