@@ -36,8 +36,9 @@ type consumer struct {
 	cfg        ConsumerConfig // conf with defaults
 	filterList []string       // cfg's filters; none: every subject
 	parts      map[int64]*pstate
-	order      []int64 // partition ids ascending
-	rr         int     // where the next fill starts in order
+	byName     map[string]*pstate // parts by name: the newest id of a name
+	order      []int64            // partition ids ascending
+	rr         int                // where the next fill starts in order
 	waiting    []*pullReq
 	cseq       uint64 // the last consumer sequence given (dense)
 	lastStream uint64
@@ -116,7 +117,7 @@ func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer, conf ConsumerCo
 		e: e, key: k, id: def.ID, streamFilters: e.cfg.Streams[k.stream],
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), settle: make(chan chan struct{}),
 		def: def, conf: conf, cfg: conf.withDefaults(), filterList: conf.filters(),
-		parts: map[int64]*pstate{}, dirtyParts: map[int64]struct{}{},
+		parts: map[int64]*pstate{}, byName: map[string]*pstate{}, dirtyParts: map[int64]struct{}{},
 		lastActive: e.cfg.Clock.Now(),
 	}
 	return c
@@ -181,6 +182,9 @@ func (c *consumer) merge(parts []PartitionState) {
 		}
 		p.next = p.floor
 		c.parts[p.id] = p
+		if q := c.byName[p.name]; q == nil || q.id < p.id {
+			c.byName[p.name] = p
+		}
 		c.order = append(c.order, p.id)
 		c.advance(p)
 	}

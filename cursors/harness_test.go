@@ -172,6 +172,7 @@ type fakeStore struct {
 	gate      chan struct{}
 	entered   chan struct{} // gets a value when a CommitAcks starts
 	readOf    map[int64]int // ranges read, by partition id
+	partLoads int           // ConsumerPartitions calls
 }
 
 func newFakeStore() *fakeStore {
@@ -253,6 +254,7 @@ func (s *fakeStore) IdleConsumers(_ context.Context, grace time.Duration, key st
 func (s *fakeStore) ConsumerPartitions(_ context.Context, id int64) ([]PartitionState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.partLoads++
 	out := make([]PartitionState, 0, len(s.parts))
 	for _, p := range s.parts {
 		ps := p

@@ -164,14 +164,9 @@ func (c *consumer) takeHot() {
 	}
 }
 
-func (c *consumer) partByName(name string) *pstate {
-	for _, p := range c.parts {
-		if p.name == name {
-			return p
-		}
-	}
-	return nil
-}
+// partByName is the partition the consumer knows by name: the newest id
+// when a name was made again. Under mu.
+func (c *consumer) partByName(name string) *pstate { return c.byName[name] }
 
 // frameSubject is the subject and header block a frame keeps ("" and nil
 // for a frame written before they were stored, or a Queen push: the

@@ -24,9 +24,19 @@ func TestAnnouncementWakesAParkedRequest(t *testing.T) {
 	if !h.e.Listening() {
 		t.Fatal("an engine with a live consumer is not listening")
 	}
+	h.store.mu.Lock()
+	loads := h.store.partLoads
+	h.store.mu.Unlock()
 	h.e.Heard(tenant, "ORDERS", "us")
 	if r := ackRef(t, h.waitMsgs("inbox.1", 1)[0]); r.PartitionID != 2 || r.Offset != 1 {
 		t.Fatalf("after the announcement: %+v", r)
+	}
+	// The announcement named a partition the consumer knows: it was
+	// found by its name, not by loading the partitions again.
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	if h.store.partLoads != loads {
+		t.Fatalf("the partitions were loaded %d more times for a known partition's announcement", h.store.partLoads-loads)
 	}
 }
 
