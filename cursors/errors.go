@@ -47,6 +47,9 @@ func (e ErrNotOwner) Error() string { return fmt.Sprintf("consumer is owned by b
 
 // IsNotOwner reports whether err is an ErrNotOwner, and the owner's id.
 func IsNotOwner(err error) (string, bool) {
+	if err == nil { // every ack and pull asks: no ErrNotOwner to make on the heap
+		return "", false
+	}
 	var n ErrNotOwner
 	if errors.As(err, &n) {
 		return n.ID, true

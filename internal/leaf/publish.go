@@ -52,7 +52,6 @@ func (c *Conn) Publish(subject, reply string, header, body []byte) error {
 		// The hub would close the connection for it.
 		return fmt.Errorf("%w: %d bytes, the hub's max_payload is %d", ErrBadMessage, len(header)+len(body), s.maxPayload)
 	}
-	var nb [64]byte
 	w := s.bw
 	need := len(subject) + len(reply) + len(header) + len(body) + 64
 	for _, q := range queues {
@@ -83,7 +82,7 @@ func (c *Conn) Publish(subject, reply string, header, body []byte) error {
 		w.WriteByte(' ')
 		w.WriteString(q)
 	}
-	n := nb[:0]
+	n := w.AvailableBuffer() // the sizes are written in place: no copy on the heap
 	if header != nil {
 		n = append(n, ' ')
 		n = strconv.AppendInt(n, int64(len(header)), 10)
