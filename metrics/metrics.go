@@ -168,6 +168,8 @@ func (m *Metrics) RegisterRooms(b Rooms) {
 		counter("queen_read_queries_total", "Database reads made by fetches (a parked read makes one per wake that it heeds).", func() uint64 { return reads().Queries }),
 		counter("queen_available_published_total", "MESSAGE_AVAILABLE announcements sent to peers.", func() uint64 { return reads().Announced }),
 		counter("queen_available_received_total", "MESSAGE_AVAILABLE announcements received from peers.", func() uint64 { return reads().PeerAnnouncements }),
+		counter("queen_message_deleted_received_total", "Message deletes received from peers; the JetStream consumers here dropped their copies in memory.",
+			func() uint64 { return reads().PeerTombstones }),
 		counter("queen_queue_settings_received_total", "Queue settings changes taken from peers.", func() uint64 { return b.Queues.Stats().SettingsReceived }),
 		counter("queen_retention_segments_removed_total", "Segments removed by retention.", func() uint64 { return keeper().RetainedSegments }),
 		counter("queen_forward_groups_total", "Partition groups sent to the bridge that owns them.", func() uint64 { return owners().GroupsForwarded }),
