@@ -264,6 +264,15 @@ func consumeAcrossRestart(t *testing.T, tg *consumeTarget, kill bool) {
 // fetched from and acknowledged through the other, each message once.
 // Only the bridge: JetStream's counterpart is a clustered stream.
 func TestJetStreamConsumerOnTwoBridges(t *testing.T) {
+	tgs := twoBridges(t)
+	c0 := newConsumeCase(t, tgs[0])
+	consumeThroughTwo(t, c0, &consumeCase{consumeTarget: tgs[1], ctx: c0.ctx, tag: c0.tag}) // the same subjects and names, through the other bridge
+}
+
+// twoBridges starts two bridge processes on one database, each on a hub
+// of its own, and waits until each sees the other.
+func twoBridges(t *testing.T) []*consumeTarget {
+	t.Helper()
 	bin := bridgeBinary(t)
 	hubs := leafHubs(t, 2)
 	dsn := testenv.NewDatabase(t)
@@ -272,8 +281,7 @@ func TestJetStreamConsumerOnTwoBridges(t *testing.T) {
 	testkit.WaitFor(t, "each bridge to see the other", 2*time.Minute, func() bool {
 		return promValue(tgs[0].bridge.http, "queen_ownership_bridges") == 2 && promValue(tgs[1].bridge.http, "queen_ownership_bridges") == 2
 	})
-	c0 := newConsumeCase(t, tgs[0])
-	consumeThroughTwo(t, c0, &consumeCase{consumeTarget: tgs[1], ctx: c0.ctx, tag: c0.tag}) // the same subjects and names, through the other bridge
+	return tgs
 }
 
 // consumeThroughTwo creates a consumer through c0 and reads it through

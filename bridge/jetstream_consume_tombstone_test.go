@@ -9,7 +9,6 @@ import (
 	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
-	"github.com/queenbridge/queenbridge/internal/testenv"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
@@ -19,14 +18,7 @@ import (
 // second message is deleted through one bridge, then the other in a second
 // round, so one of the two deletes reaches the owner through its peer.
 func TestJetStreamTombstoneReachesTheOwnerOnTwoBridges(t *testing.T) {
-	bin := bridgeBinary(t)
-	hubs := leafHubs(t, 2)
-	dsn := testenv.NewDatabase(t)
-	fast := []string{"QUEEN_OWNERSHIP_HEARTBEAT_MS=100", "QUEEN_FORWARD_TIMEOUT_MS=1000"}
-	tgs := []*consumeTarget{bridgeOnHub(t, bin, hubs[0], dsn, fast...), bridgeOnHub(t, bin, hubs[1], dsn, fast...)}
-	testkit.WaitFor(t, "each bridge to see the other", 2*time.Minute, func() bool {
-		return promValue(tgs[0].bridge.http, "queen_ownership_bridges") == 2 && promValue(tgs[1].bridge.http, "queen_ownership_bridges") == 2
-	})
+	tgs := twoBridges(t)
 	c := newConsumeCase(t, tgs[0])
 	cons := c.durable(t, "tomb", js.ConsumerConfig{})
 	for round, via := range tgs {
