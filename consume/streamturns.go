@@ -160,6 +160,13 @@ func (s *stateTurns) holdFor() time.Duration {
 	return turnHold
 }
 
+// held is how many (query, partition)s have a turn held now.
+func (s *stateTurns) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // waited is how many reads have waited for the other kind's turn.
 func (s *stateTurns) waited() uint64 {
 	s.mu.Lock()

@@ -136,8 +136,8 @@ func TestStateReadsThatCannotCloseAWindowTwiceDoNotWait(t *testing.T) {
 	}
 	// The cycle ended partition 4's turn; the reads that found nothing
 	// left theirs.
-	if n := len(r.c.turns.m); n != 0 {
-		t.Fatalf("%d turns held, want none: %v", n, r.c.turns.m)
+	if n := r.c.turns.held(); n != 0 {
+		t.Fatalf("%d turns held, want none", n)
 	}
 }
 

@@ -26,7 +26,9 @@ func TestSlotOpenedDuringWritesReadsItsMessages(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { // owned by the test: it closes stop and waits
+	stopChurn := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopChurn() // a failure below still ends the writer before the test does
+	wg.Go(func() {    // owned by the test: stopChurn ends it
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -45,16 +47,13 @@ func TestSlotOpenedDuringWritesReadsItsMessages(t *testing.T) {
 	}
 	slot, err := pgwire.OpenSlot(ctx, dsn, pgwire.SlotName(name), func(string) (uint64, error) { return 0, nil })
 	if err != nil {
-		close(stop)
-		wg.Wait()
 		t.Fatal(err)
 	}
 	defer slot.Close(ctx)
 	if _, err := db.Pool().Exec(ctx, `SELECT queen.publish('churned', 'p', '{"n": 1}'::jsonb, 'after-the-slot')`); err != nil {
 		t.Fatal(err)
 	}
-	close(stop)
-	wg.Wait()
+	stopChurn()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	txn, err := slot.Next(rctx)
