@@ -20,14 +20,24 @@ type interest struct {
 	// wildQueued are the wild subjects that have queue groups, so that
 	// Publish matches its subject against those alone (a delivery goes
 	// through queueGroups once per message).
-	wildQueued []string
+	wildQueued []*subjectSubs
 }
 
 // subjectSubs is what the hub announced for one subject: a plain
 // subscription, and queue groups with their weights.
 type subjectSubs struct {
+	subject string
+	// prefix is subject up to its first wildcard token: a subject that
+	// does not start with it cannot match, which one comparison tells
+	// (most of a delivery's candidates fail there).
+	prefix string
 	plain  bool
 	queues map[string]int64
+}
+
+// mayMatch reports whether the literal subject matches the wild s.
+func (s *subjectSubs) mayMatch(subject string) bool {
+	return strings.HasPrefix(subject, s.prefix) && Match(s.subject, subject)
 }
 
 func newInterest() *interest {
@@ -46,7 +56,7 @@ func (in *interest) add(subject, queue string, weight int64) {
 	tab := in.table(subject)
 	s := tab[subject]
 	if s == nil {
-		s = &subjectSubs{}
+		s = &subjectSubs{subject: subject, prefix: literalPrefix(subject)}
 		tab[subject] = s
 	}
 	if queue == "" {
@@ -59,7 +69,7 @@ func (in *interest) add(subject, queue string, weight int64) {
 	if _, had := s.queues[queue]; !had {
 		in.queues++
 		if len(s.queues) == 0 && hasWildcard(subject) {
-			in.wildQueued = append(in.wildQueued, subject)
+			in.wildQueued = append(in.wildQueued, s)
 		}
 	}
 	s.queues[queue] = weight
@@ -79,7 +89,7 @@ func (in *interest) remove(subject, queue string) (gone bool) {
 		delete(s.queues, queue)
 		in.queues--
 		if len(s.queues) == 0 && hasWildcard(subject) {
-			in.wildQueued = slices.DeleteFunc(in.wildQueued, func(w string) bool { return w == subject })
+			in.wildQueued = slices.DeleteFunc(in.wildQueued, func(w *subjectSubs) bool { return w == s })
 		}
 	}
 	if s.plain || len(s.queues) > 0 {
@@ -94,8 +104,8 @@ func (in *interest) matches(subject string) bool {
 	if _, ok := in.literal[subject]; ok {
 		return true
 	}
-	for pattern := range in.wild {
-		if Match(pattern, subject) {
+	for _, s := range in.wild {
+		if s.mayMatch(subject) {
 			return true
 		}
 	}
@@ -119,9 +129,9 @@ func (in *interest) queueGroups(dst []string, subject string) []string {
 	if s := in.literal[subject]; s != nil {
 		add(s)
 	}
-	for _, pattern := range in.wildQueued {
-		if Match(pattern, subject) {
-			add(in.wild[pattern])
+	for _, s := range in.wildQueued {
+		if s.mayMatch(subject) {
+			add(s)
 		}
 	}
 	return dst
@@ -146,14 +156,18 @@ func (in *interest) lostSince(old *interest) []string {
 	return lost
 }
 
-func hasWildcard(subject string) bool {
-	for i := 0; i < len(subject); i++ {
-		if c := subject[i]; (c == '*' || c == '>') &&
-			(i == 0 || subject[i-1] == '.') && (i == len(subject)-1 || subject[i+1] == '.') {
-			return true
+func hasWildcard(subject string) bool { return len(literalPrefix(subject)) < len(subject) }
+
+// literalPrefix is pattern up to its first wildcard token ("" when the
+// first token is one).
+func literalPrefix(pattern string) string {
+	for i := 0; i < len(pattern); i++ {
+		if c := pattern[i]; (c == '*' || c == '>') && (i == 0 || pattern[i-1] == '.') &&
+			(i == len(pattern)-1 || pattern[i+1] == '.') {
+			return pattern[:i]
 		}
 	}
-	return false
+	return pattern
 }
 
 // Match reports whether the literal subject matches pattern, a NATS

@@ -31,6 +31,42 @@ func TestMatch(t *testing.T) {
 	}
 }
 
+// A wild subject's literal prefix is what every subject it matches starts
+// with; queueGroups and matches skip a pattern whose prefix a subject
+// lacks, so a prefix too long would lose deliveries to queue groups.
+func TestLiteralPrefix(t *testing.T) {
+	for _, tc := range []struct{ pattern, prefix string }{
+		{"a.b", "a.b"},
+		{"a.*", "a."},
+		{"a.*.c", "a."},
+		{"a.b.>", "a.b."},
+		{">", ""},
+		{"*.b", ""},
+		{"a*.b", "a*.b"}, // * inside a token is a literal character
+		{"a.b>", "a.b>"},
+	} {
+		if got := literalPrefix(tc.pattern); got != tc.prefix {
+			t.Errorf("literalPrefix(%q) = %q, want %q", tc.pattern, got, tc.prefix)
+		}
+		if wild := tc.prefix != tc.pattern; hasWildcard(tc.pattern) != wild {
+			t.Errorf("hasWildcard(%q) = %v, want %v", tc.pattern, !wild, wild)
+		}
+	}
+	in := newInterest()
+	in.add("$JS.ACK.>", "q1", 1)
+	in.add("*.b", "q2", 1)
+	in.add("a.*", "q3", 1)
+	if got := in.queueGroups(nil, "a.b"); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"q2", "q3"}) {
+		t.Fatalf("queue groups of a.b: %v, want q2 and q3", got)
+	}
+	if got := in.queueGroups(nil, "_INBOX.x.y"); len(got) != 0 {
+		t.Fatalf("queue groups of an inbox: %v, want none", got)
+	}
+	if !in.matches("$JS.ACK.s.c") || in.matches("$JS.AC.s") {
+		t.Fatal("matches by prefix")
+	}
+}
+
 // The set keeps keys, not counts (the hub counts), and reports after a
 // reconnection what the new snapshot no longer has.
 func TestInterestSet(t *testing.T) {
