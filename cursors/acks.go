@@ -64,9 +64,9 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 		c.mu.Unlock()
 		return
 	}
-	d := p.pending[ref.Offset]
+	d := p.slot(ref.Offset)
 	// A NAK or +WPI of an earlier delivery than the one pending is stale.
-	current := d != nil && (ref.Delivered == 0 || ref.Delivered >= uint64(d.count))
+	current := d != nil && d.pending && (ref.Delivered == 0 || ref.Delivered >= uint64(d.count))
 	switch kind {
 	case AckAck:
 		e.stats.acks.Add(1)
@@ -80,17 +80,17 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 		e.stats.naks.Add(1)
 		if current {
 			if delay <= 0 && len(c.cfg.BackOff) > 0 {
-				delay = c.ackWait(d.count)
+				delay = c.ackWait(int(d.count))
 			}
 			p.setDeadline(d, now.Add(max(delay, 0)))
 		}
 	case AckProgress:
 		if current {
-			p.setDeadline(d, now.Add(c.ackWait(d.count)))
+			p.setDeadline(d, now.Add(c.ackWait(int(d.count))))
 		}
 	case AckTerm:
 		e.stats.terms.Add(1)
-		if _, acked := p.acked[ref.Offset]; !acked && ref.Offset > p.floor {
+		if s := p.slot(ref.Offset); ref.Offset > p.floor && (s == nil || !s.acked) {
 			if reason == "" {
 				reason = "terminated"
 			}

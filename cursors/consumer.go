@@ -37,7 +37,7 @@ type consumer struct {
 	filterList []string       // cfg's filters; none: every subject
 	parts      map[int64]*pstate
 	byName     map[string]*pstate // parts by name: the newest id of a name
-	order      []int64            // partition ids ascending
+	order      []*pstate          // parts by id ascending
 	rr         int                // where the next fill starts in order
 	waiting    []*pullReq
 	cseq       uint64 // the last consumer sequence given (dense)
@@ -46,11 +46,12 @@ type consumer struct {
 	ackPending int
 	lastActive time.Time
 	bufBytes   int
-	stopping   bool               // no more requests: stopped, deleted or dropped
-	deleted    bool               // its definition is gone: its acks are not stored
-	dirtyParts map[int64]struct{} // partitions whose ack state changed since taken by the flusher
-	touched    bool               // active since the last TouchConsumers
-	soon       bool               // a request waits for its inbox's interest: look again soon
+	stopping   bool      // no more requests: stopped, deleted or dropped
+	deleted    bool      // its definition is gone: its acks are not stored
+	dirtyParts []*pstate // partitions whose ack state changed since taken by the flusher (pstate.dirty)
+	touched    bool      // active since the last TouchConsumers
+	soon       bool      // a request waits for its inbox's interest: look again soon
+	passes     uint64    // deliver passes so far (pstate.blockedIn)
 }
 
 // pstate is the consumer's state on one partition.
@@ -73,31 +74,21 @@ type pstate struct {
 	// JetStream, so nothing of the partition is delivered before ack_wait
 	// has passed from the load (in partition order, those come first).
 	holdUntil time.Time
-	acked     map[int64]struct{}  // acknowledged above floor
-	counts    map[int64]int       // deliveries so far, of offsets above floor
-	pending   map[int64]*delivery // delivered, not acknowledged
+	// win and head: the slots of the offsets above floor (window.go):
+	// acknowledged, delivery counts, pending deliveries, messages in
+	// memory (above next, or pending).
+	win  []slot
+	head int
 	// earliest is at or before every pending deadline (zero: none
 	// pending), so that the passes look into pending only when one may
 	// have come: lowered by every deadline set, raised by dueOffsets'
 	// scan. Acknowledgements leave it low, which costs one scan at most.
 	earliest time.Time
-	buf      map[int64]*msg // messages in memory, above next or pending
-	dead     []DeadLetter   // to write with the next flush
-}
-
-// setDeadline sets a pending delivery's deadline and keeps earliest at or
-// before it.
-func (p *pstate) setDeadline(d *delivery, t time.Time) {
-	d.deadline = t
-	if p.earliest.IsZero() || t.Before(p.earliest) {
-		p.earliest = t
-	}
-}
-
-// delivery is one delivered, unacknowledged offset.
-type delivery struct {
-	deadline time.Time // redeliver from then on (ack_wait, backoff, NAK delay)
-	count    int       // deliveries so far
+	dead     []DeadLetter // to write with the next flush
+	dirty    bool         // in the consumer's dirtyParts
+	// blockedIn: the deliver pass (consumer.passes) in which the
+	// partition waits for a read; nothing newer of it goes out then.
+	blockedIn uint64
 }
 
 // msg is a message ready to publish.
@@ -117,7 +108,7 @@ func newConsumer(e *JSEngine, k consumerKey, def StoredConsumer, conf ConsumerCo
 		e: e, key: k, id: def.ID, streamFilters: e.cfg.Streams[k.stream],
 		kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), settle: make(chan chan struct{}),
 		def: def, conf: conf, cfg: conf.withDefaults(), filterList: conf.filters(),
-		parts: map[int64]*pstate{}, byName: map[string]*pstate{}, dirtyParts: map[int64]struct{}{},
+		parts: map[int64]*pstate{}, byName: map[string]*pstate{},
 		lastActive: e.cfg.Clock.Now(),
 	}
 	return c
@@ -143,41 +134,36 @@ func (c *consumer) merge(parts []PartitionState) {
 			}
 			continue
 		}
-		p := &pstate{
-			id: ps.ID, name: ps.Name, floor: ps.Floor, last: ps.Last,
-			acked: map[int64]struct{}{}, counts: map[int64]int{},
-			pending: map[int64]*delivery{}, buf: map[int64]*msg{},
-		}
+		p := &pstate{id: ps.ID, name: ps.Name, floor: ps.Floor, last: ps.Last}
 		if ps.First > 0 && ps.First-1 > p.floor {
 			p.floor = ps.First - 1 // retention removed what was below
 		}
 		for _, o := range ps.Acked {
 			if o > p.floor {
-				p.acked[o] = struct{}{}
+				p.grow(o).acked = true
 			}
 		}
 		for o, n := range ps.Deliveries {
 			if o > p.floor {
-				p.counts[o] = n
+				p.grow(o).count = int32(n)
 			}
 		}
 		// Handed out up to Delivered and not acknowledged: once, unless
 		// counted more. Their acknowledgements may still come, so the
 		// partition holds for ack_wait.
 		for o := p.floor + 1; o <= ps.Delivered; o++ {
-			if _, done := p.acked[o]; done {
+			s := p.grow(o)
+			if s.acked {
 				continue
 			}
-			if _, counted := p.counts[o]; !counted {
-				p.counts[o] = 1
-			}
+			s.count = max(s.count, 1)
 			if p.holdUntil.IsZero() {
-				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(p.counts[o]))
+				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(int(s.count)))
 			}
 		}
-		for o, n := range p.counts {
-			if _, done := p.acked[o]; !done && o > ps.Delivered && p.holdUntil.IsZero() {
-				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(n))
+		for k := range p.span() {
+			if s := &p.win[p.head+k]; !s.acked && s.count > 0 && p.floor+1+int64(k) > ps.Delivered && p.holdUntil.IsZero() {
+				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(int(s.count)))
 			}
 		}
 		p.next = p.floor
@@ -185,24 +171,20 @@ func (c *consumer) merge(parts []PartitionState) {
 		if q := c.byName[p.name]; q == nil || q.id < p.id {
 			c.byName[p.name] = p
 		}
-		c.order = append(c.order, p.id)
+		c.order = append(c.order, p)
 		c.advance(p)
 	}
-	sort.Slice(c.order, func(i, j int) bool { return c.order[i] < c.order[j] })
+	sort.Slice(c.order, func(i, j int) bool { return c.order[i].id < c.order[j].id })
 }
 
 // advance moves p's floor over the acknowledged run above it.
 func (c *consumer) advance(p *pstate) {
-	moved := false
-	for {
-		if _, ok := p.acked[p.floor+1]; !ok {
-			break
-		}
-		delete(p.acked, p.floor+1)
-		delete(p.counts, p.floor+1)
-		p.floor++
-		moved = true
+	n := 0
+	for n < p.span() && p.win[p.head+n].acked {
+		n++
 	}
+	moved := n > 0
+	c.raiseFloor(p, p.floor+int64(n))
 	if p.next < p.floor {
 		p.next = p.floor
 	}
@@ -213,10 +195,11 @@ func (c *consumer) advance(p *pstate) {
 
 // dirty notes that p's ack state must be stored; the flusher hears of it.
 func (c *consumer) dirty(p *pstate) {
-	if _, ok := c.dirtyParts[p.id]; ok {
+	if p.dirty {
 		return
 	}
-	c.dirtyParts[p.id] = struct{}{}
+	p.dirty = true
+	c.dirtyParts = append(c.dirtyParts, p)
 	c.e.flush.mark(c)
 }
 
@@ -225,15 +208,13 @@ func (c *consumer) ackOne(p *pstate, o int64) {
 	if o <= p.floor {
 		return
 	}
-	if _, ok := p.acked[o]; ok {
+	s := p.grow(o)
+	if s.acked {
 		return
 	}
-	if d := p.pending[o]; d != nil {
-		delete(p.pending, o)
-		c.ackPending--
-	}
-	c.dropBuf(p, o)
-	p.acked[o] = struct{}{}
+	count := s.count
+	c.forgetSlot(s)
+	s.acked, s.count = true, count
 	c.dirty(p)
 	c.advance(p)
 }
@@ -243,29 +224,7 @@ func (c *consumer) ackUpTo(p *pstate, o int64) {
 	if o <= p.floor {
 		return
 	}
-	for off := range p.pending {
-		if off <= o {
-			delete(p.pending, off)
-			c.ackPending--
-		}
-	}
-	for off, m := range p.buf {
-		if off <= o {
-			c.bufBytes -= m.size()
-			delete(p.buf, off)
-		}
-	}
-	for off := range p.acked {
-		if off <= o {
-			delete(p.acked, off)
-		}
-	}
-	for off := range p.counts {
-		if off <= o {
-			delete(p.counts, off)
-		}
-	}
-	p.floor = o
+	c.raiseFloor(p, o)
 	c.dirty(p)
 	c.advance(p)
 }
@@ -295,7 +254,7 @@ func (c *consumer) room() int {
 // every partition the consumer's filters may match.
 func (c *consumer) numPending() uint64 {
 	var n int64
-	for _, p := range c.parts {
+	for _, p := range c.order {
 		if mayHold(c.filterList, c.streamFilters, p.name) {
 			n += max(p.last-p.next, 0)
 		}
@@ -341,9 +300,9 @@ func (c *consumer) infoLocked() ConsumerInfo {
 		TimeStamp: c.e.cfg.Clock.Now(),
 	}
 	in.AckFloor = floorPair(c.parts)
-	for _, p := range c.parts {
-		for _, d := range p.pending {
-			if d.count > 1 {
+	for _, p := range c.order {
+		for k := p.head; k < len(p.win); k++ {
+			if s := &p.win[k]; s.pending && s.count > 1 {
 				in.NumRedelivered++
 			}
 		}

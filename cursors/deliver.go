@@ -1,7 +1,6 @@
 package cursors
 
 import (
-	"sort"
 	"strconv"
 	"time"
 )
@@ -14,13 +13,14 @@ type candidate struct {
 }
 
 // fillState is one pass of deliver: the due redeliveries per partition,
-// the reads it needs, and the partitions that wait for one (nothing newer
-// of a partition goes out before what it waits for).
+// the reads it needs, and the pass's number, by which the partitions that
+// wait for one are marked (nothing newer of a partition goes out before
+// what it waits for).
 type fillState struct {
 	now     time.Time
 	due     map[int64][]int64
 	ranges  []ReadRange
-	blocked map[int64]bool
+	pass    uint64 // the consumer's passes: a partition whose blockedIn is pass waits for a read
 	want    int
 	pending uint64 // num pending, for the ack subjects
 }
@@ -33,7 +33,8 @@ func (c *consumer) deliver(now time.Time) []ReadRange {
 	if len(c.waiting) == 0 {
 		return nil
 	}
-	fs := &fillState{now: now, blocked: map[int64]bool{}, pending: c.numPending()}
+	c.passes++
+	fs := &fillState{now: now, pass: c.passes, pending: c.numPending()}
 	fs.want = min(c.waitingFor(), c.room(), c.e.cfg.ReadMax)
 	fs.due = c.dueOffsets(now)
 	for i := 0; i < len(c.waiting) && c.room() > 0; {
@@ -104,32 +105,46 @@ func (c *consumer) interest(r *pullReq, now time.Time) int {
 // per partition; those that reached max_deliver go to the dead letters
 // instead.
 func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
-	due := map[int64][]int64{}
-	for _, p := range c.parts {
+	var due map[int64][]int64 // made when something is due: most passes have nothing
+	var dead []int64
+	for _, p := range c.order {
 		if p.earliest.IsZero() || now.Before(p.earliest) {
 			continue
 		}
 		var list []int64
 		var earliest time.Time
-		for o, d := range p.pending {
-			if earliest.IsZero() || d.deadline.Before(earliest) {
-				earliest = d.deadline
-			}
-			if d.deadline.After(now) {
+		dead = dead[:0]
+		for k := range p.span() {
+			s := &p.win[p.head+k]
+			if !s.pending {
 				continue
 			}
-			if c.cfg.MaxDeliver > 0 && d.count >= c.cfg.MaxDeliver {
-				c.deadLetter(p, o, "max_deliver")
+			if earliest.IsZero() || s.deadline.Before(earliest) {
+				earliest = s.deadline
+			}
+			if s.deadline.After(now) {
+				continue
+			}
+			o := p.floor + 1 + int64(k)
+			if c.cfg.MaxDeliver > 0 && int(s.count) >= c.cfg.MaxDeliver {
+				dead = append(dead, o)
 				continue
 			}
 			list = append(list, o)
+		}
+		// After the scan: a dead letter is acknowledged, which may move
+		// the floor and so the window under it.
+		for _, o := range dead {
+			c.deadLetter(p, o, "max_deliver")
 		}
 		// The earliest deadline of what is pending: at or before now while
 		// something due waits for a request to take it.
 		p.earliest = earliest
 		if len(list) > 0 {
-			sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
-			due[p.id] = list
+			if due == nil {
+				due = map[int64][]int64{}
+			}
+			due[p.id] = list // ascending, as the window is
 		}
 	}
 	return due
@@ -142,18 +157,19 @@ func (c *consumer) pick(fs *fillState) (candidate, bool) {
 	n := len(c.order)
 	for i := 0; i < n; i++ {
 		idx := (c.rr + i) % n
-		p := c.parts[c.order[idx]]
-		if fs.blocked[p.id] || fs.now.Before(p.holdUntil) {
+		p := c.order[idx]
+		if p.blockedIn == fs.pass || fs.now.Before(p.holdUntil) {
 			continue
 		}
 		if list := fs.due[p.id]; len(list) > 0 {
 			o := list[0]
-			if p.pending[o] == nil {
+			s := p.slot(o)
+			if s == nil || !s.pending {
 				fs.due[p.id] = list[1:] // acknowledged meanwhile
 				i--
 				continue
 			}
-			if m := p.buf[o]; m != nil {
+			if m := s.m; m != nil {
 				fs.due[p.id] = list[1:]
 				c.rr = idx + 1
 				return candidate{p: p, m: m, again: true}, true
@@ -163,19 +179,23 @@ func (c *consumer) pick(fs *fillState) (candidate, bool) {
 				run++
 			}
 			fs.ranges = append(fs.ranges, ReadRange{PartitionID: p.id, After: o - 1, Limit: run})
-			fs.blocked[p.id] = true
+			p.blockedIn = fs.pass
 			continue
 		}
 		for p.hasNew() {
 			o := p.next + 1
-			if _, done := p.acked[o]; done || o <= p.floor {
+			s := p.slot(o)
+			if o <= p.floor || s != nil && s.acked {
 				p.next = o
 				continue
 			}
-			m := p.buf[o]
+			var m *msg
+			if s != nil {
+				m = s.m
+			}
 			if m == nil {
 				fs.ranges = append(fs.ranges, ReadRange{PartitionID: p.id, After: p.next, Limit: c.readLimit(p, fs.want)})
-				fs.blocked[p.id] = true
+				p.blockedIn = fs.pass
 				break
 			}
 			if !matchesAny(c.filterList, m.subject) {
@@ -215,10 +235,7 @@ const minReadLimit = 128
 func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 	p, m := cand.p, cand.m
 	o := m.offset
-	count := p.counts[o] + 1
-	if cand.again {
-		count = p.pending[o].count + 1
-	}
+	count := int(p.slot(o).count) + 1 // a candidate is held in memory, so in the window
 	c.cseq++
 	if !cand.again && fs.pending > 0 {
 		fs.pending--
@@ -252,15 +269,13 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 		c.ackOne(p, o)
 		return
 	}
-	d := p.pending[o]
-	if d == nil {
-		d = &delivery{}
-		p.pending[o] = d
+	s := p.slot(o)
+	if !s.pending {
+		s.pending = true
 		c.ackPending++
 	}
-	d.count = count
-	p.setDeadline(d, fs.now.Add(c.ackWait(count)))
-	p.counts[o] = count
+	s.count = int32(count)
+	p.setDeadline(s, fs.now.Add(c.ackWait(count)))
 	// What was handed out is stored (the partition's delivered mark, and
 	// the counts of redeliveries), so that max_deliver and NumDelivered
 	// outlive the bridge, and a bridge that loads the consumer after this
@@ -318,9 +333,9 @@ func headersOnly(stored []byte, size int) []byte {
 
 // dropBuf forgets a message held in memory.
 func (c *consumer) dropBuf(p *pstate, o int64) {
-	if m := p.buf[o]; m != nil {
-		c.bufBytes -= m.size()
-		delete(p.buf, o)
+	if s := p.slot(o); s != nil && s.m != nil {
+		c.bufBytes -= s.m.size()
+		s.m = nil
 	}
 }
 
@@ -329,15 +344,19 @@ func (c *consumer) dropBuf(p *pstate, o int64) {
 // what a read brought always is (a read asks for what the requests
 // want, so it is bounded, and dropping it would only read it again).
 func (c *consumer) keep(p *pstate, m *msg, read bool) {
-	if p.buf[m.offset] != nil || m.offset <= p.floor {
+	o := m.offset
+	if o <= p.floor {
 		return
 	}
-	if m.offset <= p.next && p.pending[m.offset] == nil {
+	if s := p.slot(o); s != nil && (s.m != nil || s.acked) {
 		return
 	}
-	if !read && c.bufBytes+m.size() > c.e.cfg.BufferBytes {
+	if s := p.slot(o); o <= p.next && (s == nil || !s.pending) {
+		return
+	}
+	if !read && (c.bufBytes+m.size() > c.e.cfg.BufferBytes || o-p.floor > maxAhead) {
 		return // read again when its turn comes
 	}
-	p.buf[m.offset] = m
+	p.grow(o).m = m
 	c.bufBytes += m.size()
 }

@@ -38,7 +38,8 @@
 // (ownership picks one bridge per consumer, Config.Owner; pulls and acks
 // reaching another bridge go to the owner through Config.Forwarder):
 // parked pull requests with their expiry, heartbeats and max_bytes, the
-// delivered-and-pending offsets above each partition's ack floor, ack
+// delivered-and-pending offsets above each partition's ack floor (a
+// window of per-offset slots from the floor up, window.go), ack
 // deadlines (ack_wait, backoff by delivery count, NAK delays, +WPI),
 // redeliveries (before newer offsets of their partition), max_deliver and
 // +TERM into the queue's dead letters, max_ack_pending and max_waiting.

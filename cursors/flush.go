@@ -217,34 +217,34 @@ func (f *flusher) once1() bool {
 func (c *consumer) takeUpdates() []AckUpdate {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	dirty := c.dirtyParts
+	c.dirtyParts = c.dirtyParts[:0]
+	for _, p := range dirty {
+		p.dirty = false
+	}
 	if c.deleted {
-		clear(c.dirtyParts)
 		return nil
 	}
-	out := make([]AckUpdate, 0, len(c.dirtyParts))
-	for pid := range c.dirtyParts {
-		p := c.parts[pid]
-		if p == nil {
-			continue
-		}
-		u := AckUpdate{ConsumerID: c.id, PartitionID: pid, Floor: p.floor, Delivered: p.next, Dead: p.dead}
+	out := make([]AckUpdate, 0, len(dirty))
+	for _, p := range dirty {
+		u := AckUpdate{ConsumerID: c.id, PartitionID: p.id, Floor: p.floor, Delivered: p.next, Dead: p.dead}
 		p.dead = nil
-		for o := range p.acked {
-			u.Acked = append(u.Acked, o)
-		}
-		sort.Slice(u.Acked, func(i, j int) bool { return u.Acked[i] < u.Acked[j] })
-		// A first delivery is in Delivered; only more are counted.
-		for o, n := range p.counts {
-			if n >= 2 && o > p.floor {
+		for k := range p.span() {
+			s := &p.win[p.head+k]
+			o := p.floor + 1 + int64(k)
+			if s.acked {
+				u.Acked = append(u.Acked, o) // ascending, as the window is
+			}
+			// A first delivery is in Delivered; only more are counted.
+			if s.count >= 2 {
 				if u.Deliveries == nil {
 					u.Deliveries = map[int64]int{}
 				}
-				u.Deliveries[o] = n
+				u.Deliveries[o] = int(s.count)
 			}
 		}
 		out = append(out, u)
 	}
-	clear(c.dirtyParts)
 	return out
 }
 
@@ -258,6 +258,9 @@ func (c *consumer) restore(u *AckUpdate) {
 		return
 	}
 	p.dead = append(u.Dead, p.dead...)
-	delete(c.dirtyParts, p.id)
-	c.dirty(p)
+	if p.dirty {
+		c.e.flush.mark(c) // changed again since: in the list already
+	} else {
+		c.dirty(p)
+	}
 }

@@ -39,7 +39,7 @@ func (c *consumer) run() {
 			// The backstop for commits of other bridges that no
 			// announcement reported: look once per Poll while requests wait.
 			lastPoll = now
-			for _, p := range c.parts {
+			for _, p := range c.order {
 				p.maybeMore = true
 			}
 		}

@@ -126,7 +126,7 @@ func (c *consumer) park(req PullRequest, inbox string) error {
 	default:
 		// A new request looks at the store once: other bridges may have
 		// committed what no announcement reported yet.
-		for _, p := range c.parts {
+		for _, p := range c.order {
 			p.maybeMore = true
 		}
 		c.waiting = append(c.waiting, r)
@@ -224,7 +224,7 @@ func (c *consumer) timers(now time.Time) (next time.Time, idle bool) {
 		soon(now.Add(interestRecheck))
 	}
 	if len(c.waiting) > 0 {
-		for _, p := range c.parts {
+		for _, p := range c.order {
 			if !p.earliest.IsZero() {
 				soon(p.earliest)
 			}

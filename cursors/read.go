@@ -125,28 +125,7 @@ func (c *consumer) gone(p *pstate, after, next int64, msgs []StoredMsg) {
 		first = msgs[0].Offset
 	}
 	if p.floor >= after && first-1 > p.floor {
-		for o := range p.pending {
-			if o < first {
-				delete(p.pending, o)
-				c.ackPending--
-			}
-		}
-		for o := range p.acked {
-			if o < first {
-				delete(p.acked, o)
-			}
-		}
-		for o := range p.counts {
-			if o < first {
-				delete(p.counts, o)
-			}
-		}
-		for o := range p.buf {
-			if o < first {
-				c.dropBuf(p, o)
-			}
-		}
-		p.floor = first - 1
+		c.raiseFloor(p, first-1)
 		p.next = max(p.next, p.floor)
 		c.dirty(p)
 		c.advance(p)
@@ -167,8 +146,8 @@ func (c *consumer) gone(p *pstate, after, next int64, msgs []StoredMsg) {
 // acknowledges it.
 func (c *consumer) deadLetter(p *pstate, o int64, reason string) {
 	txid := ""
-	if m := p.buf[o]; m != nil {
-		txid = m.txid
+	if s := p.slot(o); s != nil && s.m != nil {
+		txid = s.m.txid
 	}
 	c.deadLetterTx(p, o, txid, reason)
 }
@@ -177,12 +156,12 @@ func (c *consumer) deadLetterTx(p *pstate, o int64, txid, reason string) {
 	if o <= p.floor {
 		return
 	}
-	if _, done := p.acked[o]; done {
-		return
-	}
-	n := p.counts[o]
-	if d := p.pending[o]; d != nil {
-		n = d.count
+	n := 0
+	if s := p.slot(o); s != nil {
+		if s.acked {
+			return
+		}
+		n = int(s.count)
 	}
 	p.dead = append(p.dead, DeadLetter{Offset: o, TransactionID: txid, Error: reason, Deliveries: n})
 	c.e.stats.deadLetters.Add(1)

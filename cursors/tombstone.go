@@ -22,9 +22,10 @@ func (e *JSEngine) Deleted(tenant tenancy.TenantID, pid int64, txid string) {
 	for _, c := range cs {
 		c.mu.Lock()
 		if p := c.parts[pid]; p != nil {
-			for o, m := range p.buf {
-				if m.txid == txid {
-					c.dropBuf(p, o)
+			for k := p.head; k < len(p.win); k++ {
+				if s := &p.win[k]; s.m != nil && s.m.txid == txid {
+					c.bufBytes -= s.m.size()
+					s.m = nil
 				}
 			}
 		}
