@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -61,5 +62,47 @@ func TestNATSBusyPort(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, addr) || !strings.Contains(msg, "address already in use") {
 		t.Fatalf("the error does not name %s and the port in use: %v", addr, err)
+	}
+}
+
+// The embedded server keeps no subject-match cache: a JetStream consumer's
+// every ack subject is new, so a cache would only fill and be swept.
+// Messages to many subjects leave it empty.
+func TestNATSKeepsNoSubjectCache(t *testing.T) {
+	srv, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got := make(chan *nats.Msg, 100)
+	if _, err := nc.ChanSubscribe("ack.>", got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := nc.Publish(fmt.Sprintf("ack.%d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message did not arrive")
+		}
+	}
+	sz, err := srv.Server().Subsz(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sz.NumCache != 0 || sz.NumMatches == 0 {
+		t.Fatalf("%d subjects cached after %d matches, want none cached", sz.NumCache, sz.NumMatches)
 	}
 }
