@@ -159,6 +159,22 @@ func (l *leafLink) Publish(tenant tenancy.TenantID, subject, reply string, heade
 	return s.Publish(tenant, subject, reply, header, body)
 }
 
+// Hold and Release bracket a batch of Publish calls (leaf.Conn.Hold). The
+// set is loaded once per call: a Release meets another set than its Hold
+// only when the set came between them, and a Release of a Conn never
+// held ends nothing.
+func (l *leafLink) Hold(tenant tenancy.TenantID) {
+	if s := l.leaves.Load(); s != nil {
+		s.Hold(tenant)
+	}
+}
+
+func (l *leafLink) Release(tenant tenancy.TenantID) {
+	if s := l.leaves.Load(); s != nil {
+		s.Release(tenant)
+	}
+}
+
 func (l *leafLink) Interested(tenant tenancy.TenantID, subject string) bool {
 	s := l.leaves.Load()
 	return s != nil && s.Interested(tenant, subject)

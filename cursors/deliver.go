@@ -33,6 +33,9 @@ func (c *consumer) deliver(now time.Time) []ReadRange {
 	if len(c.waiting) == 0 {
 		return nil
 	}
+	// The pass's deliveries leave in one write when it ends.
+	c.e.cfg.Deliverer.Hold(c.key.tenant)
+	defer c.e.cfg.Deliverer.Release(c.key.tenant)
 	c.passes++
 	fs := &fillState{now: now, pass: c.passes, pending: c.numPending()}
 	fs.want = min(c.waitingFor(), c.room(), c.e.cfg.ReadMax)

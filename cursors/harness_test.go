@@ -101,6 +101,21 @@ type fakeDeliverer struct {
 	sent      []published
 	uninterst map[string]bool
 	lost      func(tenancy.TenantID, string)
+	holds     int // Hold calls not released
+	holdsMade int // Hold calls in all
+}
+
+func (d *fakeDeliverer) Hold(tenancy.TenantID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.holds++
+	d.holdsMade++
+}
+
+func (d *fakeDeliverer) Release(tenancy.TenantID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.holds--
 }
 
 func (d *fakeDeliverer) Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error {

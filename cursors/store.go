@@ -83,6 +83,11 @@ type (
 type Deliverer interface {
 	// Publish sends one message; header is a full NATS header block or nil.
 	Publish(tenant tenancy.TenantID, subject, reply string, header, body []byte) error
+	// Hold and Release bracket a batch of Publish calls of a tenant: what
+	// is published between them may be written out together at Release
+	// rather than a few messages at a time. Every Hold has its Release.
+	Hold(tenant tenancy.TenantID)
+	Release(tenant tenancy.TenantID)
 	// Interested reports whether some subscription of the tenant's
 	// account matches subject.
 	Interested(tenant tenancy.TenantID, subject string) bool

@@ -85,6 +85,12 @@ func TestAnAckedOffsetIsNotHeldInMemory(t *testing.T) {
 	h.e.mu.Lock()
 	c := h.e.live[consumerKey{tenant, "ORDERS", "C"}]
 	h.e.mu.Unlock()
+	h.out.mu.Lock()
+	holds, made := h.out.holds, h.out.holdsMade
+	h.out.mu.Unlock()
+	if holds != 0 || made == 0 {
+		t.Fatalf("%d holds of the deliverer left open of %d made; every delivering pass holds and releases", holds, made)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.parts[1]

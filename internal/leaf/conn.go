@@ -55,6 +55,8 @@ type Conn struct {
 	mu     sync.Mutex
 	cur    *session // nil while disconnected
 	closed bool
+	holds  int  // Hold calls not yet released: Publish leaves the flusher asleep
+	held   bool // Publish left bytes for a Release to hand to the flusher
 
 	// kick tells the flusher that a buffer holds bytes: a Publish leaves
 	// them there and returns, the flusher writes whatever gathered by the

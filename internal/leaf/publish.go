@@ -99,8 +99,39 @@ func (c *Conn) Publish(subject, reply string, header, body []byte) error {
 		c.dropLocked(s, err)
 		return fmt.Errorf("leaf: write: %w", err)
 	}
-	c.signal()
+	if c.holds > 0 {
+		c.held = true
+	} else {
+		c.signal()
+	}
 	return nil
+}
+
+// Hold keeps the flusher from writing what Publish buffers until Release:
+// a caller about to publish a batch hands it to the hub in one write,
+// where the flusher, woken by its first message, would write it a few
+// messages at a time as it finds them. Holds of several goroutines count
+// up; each Release wakes the flusher for whatever waits, so a message
+// waits no longer than the batch being published beside it. A buffer that
+// fills is written at once all the same. Every Hold needs its Release.
+func (c *Conn) Hold() {
+	c.mu.Lock()
+	c.holds++
+	c.mu.Unlock()
+}
+
+// Release ends a Hold and wakes the flusher when bytes wait. A Release
+// without a Hold ends none.
+func (c *Conn) Release() {
+	c.mu.Lock()
+	if c.holds > 0 {
+		c.holds--
+	}
+	if c.held {
+		c.held = false
+		c.signal()
+	}
+	c.mu.Unlock()
 }
 
 // signal wakes the flusher, once however many messages wait.

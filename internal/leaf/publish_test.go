@@ -201,3 +201,53 @@ func TestPublishRefusesBadMessages(t *testing.T) {
 		t.Fatalf("first message on %s (%q): a refused one was sent", m.Subject, m.Data)
 	}
 }
+
+// What is published under a Hold stays in the buffer until its Release,
+// which hands the batch to the hub in order; a message published beside
+// another goroutine's Hold leaves with that batch. Without a hold a
+// message leaves by itself. (The absence is checked after a pause: a
+// slow machine can only make the check pass, never fail, by mistake.)
+func TestHoldKeepsABatchUntilRelease(t *testing.T) {
+	h := startHub(t)
+	c := h.dial(t)
+	nc := h.natsClient(t)
+	inbox := subscribe(t, nc, c, "_INBOX.hold")
+
+	c.Hold()
+	for i := range 3 {
+		if err := c.Publish("_INBOX.hold", "", nil, fmt.Appendf(nil, "m%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Hold() // a second holder: the first Release wakes the flusher all the same
+	select {
+	case m := <-inbox:
+		t.Fatalf("%q arrived while held", m.Data)
+	case <-time.After(300 * time.Millisecond):
+	}
+	c.Release()
+	for i := range 3 {
+		if m := receive(t, inbox); string(m.Data) != fmt.Sprintf("m%d", i) {
+			t.Fatalf("message %d: %q", i, m.Data)
+		}
+	}
+	if err := c.Publish("_INBOX.hold", "", nil, []byte("beside")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-inbox:
+		t.Fatalf("%q arrived while the second holder holds", m.Data)
+	case <-time.After(300 * time.Millisecond):
+	}
+	c.Release()
+	c.Release() // without a Hold: ends none
+	if m := receive(t, inbox); string(m.Data) != "beside" {
+		t.Fatalf("after the second release: %q", m.Data)
+	}
+	if err := c.Publish("_INBOX.hold", "", nil, []byte("free")); err != nil {
+		t.Fatal(err)
+	}
+	if m := receive(t, inbox); string(m.Data) != "free" {
+		t.Fatalf("unheld: %q", m.Data)
+	}
+}

@@ -86,6 +86,21 @@ func (s *Set) Publish(tenant tenancy.TenantID, subject, reply string, header, bo
 	return c.Publish(subject, reply, header, body)
 }
 
+// Hold holds tenant's connection's writes until Release (Conn.Hold);
+// nothing when the set has no connection for tenant.
+func (s *Set) Hold(tenant tenancy.TenantID) {
+	if c, ok := s.conns[tenant]; ok {
+		c.Hold()
+	}
+}
+
+// Release ends a Hold of tenant's connection.
+func (s *Set) Release(tenant tenancy.TenantID) {
+	if c, ok := s.conns[tenant]; ok {
+		c.Release()
+	}
+}
+
 // Interested reports whether some subscription in tenant's account
 // matches subject; false when the set has no connection for tenant.
 func (s *Set) Interested(tenant tenancy.TenantID, subject string) bool {
