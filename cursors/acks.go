@@ -51,12 +51,12 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 	}
 	c.lastActive, c.touched = now, true
 	// A pass is needed only when this can let more out: room under
-	// max_ack_pending where there was none, or a NAK's redelivery (its
-	// deadline may come before the loop's timer). Deliveries go on while
-	// there is room, so an ack that leaves room as it was changes nothing
-	// for them; a pass per ack would cost the consumer's goroutine a walk
-	// of its partitions per message.
-	full := c.room() == 0
+	// max_ack_pending where there was too little (wakeRoom), or a NAK's
+	// redelivery (its deadline may come before the loop's timer).
+	// Deliveries go on while there is room, so an ack that leaves room as
+	// it was changes nothing for them; a pass per ack would cost the
+	// consumer's goroutine a walk of its partitions per message.
+	before := c.room()
 	p := c.parts[ref.PartitionID]
 	// An offset above next may have been delivered before this bridge
 	// loaded the consumer (a restart, an owner change): its ack counts.
@@ -100,7 +100,7 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 			}
 		}
 	}
-	wake := kind == AckNak || (full && c.room() > 0)
+	wake := kind == AckNak || (before < c.wakeRoom() && c.room() >= c.wakeRoom())
 	c.mu.Unlock()
 	if reply != "" {
 		e.flush.reply(c.key.tenant, reply)

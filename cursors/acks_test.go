@@ -152,6 +152,43 @@ func TestMaxAckPendingHoldsDeliveriesUntilAcks(t *testing.T) {
 	}
 }
 
+// With max_ack_pending 64 the acks that free room wake the consumer
+// once two are back (a 32nd of it), and that pass delivers into all the
+// room there is; a new pull delivers into whatever room there is. (The
+// absence after one ack is checked after a pause: a slow machine can
+// only make it pass, never fail, by mistake.)
+func TestAcksWakeTheConsumerForABatchOfRoom(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(1, 200)
+	h.create(ConsumerConfig{Durable: "C", MaxAckPending: 64, AckWait: time.Hour})
+	h.pull("C", PullRequest{Batch: 100, Expires: time.Hour}, "inbox.1")
+	got := h.waitMsgs("inbox.1", 64)
+	h.ack(got[0], AckAck, 0, "")
+	time.Sleep(200 * time.Millisecond)
+	if n := len(h.out.msgsTo("inbox.1")); n != 64 {
+		t.Fatalf("one ack of 64 let %d out in all, want 64 until the second", n)
+	}
+	h.ack(got[1], AckAck, 0, "")
+	h.ack(got[2], AckAck, 0, "")
+	got = h.waitMsgs("inbox.1", 66)
+	h.settle("C")
+	if n := len(h.out.msgsTo("inbox.1")); n != 67 {
+		t.Fatalf("three acks let %d out in all, want 67", n)
+	}
+	for i, p := range got[64:] {
+		if r := ackRef(t, p); r.Offset != int64(65+i) {
+			t.Fatalf("delivery %d after the acks: offset %d", 65+i, r.Offset)
+		}
+	}
+	// One more ack: room for one, no pass; a new pull's pass fills it,
+	// for the request parked first.
+	h.ack(got[3], AckAck, 0, "")
+	h.pull("C", PullRequest{Batch: 10, Expires: time.Hour}, "inbox.2")
+	if got := h.waitMsgs("inbox.1", 68); ackRef(t, got[67]).Offset != 68 {
+		t.Fatalf("after the new pull inbox.1 got offset %d, want 68", ackRef(t, got[67]).Offset)
+	}
+}
+
 // An explicit ack acknowledges that message only; the floor moves over
 // the acknowledged run.
 func TestExplicitAckAcknowledgesThatMessageOnly(t *testing.T) {

@@ -250,6 +250,20 @@ func (c *consumer) room() int {
 	return max(c.cfg.MaxAckPending-c.ackPending, 0)
 }
 
+// wakeRoom is the room under max_ack_pending whose return wakes the
+// consumer's goroutine from acknowledgements. Acks free room a message at
+// a time, and a pass for each would deliver a few messages a pass, each
+// pass its own write to the hub. Waiting for a few dozen (a 32nd of
+// max_ack_pending, at most 64) makes each such pass a batch; whatever
+// else wakes the goroutine (a pull, a commit, a deadline, a NAK) delivers
+// into whatever room there is.
+func (c *consumer) wakeRoom() int {
+	if c.cfg.AckPolicy == AckNone || c.cfg.MaxAckPending < 0 {
+		return 1
+	}
+	return min(max(c.cfg.MaxAckPending/32, 1), 64)
+}
+
 // numPending is how many messages lie above what was delivered, over
 // every partition the consumer's filters may match.
 func (c *consumer) numPending() uint64 {
