@@ -241,13 +241,19 @@ func (t *Tail) dropPart(pid int64, p *tailPart) {
 	}
 }
 
-// dropSegs forgets the first n segments of p.
+// dropSegs forgets the first n segments of p. The slice moves past them
+// rather than being copied: eviction drops one segment at a time from
+// partitions that may hold thousands (a bundle a millisecond makes
+// segments of a message or two), and a copy each time made eviction cost
+// as much as the partition held. The array keeps no dropped segment alive
+// (they are cleared), and an append that outgrows it moves only the rest.
 func (t *Tail) dropSegs(p *tailPart, n int) {
 	for _, s := range p.segs[:n] {
 		t.bytes -= s.size()
 		t.nsegs--
 	}
-	p.segs = append(p.segs[:0:0], p.segs[n:]...)
+	clear(p.segs[:n])
+	p.segs = p.segs[n:]
 }
 
 // evict drops the oldest segments until the bound holds, and compacts the
