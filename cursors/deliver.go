@@ -2,6 +2,7 @@ package cursors
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -243,11 +244,7 @@ func (c *consumer) send(r *pullReq, cand candidate, fs *fillState) {
 	if !cand.again && fs.pending > 0 {
 		fs.pending--
 	}
-	ack := c.ackSubject(p.id, count, o, m.at, fs.pending)
-	reply := ack
-	if m.subject != "" {
-		reply = ack + "@" + m.subject
-	}
+	reply := c.ackReply(p.id, count, o, m.at, fs.pending, m.subject)
 	header, body := m.header, m.body
 	if c.cfg.HeadersOnly {
 		header, body = headersOnly(m.header, len(m.body)), nil
@@ -295,29 +292,39 @@ func (c *consumer) ackWait(count int) time.Duration {
 	return c.cfg.AckWait
 }
 
-// ackSubject is
-// $JS.ACK._.<partition id>.<stream>.<consumer>.<delivered>.<offset>.<consumer seq>.<ts ns>.<pending>.<epoch>.
-func (c *consumer) ackSubject(pid int64, count int, offset int64, at time.Time, pending uint64) string {
-	b := make([]byte, 0, 96+len(c.key.stream)+len(c.key.name))
-	b = append(b, "$JS.ACK._."...)
-	b = strconv.AppendInt(b, pid, 10)
-	b = append(b, '.')
-	b = append(b, c.key.stream...)
-	b = append(b, '.')
-	b = append(b, c.key.name...)
-	b = append(b, '.')
-	b = strconv.AppendInt(b, int64(count), 10)
-	b = append(b, '.')
-	b = strconv.AppendInt(b, offset, 10)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, c.cseq, 10)
-	b = append(b, '.')
-	b = strconv.AppendInt(b, at.UnixNano(), 10)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, pending, 10)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, c.e.epoch, 10)
-	return string(b)
+// ackReply is a delivery's reply: its ack subject,
+// $JS.ACK._.<partition id>.<stream>.<consumer>.<delivered>.<offset>.<consumer seq>.<ts ns>.<pending>.<epoch>,
+// then @<shown> when the message has a subject to be shown on. One
+// allocation: it is built for every delivery.
+func (c *consumer) ackReply(pid int64, count int, offset int64, at time.Time, pending uint64, shown string) string {
+	var sb strings.Builder // String hands over its bytes without a copy
+	sb.Grow(96 + len(c.key.stream) + len(c.key.name) + len(shown))
+	var nb [20]byte
+	num := func(n int64) {
+		sb.Write(strconv.AppendInt(nb[:0], n, 10))
+		sb.WriteByte('.')
+	}
+	unum := func(n uint64) {
+		sb.Write(strconv.AppendUint(nb[:0], n, 10))
+		sb.WriteByte('.')
+	}
+	sb.WriteString("$JS.ACK._.")
+	num(pid)
+	sb.WriteString(c.key.stream)
+	sb.WriteByte('.')
+	sb.WriteString(c.key.name)
+	sb.WriteByte('.')
+	num(int64(count))
+	num(offset)
+	unum(c.cseq)
+	num(at.UnixNano())
+	unum(pending)
+	sb.Write(strconv.AppendUint(nb[:0], c.e.epoch, 10))
+	if shown != "" {
+		sb.WriteByte('@')
+		sb.WriteString(shown)
+	}
+	return sb.String()
 }
 
 // headersOnly is the header block of a headers_only delivery: the stored
