@@ -24,7 +24,9 @@
 // with backoff (the only goroutine that makes connections); and the
 // flusher, which writes out what Publish buffered (Publish returns once
 // the message is buffered; a burst of small messages leaves in few
-// writes) and sends keep-alive PINGs. A lock keeps each message whole and
+// writes; a caller that publishes a batch brackets it with Hold and
+// Release, and the batch leaves in one write at Release) and sends
+// keep-alive PINGs. A lock keeps each message whole and
 // the messages of a Conn in the order Publish was called; a second guards
 // the subscription set, which only the reader changes.
 //
