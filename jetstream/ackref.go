@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,18 @@ func ParseAckSubject(subject string) (AckRef, error) {
 	if !ok {
 		return a, fmt.Errorf("%w: %q", ErrAckSubject, subject)
 	}
+	if a, ok := ackFields(rest); ok {
+		return a, nil
+	}
+	// Not the plain form (a token too many or too few, something not a
+	// decimal number, no stream or consumer): the general parse says what.
+	return parseAckTokens(subject, rest)
+}
+
+// parseAckTokens is ParseAckSubject's general parse of the tokens after
+// the prefix, rest, of subject: the ack it names or what is wrong.
+func parseAckTokens(subject, rest string) (AckRef, error) {
+	var a AckRef
 	var tok [ackTokens - 3]string
 	for i := range tok {
 		if i == len(tok)-1 {
@@ -114,6 +127,50 @@ func ParseAckSubject(subject string) (AckRef, error) {
 		return AckRef{}, fmt.Errorf("%w: %q names no stream or consumer", ErrAckSubject, subject)
 	}
 	return a, nil
+}
+
+// ackFields reads the tokens after "$JS.ACK._." in one pass when they
+// are what every delivery's ack subject holds: nine tokens, the numbers
+// plain decimals below 2⁶³, a stream and a consumer named. False sends the
+// caller to the general parse, which says what is wrong.
+func ackFields(rest string) (AckRef, bool) {
+	var n [ackTokens - 3]uint64
+	var stream, consumer string
+	field, start := 0, 0
+	var v uint64
+	for i := 0; i <= len(rest); i++ {
+		if i < len(rest) && rest[i] != '.' {
+			if field == 1 || field == 2 {
+				continue
+			}
+			c := rest[i] - '0'
+			if c > 9 || i-start >= 19 {
+				return AckRef{}, false
+			}
+			v = v*10 + uint64(c) // 19 digits fit in a uint64
+			continue
+		}
+		switch {
+		case field >= len(n) || i == start:
+			return AckRef{}, false // a token too many, or an empty one
+		case field == 1:
+			stream = rest[start:i]
+		case field == 2:
+			consumer = rest[start:i]
+		case v > math.MaxInt64:
+			return AckRef{}, false
+		default:
+			n[field] = v
+		}
+		field, start, v = field+1, i+1, 0
+	}
+	if field != len(n) {
+		return AckRef{}, false
+	}
+	return AckRef{
+		PartitionID: int64(n[0]), Stream: stream, Consumer: consumer, Delivered: n[3], Offset: int64(n[4]),
+		ConsumerSeq: n[5], Timestamp: int64(n[6]), Pending: n[7], Epoch: n[8],
+	}, true
 }
 
 // The bodies of an acknowledgement (nats-server consumer.go; nats.go

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ func TestAckSubjectRoundTrip(t *testing.T) {
 	refs := []AckRef{
 		{PartitionID: 7, Stream: "ORDERS", Consumer: "workers", Delivered: 1, Offset: 105, ConsumerSeq: 9, Timestamp: 1764669600123456789, Pending: 12, Epoch: 3},
 		{PartitionID: 1 << 40, Stream: "A-b_c", Consumer: "c", Delivered: 1 << 20, Offset: 0, ConsumerSeq: 0, Timestamp: 0, Pending: 0, Epoch: 0},
+		{PartitionID: math.MaxInt64, Stream: "S", Consumer: "C", Delivered: math.MaxInt64, Offset: math.MaxInt64, ConsumerSeq: math.MaxInt64, Timestamp: math.MaxInt64, Pending: math.MaxInt64, Epoch: math.MaxInt64},
 	}
 	for _, want := range refs {
 		subject := string(AppendAckSubject(nil, want))
@@ -55,6 +57,11 @@ func TestParseAckSubjectRefuses(t *testing.T) {
 		"$JS.ACK._.x.ORDERS.workers.1.105.9.1764669600123456789.12.3",      // partition id not a number
 		"$JS.ACK._.7.ORDERS.workers.1.-5.9.1764669600123456789.12.3",       // negative offset
 		"$JS.ACK._.7..workers.1.105.9.1764669600123456789.12.3",            // no stream
+		"$JS.ACK._.7.ORDERS..1.105.9.1764669600123456789.12.3",             // no consumer
+		"$JS.ACK._.7.ORDERS.workers.1.105.9.9223372036854775808.12.3",      // a timestamp of 2⁶³
+		"$JS.ACK._.7.ORDERS.workers.1.105.9.17646696001234567890.12.3",     // 20 digits
+		"$JS.ACK._.7.ORDERS.workers.1.105.9.1764669600123456789.12.",       // an empty epoch
+		"$JS.ACK._.7.ORDERS.workers.+1.105.9.1764669600123456789.12.3",     // a sign
 		"$JS.API.INFO",
 	} {
 		if _, err := ParseAckSubject(s); !errors.Is(err, ErrAckSubject) {
@@ -93,4 +100,38 @@ func TestParseAckBody(t *testing.T) {
 			t.Errorf("ParseAckBody(%q) = %v, %v, %q, %v; want %v, %v, %q, %v", c.body, kind, delay, reason, err, c.kind, c.delay, c.reason, c.err)
 		}
 	}
+}
+
+// BenchmarkParseAckSubject reads the ack subject of a delivery, as every
+// acknowledgement does.
+func BenchmarkParseAckSubject(b *testing.B) {
+	subject := string(AppendAckSubject(nil, AckRef{PartitionID: 17, Stream: "ORDERS", Consumer: "workers", Delivered: 1, Offset: 1234567, ConsumerSeq: 7654321, Timestamp: 1764669600123456789, Pending: 4321, Epoch: 1764669000000000000}))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := ParseAckSubject(subject); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The one-pass read of a delivery's ack subject agrees with the general
+// parse wherever it takes a subject, and leaves to it whatever it refuses.
+func FuzzAckFieldsAgreeWithTheGeneralParse(f *testing.F) {
+	f.Add("7.ORDERS.workers.1.105.9.1764669600123456789.12.3")
+	f.Add("9223372036854775807.S.C.1.2.3.4.5.6")
+	f.Add("7.ORDERS.workers.1.105.9.9223372036854775808.12.3")
+	f.Add("7..workers.1.105.9.1.12.3")
+	f.Add("7.ORDERS.workers.1.105.9.1.12.3.4")
+	f.Fuzz(func(t *testing.T, rest string) {
+		subject := AckPrefix + "_." + rest
+		fast, ok := ackFields(rest)
+		general, err := parseAckTokens(subject, rest)
+		if ok && (err != nil || fast != general) {
+			t.Fatalf("%q: one pass %+v, general %+v, %v", subject, fast, general, err)
+		}
+		got, gotErr := ParseAckSubject(subject)
+		if got != general || (gotErr == nil) != (err == nil) {
+			t.Fatalf("%q: ParseAckSubject %+v, %v; general %+v, %v", subject, got, gotErr, general, err)
+		}
+	})
 }
