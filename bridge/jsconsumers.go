@@ -114,9 +114,9 @@ func (j *jsConsumers) dropped(tenant tenancy.TenantID, queue string) {
 // listeners hand the read side's announcements to each of them.
 type listeners []readside.Listener
 
-func (ls listeners) Heard(tenant tenancy.TenantID, queue, partition string) {
+func (ls listeners) Heard(tenant tenancy.TenantID, queue, partition string, pushed bool) {
 	for _, l := range ls {
-		l.Heard(tenant, queue, partition)
+		l.Heard(tenant, queue, partition, pushed)
 	}
 }
 

@@ -18,6 +18,9 @@ type hotCommit struct {
 	count     int
 	at        time.Time
 	seg       *sharedSeg
+	// pushed: an announcement (seg nil) of a push this bridge answered,
+	// which the commit hook may have handed over already.
+	pushed bool
 }
 
 // sharedSeg decodes a committed segment once for every consumer of its
@@ -62,13 +65,15 @@ func (e *JSEngine) Committed(writes []segment.Write, results []segment.Result) {
 // Heard wakes the live consumers of a queue when a commit to one of its
 // partitions was announced (readside's announcements, a peer's or this
 // bridge's own; the shape of readside's Listener): their next fill reads
-// the partition, unless this bridge's own commits reached them through
-// Committed within heardQuiet (then the announcement is most likely of
-// those, and a peer's commit in between shows as a gap in the offsets,
-// which is read).
-func (e *JSEngine) Heard(tenant tenancy.TenantID, queue, partition string) {
+// the partition. An announcement of a push this bridge answered (pushed)
+// is passed over when this bridge's own commits of the partition reached
+// the consumer through Committed within heardQuiet: it is most likely of
+// those, and a commit of another bridge in between shows as a gap in the
+// offsets, which is read. A peer's announcement, and this bridge's of a
+// transaction's commit (which Committed never sees), always read.
+func (e *JSEngine) Heard(tenant tenancy.TenantID, queue, partition string, pushed bool) {
 	for _, c := range e.queueConsumers(tenant, queue) {
-		c.handOver(hotCommit{partition: partition})
+		c.handOver(hotCommit{partition: partition, pushed: pushed})
 	}
 }
 
@@ -134,7 +139,7 @@ func (c *consumer) takeHot() {
 		p := c.parts[hc.pid]
 		if hc.seg == nil || p == nil {
 			if p = c.partByName(hc.partition); p != nil {
-				if hc.seg != nil || now.Sub(p.hotAt) >= heardQuiet {
+				if hc.seg != nil || !hc.pushed || now.Sub(p.hotAt) >= heardQuiet {
 					p.maybeMore = true
 				}
 			} else {

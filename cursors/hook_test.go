@@ -27,7 +27,7 @@ func TestAnnouncementWakesAParkedRequest(t *testing.T) {
 	h.store.mu.Lock()
 	loads := h.store.partLoads
 	h.store.mu.Unlock()
-	h.e.Heard(tenant, "ORDERS", "us")
+	h.e.Heard(tenant, "ORDERS", "us", false)
 	if r := ackRef(t, h.waitMsgs("inbox.1", 1)[0]); r.PartitionID != 2 || r.Offset != 1 {
 		t.Fatalf("after the announcement: %+v", r)
 	}
@@ -111,5 +111,53 @@ func TestStoredSubjectAndHeaderAreDelivered(t *testing.T) {
 	m := h.waitMsgs("inbox.1", 1)[0]
 	if !strings.HasSuffix(m.reply, "@orders.eu.vip") || string(m.header) != string(hdr) || string(m.body) != `{"a":1}` {
 		t.Fatalf("delivered %q %q %q", m.reply, m.header, m.body)
+	}
+}
+
+// An announcement of a push this bridge answered, right after its own
+// commit of the partition reached the consumer, is taken as that commit;
+// an announcement of anything else (a transaction's commit, which the
+// commit hook never sees, or a peer's) is read at once.
+func TestOnlyPushedAnnouncementsAreTakenAsCommitsHandedOver(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Poll = time.Hour })
+	h.create(ConsumerConfig{Durable: "C"})
+	h.pull("C", PullRequest{Batch: 10, Expires: 2 * time.Hour}, "inbox.1")
+	h.settle("C") // live: the commit is handed over
+	h.commit(2, 1)
+	h.waitMsgs("inbox.1", 1)
+	h.add(2, 1) // offset 2, committed where the hook does not see it
+	h.settle("C")
+	reads := h.store.nReadsOf(2)
+	h.e.Heard(tenant, "ORDERS", "us", true)
+	h.settle("C")
+	if n, r := len(h.out.msgsTo("inbox.1")), h.store.nReadsOf(2); n != 1 || r != reads {
+		t.Fatalf("a pushed announcement right after a commit handed over: %d deliveries, %d reads; want 1 and none", n, r-reads)
+	}
+	h.e.Heard(tenant, "ORDERS", "us", false)
+	if r := ackRef(t, h.waitMsgs("inbox.1", 2)[1]); r.PartitionID != 2 || r.Offset != 2 {
+		t.Fatalf("after the transaction's announcement: %+v", r)
+	}
+}
+
+// A new pull request does not read the store: what it is owed was
+// committed here (handed over), announced, or is found by the poll.
+func TestANewPullReadsNothingUnannounced(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Poll = time.Minute })
+	h.create(ConsumerConfig{Durable: "C", AckPolicy: AckNone})
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.1")
+	h.settle("C") // live: the commit is handed over
+	h.commit(1, 1)
+	h.waitMsgs("inbox.1", 1)
+	h.settle("C")
+	reads := h.store.nReads()
+	h.add(1, 1) // unannounced
+	h.pull("C", PullRequest{Batch: 1, Expires: time.Hour}, "inbox.2")
+	h.settle("C")
+	if n, r := len(h.out.msgsTo("inbox.2")), h.store.nReads(); n != 0 || r != reads {
+		t.Fatalf("a new pull: %d deliveries, %d reads; want none before the poll", n, r-reads)
+	}
+	h.clock.Advance(time.Minute)
+	if r := ackRef(t, h.waitMsgs("inbox.2", 1)[0]); r.Offset != 2 {
+		t.Fatalf("the poll found %+v, want offset 2", r)
 	}
 }

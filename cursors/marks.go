@@ -86,9 +86,9 @@ type Candidate struct {
 }
 
 // Heard records an announcement of a partition (a push committed to it,
-// here or on a peer); the read side calls it for every announcement it
-// makes or takes (readside.Listener).
-func (m *Marks) Heard(tenant tenancy.TenantID, queue, partition string) {
+// here or on a peer, pushed or not); the read side calls it for every
+// announcement it makes or takes (readside.Listener).
+func (m *Marks) Heard(tenant tenancy.TenantID, queue, partition string, _ bool) {
 	m.tracked(tenant, queue, func(q *queueMarks) { q.part(partition, 0).seq++ })
 }
 

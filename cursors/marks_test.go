@@ -89,7 +89,7 @@ func TestCandidatesFirstReadFromTheDatabase(t *testing.T) {
 	if got := names(t, m, [16]byte{}, "q", "g", 0); !slices.Equal(got, []string{"p1", "p2"}) {
 		t.Fatalf("after an unannounced push: %v", got)
 	}
-	m.Heard([16]byte{}, "q", "p3")
+	m.Heard([16]byte{}, "q", "p3", true)
 	if got := names(t, m, [16]byte{}, "q", "g", 0); !slices.Equal(got, []string{"p1", "p2", "p3"}) {
 		t.Fatalf("after the push to p3 is announced: %v", got)
 	}
@@ -120,7 +120,7 @@ func TestCandidatesFirstReadFromTheDatabase(t *testing.T) {
 	if got := names(t, m, [16]byte{}, "q", "g3", 0); !slices.Equal(got, []string{"p2", "p3"}) {
 		t.Fatalf("g3's first candidates: %v", got)
 	}
-	m.Heard([16]byte{}, "q", "p1")
+	m.Heard([16]byte{}, "q", "p1", true)
 	if got := names(t, m, [16]byte{}, "q", "g3", 0); !slices.Equal(got, []string{"p1", "p2", "p3"}) {
 		t.Fatalf("g3 after p1 is announced: %v", got)
 	}
@@ -205,7 +205,7 @@ func TestOutcomeAfterAPop(t *testing.T) {
 	// keeps it a candidate: the pop looked before the push it announces.
 	c = candidateOf(t, m, "q", "g", "p")
 	res = popAs(t, db, "q", "g", c, uuid.New())
-	m.Heard([16]byte{}, "q", "p")
+	m.Heard([16]byte{}, "q", "p", true)
 	m.Outcome([16]byte{}, "q", "g", c, res)
 	if res.Status != pgwire.PopEmpty {
 		t.Fatalf("pop: %+v", res)
@@ -231,7 +231,7 @@ func TestOutcomeAfterAPop(t *testing.T) {
 	}
 
 	// A partition announced (by a peer, say) that does not exist here.
-	m.Heard([16]byte{}, "q", "ghost")
+	m.Heard([16]byte{}, "q", "ghost", true)
 	c = candidateOf(t, m, "q", "g", "ghost")
 	if c.ID != 0 {
 		t.Fatalf("ghost has id %d", c.ID)
@@ -360,7 +360,7 @@ func TestDropForgetsTheQueue(t *testing.T) {
 		t.Fatalf("after dropping the other tenant's queue: %d marked", m.n.Load())
 	}
 	m.Drop([16]byte{}, "gone")
-	m.Heard([16]byte{}, "gone", "p")
+	m.Heard([16]byte{}, "gone", "p", true)
 	if m.Listening() || m.n.Load() != 0 || len(m.queues) != 0 {
 		t.Fatal("a dropped queue's marks are kept")
 	}

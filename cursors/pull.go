@@ -124,11 +124,9 @@ func (c *consumer) park(req PullRequest, inbox string) error {
 			c.status(r, 409, descMaxWaiting, false)
 		}
 	default:
-		// A new request looks at the store once: other bridges may have
-		// committed what no announcement reported yet.
-		for _, p := range c.order {
-			p.maybeMore = true
-		}
+		// What other bridges and transactions committed reaches the
+		// consumer by their announcements (Heard), and the poll is the
+		// backstop: a new request does not read the store for them.
 		c.waiting = append(c.waiting, r)
 		e.stats.parked.Add(1)
 		e.parkInbox(inbox, c)

@@ -61,7 +61,7 @@ func (c *pushCall) answerNow() {
 	default:
 		c.out.Body(status, c.render())
 	}
-	c.p.cfg.Reads.Announce(c.written())
+	c.p.cfg.Reads.AnnouncePushed(c.written())
 }
 
 // written lists the partitions this request added messages to.

@@ -216,7 +216,7 @@ type fakeReads struct {
 	keys []readside.Key
 }
 
-func (r *fakeReads) Announce(keys []readside.Key) {
+func (r *fakeReads) AnnouncePushed(keys []readside.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keys = append(r.keys, keys...)

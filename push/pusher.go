@@ -49,7 +49,7 @@ type Spooler interface {
 // Announcer hears which partitions a push wrote; *readside.Reads
 // satisfies it.
 type Announcer interface {
-	Announce(keys []readside.Key)
+	AnnouncePushed(keys []readside.Key)
 }
 
 // Observer hears of push requests for the metrics; *metrics.Metrics

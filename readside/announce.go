@@ -64,10 +64,16 @@ type availableItem struct {
 // Announce tells local parked reads, the Listener and peers that keys have
 // new messages. With no read parked here, the local part is skipped: a read parks before
 // its last look, so one that parks after this check finds the messages.
-func (r *Reads) Announce(keys []Key) {
+func (r *Reads) Announce(keys []Key) { r.announce(keys, false) }
+
+// AnnouncePushed is Announce for the partitions a push this bridge answered
+// wrote to; the Listener hears them as pushed.
+func (r *Reads) AnnouncePushed(keys []Key) { r.announce(keys, true) }
+
+func (r *Reads) announce(keys []Key, pushed bool) {
 	local := r.parked.n.Load() > 0
 	for _, k := range keys {
-		r.cfg.Listener.Heard(k.Tenant, k.Queue, k.Partition)
+		r.cfg.Listener.Heard(k.Tenant, k.Queue, k.Partition, pushed)
 		if local {
 			r.notify(k)
 		}
@@ -138,7 +144,7 @@ func (r *Reads) onAvailable(m *nats.Msg) {
 			continue
 		}
 		k := Key{Tenant: tenant, Queue: it.Queue, Partition: it.Partition}
-		r.cfg.Listener.Heard(k.Tenant, k.Queue, k.Partition)
+		r.cfg.Listener.Heard(k.Tenant, k.Queue, k.Partition, false)
 		if local {
 			r.notify(k)
 		}

@@ -33,19 +33,23 @@ type Config struct {
 }
 
 // Listener hears of announcements: Heard for each partition announced,
-// here or by a peer; Listening reports whether it keeps anything an
+// here or by a peer, with pushed true when this bridge announced a push it
+// answered (AnnouncePushed: its own fusion's commit, which the commit hook
+// may have handed over already, or a forwarded push's owner's); false for
+// a peer's announcement and this bridge's others (a transaction's commit,
+// a lease given back). Listening reports whether it keeps anything an
 // announcement would change, so that with nothing parked here and nothing
 // listening a peer's announcement is not decoded. Heard runs on the
 // announcer's goroutine and must not block.
 type Listener interface {
-	Heard(tenant tenancy.TenantID, queue, partition string)
+	Heard(tenant tenancy.TenantID, queue, partition string, pushed bool)
 	Listening() bool
 }
 
 type noListener struct{}
 
-func (noListener) Heard(tenancy.TenantID, string, string) {}
-func (noListener) Listening() bool                        { return false }
+func (noListener) Heard(tenancy.TenantID, string, string, bool) {}
+func (noListener) Listening() bool                              { return false }
 
 // Reads owns fetches, parked reads, the hot-list and announcements.
 type Reads struct {

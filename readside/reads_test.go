@@ -157,7 +157,7 @@ type listener struct {
 	heard []Key
 }
 
-func (l *listener) Heard(tenant tenancy.TenantID, queue, partition string) {
+func (l *listener) Heard(tenant tenancy.TenantID, queue, partition string, _ bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.heard = append(l.heard, Key{Tenant: tenant, Queue: queue, Partition: partition})
