@@ -12,17 +12,25 @@ import (
 	"github.com/queenbridge/queenbridge/embedded"
 )
 
-func TestNATSRoundTrip(t *testing.T) {
+// natsWithClient starts an embedded server on a free port and connects a
+// client to it; both end with the test.
+func natsWithClient(t *testing.T) (*embedded.NATS, *nats.Conn) {
+	t.Helper()
 	srv, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	t.Cleanup(srv.Stop)
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
+	return srv, nc
+}
+
+func TestNATSRoundTrip(t *testing.T) {
+	srv, nc := natsWithClient(t)
 	if _, err := nc.Subscribe("echo", func(m *nats.Msg) { _ = m.Respond(append([]byte("re:"), m.Data...)) }); err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +77,7 @@ func TestNATSBusyPort(t *testing.T) {
 // every ack subject is new, so a cache would only fill and be swept.
 // Messages to many subjects leave it empty.
 func TestNATSKeepsNoSubjectCache(t *testing.T) {
-	srv, err := embedded.StartNATS(embedded.NATSConfig{Listen: "-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := natsWithClient(t)
 	got := make(chan *nats.Msg, 100)
 	if _, err := nc.ChanSubscribe("ack.>", got); err != nil {
 		t.Fatal(err)
