@@ -100,7 +100,7 @@ func (c *consumer) ack(ref AckRef, kind AckKind, delay time.Duration, reason, re
 			}
 		}
 	}
-	wake := kind == AckNak || (before < c.wakeRoom() && c.room() >= c.wakeRoom())
+	wake := c.ackWakes(kind, before)
 	c.mu.Unlock()
 	if reply != "" {
 		e.flush.reply(c.key.tenant, reply)

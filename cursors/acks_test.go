@@ -152,29 +152,50 @@ func TestMaxAckPendingHoldsDeliveriesUntilAcks(t *testing.T) {
 	}
 }
 
-// With max_ack_pending 64 the acks that free room wake the consumer
-// once two are back (a 32nd of it), and that pass delivers into all the
-// room there is; a new pull delivers into whatever room there is. (The
-// absence after one ack is checked after a pause: a slow machine can
-// only make it pass, never fail, by mistake.)
+// Acks that free room under max_ack_pending wake the consumer once a
+// 32nd of it is free (at most 64; one below 64), not for every message;
+// a NAK always does.
 func TestAcksWakeTheConsumerForABatchOfRoom(t *testing.T) {
+	for _, tc := range []struct {
+		maxAckPending, pendingAfter, before int
+		kind                                AckKind
+		want                                bool
+	}{
+		{64, 63, 0, AckAck, false}, // room 1 of the 2 a pass waits for
+		{64, 62, 1, AckAck, true},  // room 2: a pass
+		{64, 61, 2, AckAck, false}, // room was already enough: the pass is under way
+		{64, 63, 0, AckNak, true},  // a NAK's redelivery
+		{1000, 970, 29, AckAck, false},
+		{1000, 969, 30, AckAck, true},   // 1000/32 = 31
+		{10000, 9936, 63, AckAck, true}, // at most 64
+		{2, 1, 0, AckAck, true},         // below 64: every ack
+		{-1, 5, 1 << 30, AckAck, false}, // no limit: room never lacked
+	} {
+		c := &consumer{cfg: ConsumerConfig{AckPolicy: AckExplicit, MaxAckPending: tc.maxAckPending}, ackPending: tc.pendingAfter}
+		if got := c.ackWakes(tc.kind, tc.before); got != tc.want {
+			t.Errorf("max_ack_pending %d, room %d → %d, kind %v: wakes %v, want %v", tc.maxAckPending, tc.before, c.room(), tc.kind, got, tc.want)
+		}
+	}
+}
+
+// A consumer at max_ack_pending gets its deliveries back once acks free
+// a batch of room, in offset order, and a new pull fills whatever room
+// there is.
+func TestAcksAtMaxAckPendingResumeDeliveries(t *testing.T) {
 	h := newHarness(t, nil)
 	h.add(1, 200)
 	h.create(ConsumerConfig{Durable: "C", MaxAckPending: 64, AckWait: time.Hour})
 	h.pull("C", PullRequest{Batch: 100, Expires: time.Hour}, "inbox.1")
 	got := h.waitMsgs("inbox.1", 64)
-	h.ack(got[0], AckAck, 0, "")
-	time.Sleep(200 * time.Millisecond)
-	if n := len(h.out.msgsTo("inbox.1")); n != 64 {
-		t.Fatalf("one ack of 64 let %d out in all, want 64 until the second", n)
+	for _, p := range got[:3] {
+		h.ack(p, AckAck, 0, "")
 	}
-	h.ack(got[1], AckAck, 0, "")
-	h.ack(got[2], AckAck, 0, "")
 	got = h.waitMsgs("inbox.1", 66)
 	h.settle("C")
 	if n := len(h.out.msgsTo("inbox.1")); n != 67 {
 		t.Fatalf("three acks let %d out in all, want 67", n)
 	}
+	got = h.out.msgsTo("inbox.1")
 	for i, p := range got[64:] {
 		if r := ackRef(t, p); r.Offset != int64(65+i) {
 			t.Fatalf("delivery %d after the acks: offset %d", 65+i, r.Offset)

@@ -264,6 +264,14 @@ func (c *consumer) wakeRoom() int {
 	return min(max(c.cfg.MaxAckPending/32, 1), 64)
 }
 
+// ackWakes reports whether an acknowledgement of kind, applied where the
+// room under max_ack_pending was before, needs a pass of the consumer's
+// goroutine: a NAK (its redelivery's deadline), or room grown to wakeRoom
+// from below it. Under mu.
+func (c *consumer) ackWakes(kind AckKind, before int) bool {
+	return kind == AckNak || (before < c.wakeRoom() && c.room() >= c.wakeRoom())
+}
+
 // numPending is how many messages lie above what was delivered, over
 // every partition the consumer's filters may match.
 func (c *consumer) numPending() uint64 {
