@@ -209,10 +209,14 @@ func TestHeldPartitionDispatchesOnBackstopTick(t *testing.T) {
 	f.limit.inUse = 1 // every permit taken
 	f.limit.mu.Unlock()
 	ch := submitAsync(t, f, "q", "p", frames("a"))
+	// At least one waiter: the shard that holds the partition, and maybe
+	// others whose first backstop tick found its segment in the outbox
+	// and waited for a permit too (a slow machine gets there before this
+	// looks).
 	testkit.WaitFor(t, "the shard to hold the partition", 10*time.Second, func() bool {
 		f.limit.mu.Lock()
 		defer f.limit.mu.Unlock()
-		return len(f.limit.waiters) == 1
+		return len(f.limit.waiters) >= 1
 	})
 	f.limit.mu.Lock()
 	f.limit.inUse = 0 // freed without kicking anyone
