@@ -190,7 +190,7 @@ func TestAcksAtMaxAckPendingResumeDeliveries(t *testing.T) {
 	for _, p := range got[:3] {
 		h.ack(p, AckAck, 0, "")
 	}
-	got = h.waitMsgs("inbox.1", 66)
+	h.waitMsgs("inbox.1", 66)
 	h.settle("C")
 	if n := len(h.out.msgsTo("inbox.1")); n != 67 {
 		t.Fatalf("three acks let %d out in all, want 67", n)
