@@ -161,8 +161,8 @@ func (c *consumer) merge(parts []PartitionState) {
 				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(int(s.count)))
 			}
 		}
-		for k := range p.span() {
-			if s := &p.win[p.head+k]; !s.acked && s.count > 0 && p.floor+1+int64(k) > ps.Delivered && p.holdUntil.IsZero() {
+		for o, s := range p.slots() {
+			if !s.acked && s.count > 0 && o > ps.Delivered && p.holdUntil.IsZero() {
 				p.holdUntil = c.e.cfg.Clock.Now().Add(c.ackWait(int(s.count)))
 			}
 		}
@@ -323,8 +323,8 @@ func (c *consumer) infoLocked() ConsumerInfo {
 	}
 	in.AckFloor = floorPair(c.parts)
 	for _, p := range c.order {
-		for k := p.head; k < len(p.win); k++ {
-			if s := &p.win[k]; s.pending && s.count > 1 {
+		for _, s := range p.slots() {
+			if s.pending && s.count > 1 {
 				in.NumRedelivered++
 			}
 		}

@@ -118,8 +118,7 @@ func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
 		var list []int64
 		var earliest time.Time
 		dead = dead[:0]
-		for k := range p.span() {
-			s := &p.win[p.head+k]
+		for o, s := range p.slots() {
 			if !s.pending {
 				continue
 			}
@@ -129,7 +128,6 @@ func (c *consumer) dueOffsets(now time.Time) map[int64][]int64 {
 			if s.deadline.After(now) {
 				continue
 			}
-			o := p.floor + 1 + int64(k)
 			if c.cfg.MaxDeliver > 0 && int(s.count) >= c.cfg.MaxDeliver {
 				dead = append(dead, o)
 				continue
@@ -343,9 +341,8 @@ func headersOnly(stored []byte, size int) []byte {
 
 // dropBuf forgets a message held in memory.
 func (c *consumer) dropBuf(p *pstate, o int64) {
-	if s := p.slot(o); s != nil && s.m != nil {
-		c.bufBytes -= s.m.size()
-		s.m = nil
+	if s := p.slot(o); s != nil {
+		c.dropMsg(s)
 	}
 }
 
@@ -358,10 +355,11 @@ func (c *consumer) keep(p *pstate, m *msg, read bool) {
 	if o <= p.floor {
 		return
 	}
-	if s := p.slot(o); s != nil && (s.m != nil || s.acked) {
+	s := p.slot(o)
+	if s != nil && (s.m != nil || s.acked) {
 		return
 	}
-	if s := p.slot(o); o <= p.next && (s == nil || !s.pending) {
+	if o <= p.next && (s == nil || !s.pending) {
 		return
 	}
 	if !read && (c.bufBytes+m.size() > c.e.cfg.BufferBytes || o-p.floor > maxAhead) {

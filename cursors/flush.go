@@ -229,9 +229,7 @@ func (c *consumer) takeUpdates() []AckUpdate {
 	for _, p := range dirty {
 		u := AckUpdate{ConsumerID: c.id, PartitionID: p.id, Floor: p.floor, Delivered: p.next, Dead: p.dead}
 		p.dead = nil
-		for k := range p.span() {
-			s := &p.win[p.head+k]
-			o := p.floor + 1 + int64(k)
+		for o, s := range p.slots() {
 			if s.acked {
 				u.Acked = append(u.Acked, o) // ascending, as the window is
 			}

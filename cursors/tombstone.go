@@ -22,10 +22,9 @@ func (e *JSEngine) Deleted(tenant tenancy.TenantID, pid int64, txid string) {
 	for _, c := range cs {
 		c.mu.Lock()
 		if p := c.parts[pid]; p != nil {
-			for k := p.head; k < len(p.win); k++ {
-				if s := &p.win[k]; s.m != nil && s.m.txid == txid {
-					c.bufBytes -= s.m.size()
-					s.m = nil
+			for _, s := range p.slots() {
+				if s.m != nil && s.m.txid == txid {
+					c.dropMsg(s)
 				}
 			}
 		}

@@ -1,6 +1,9 @@
 package cursors
 
-import "time"
+import (
+	"iter"
+	"time"
+)
 
 // slot is the consumer's state of one offset above a partition's floor.
 // A zero slot is an offset nothing is known of: not delivered here or
@@ -51,6 +54,18 @@ func (p *pstate) grow(o int64) *slot {
 	return &p.win[p.head+i]
 }
 
+// slots yields the window's offsets and their slots, ascending. The
+// window must not move (grow, raiseFloor) while it runs.
+func (p *pstate) slots() iter.Seq2[int64, *slot] {
+	return func(yield func(int64, *slot) bool) {
+		for k := p.head; k < len(p.win); k++ {
+			if !yield(p.floor+1+int64(k-p.head), &p.win[k]) {
+				return
+			}
+		}
+	}
+}
+
 // span is how many offsets the window covers above the floor.
 func (p *pstate) span() int { return len(p.win) - p.head }
 
@@ -84,13 +99,19 @@ func (c *consumer) raiseFloor(p *pstate, f int64) {
 // forgetSlot gives back what s held: its message's memory, its pending
 // delivery.
 func (c *consumer) forgetSlot(s *slot) {
-	if s.m != nil {
-		c.bufBytes -= s.m.size()
-	}
+	c.dropMsg(s)
 	if s.pending {
 		c.ackPending--
 	}
 	*s = slot{}
+}
+
+// dropMsg forgets the message s holds in memory, if any.
+func (c *consumer) dropMsg(s *slot) {
+	if s.m != nil {
+		c.bufBytes -= s.m.size()
+		s.m = nil
+	}
 }
 
 // maxAhead bounds how far above the floor a commit handed over is kept in
