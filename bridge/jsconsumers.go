@@ -55,7 +55,7 @@ func (b *Bridge) newJSConsumers(tail *cursors.Tail) (*jsConsumers, error) {
 		return nil, err
 	}
 	if j.api, err = jetstream.NewAPI(jetstream.APIConfig{NATS: cfg.NATS, Streams: cfg.JetStream, Engine: j.engine, Status: j.link,
-		Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
+		AckConnection: true, Accounts: b.accounts, MaxBodyBytes: cfg.MaxBodyBytes, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	return j, nil

@@ -38,6 +38,13 @@ type APIConfig struct {
 	// Status publishes status messages to pull requests' inboxes.
 	// Required.
 	Status Publisher
+	// AckConnection subscribes to the acks on a connection of the API's
+	// own, made by Start with NATS's options (the same server and
+	// account) and closed by Stop. An ack frees room under
+	// max_ack_pending; on NATS it waits behind whatever the connection
+	// takes in before it (the intake's publishes, when they share it).
+	// Default false: on NATS.
+	AckConnection bool
 	// Accounts maps a request's NATS account to its tenant (the accounts
 	// mode); nil or empty: every request is the default tenant's. Default
 	// nil.
@@ -75,6 +82,7 @@ type API struct {
 	ctx    context.Context // the engine calls'; cancelled by Stop
 	cancel context.CancelFunc
 	subs   subscriptions
+	ackNC  *nats.Conn // AckConnection's, made by Start, closed by Stop
 	stop   sync.Once
 	err    error
 }
@@ -112,20 +120,28 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	return a, nil
 }
 
-// Subjects are what Start subscribes to.
-func (a *API) Subjects() []string { return []string{a.prefix + ">", AckSubjects} }
-
-// Start subscribes to the API and the ack subjects in QueueGroup. Pull
-// requests and acks are handed to the engine on the subscription's
-// delivery goroutine (the engine only queues them); every other request is
-// served by one of Workers workers.
+// Start subscribes to the API and the ack subjects in QueueGroup (the
+// acks on a connection of their own with AckConnection). Pull requests
+// and acks are handed to the engine on the subscription's delivery
+// goroutine (the engine only queues them); every other request is served
+// by one of Workers workers.
 func (a *API) Start(context.Context) error {
 	a.gate.StartWorkers(a.cfg.Workers)
-	handlers := []nats.MsgHandler{a.handleAPI, a.handleAck}
-	for i, subj := range a.Subjects() {
-		if err := a.subs.add(a.cfg.NATS, subj, handlers[i]); err != nil {
-			return fmt.Errorf("jetstream: subscribe to %s: %w", subj, err)
+	if err := a.subs.add(a.cfg.NATS, a.prefix+">", a.handleAPI); err != nil {
+		return fmt.Errorf("jetstream: subscribe to %s>: %w", a.prefix, err)
+	}
+	acks := a.cfg.NATS
+	if a.cfg.AckConnection {
+		opts := a.cfg.NATS.Opts
+		opts.Name += " (acks)"
+		nc, err := opts.Connect()
+		if err != nil {
+			return fmt.Errorf("jetstream: a connection for the acks: %w", err)
 		}
+		a.ackNC, acks = nc, nc
+	}
+	if err := a.subs.add(acks, AckSubjects, a.handleAck); err != nil {
+		return fmt.Errorf("jetstream: subscribe to %s: %w", AckSubjects, err)
 	}
 	return nil
 }
@@ -136,6 +152,9 @@ func (a *API) Start(context.Context) error {
 func (a *API) Stop(ctx context.Context) error {
 	a.stop.Do(func() {
 		errs := a.subs.drain(ctx)
+		if a.ackNC != nil {
+			a.ackNC.Close()
+		}
 		a.gate.Close()
 		if err := a.gate.Wait(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("jetstream: API requests: %w", err))

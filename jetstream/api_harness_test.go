@@ -218,6 +218,7 @@ type harness struct {
 	engine *fakeEngine
 	status *fakeStatus
 	nc     *nats.Conn // the clients' connection
+	server *nats.Conn // the API's
 	prefix string     // "$JS.<domain>.API."
 	// stopped: the test stopped the API itself and checked Stop's error.
 	stopped bool
@@ -230,6 +231,13 @@ var testStreams = []Stream{
 
 func newHarness(t *testing.T, accounts *auth.Accounts) *harness {
 	t.Helper()
+	return newHarnessWith(t, accounts, func(*APIConfig) {})
+}
+
+// newHarnessWith is newHarness with the API's config changed by edit
+// before NewAPI.
+func newHarnessWith(t *testing.T, accounts *auth.Accounts, edit func(*APIConfig)) *harness {
+	t.Helper()
 	url := testenv.NATSURL(t)
 	server, err := nats.Connect(url)
 	if err != nil {
@@ -240,10 +248,12 @@ func newHarness(t *testing.T, accounts *auth.Accounts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close(); server.Close() })
-	h := &harness{engine: newFakeEngine(), status: &fakeStatus{}, nc: client}
+	h := &harness{engine: newFakeEngine(), status: &fakeStatus{}, nc: client, server: server}
 	domain := "T" + nats.NewInbox()[len("_INBOX."):]
-	h.api, err = NewAPI(APIConfig{NATS: server, Streams: testStreams, Engine: h.engine, Status: h.status,
-		Accounts: accounts, Domain: domain, Now: func() time.Time { return testClock }})
+	cfg := APIConfig{NATS: server, Streams: testStreams, Engine: h.engine, Status: h.status,
+		Accounts: accounts, Domain: domain, Now: func() time.Time { return testClock }}
+	edit(&cfg)
+	h.api, err = NewAPI(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

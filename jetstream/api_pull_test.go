@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -76,9 +77,33 @@ func TestPullRequestsReachTheEngineOrAreAnswered(t *testing.T) {
 // Acknowledgements reach the engine parsed, with the reply of a DoubleAck;
 // +NXT is applied as an ack and its pull refused; a body that is no ack is
 // answered with a 400 and not applied; an ack subject that is not this
-// bridge's is left alone.
+// bridge's is left alone. The same with the acks on a connection of
+// their own (AckConnection), where the API's connection has no ack
+// subscription.
 func TestAcksReachTheEngine(t *testing.T) {
-	h := newHarness(t, nil)
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AckConnection=%v", own), func(t *testing.T) {
+			h := newHarnessWith(t, nil, func(c *APIConfig) { c.AckConnection = own })
+			if want := map[bool]int{false: 2, true: 1}[own]; h.server.NumSubscriptions() != want {
+				t.Fatalf("the API's connection holds %d subscriptions, want %d", h.server.NumSubscriptions(), want)
+			}
+			acksReachTheEngine(t, h)
+			if own {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				h.stopped = true
+				if err := h.api.Stop(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if !h.api.ackNC.IsClosed() {
+					t.Fatal("Stop left the acks' connection open")
+				}
+			}
+		})
+	}
+}
+
+func acksReachTheEngine(t *testing.T, h *harness) {
 	ref := AckRef{PartitionID: 7, Stream: "ORDERS", Consumer: "workers", Delivered: 1, Offset: 105, ConsumerSeq: 9, Timestamp: 1764669600123456789, Pending: 12, Epoch: 3}
 	subject := string(AppendAckSubject(nil, ref))
 	publish := func(body, reply string) {
