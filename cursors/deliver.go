@@ -362,9 +362,9 @@ func (c *consumer) keep(p *pstate, m *msg, read bool) {
 	if o <= p.next && (s == nil || !s.pending) {
 		return
 	}
-	if !read && (c.bufBytes+m.size() > c.e.cfg.BufferBytes || o-p.floor > maxAhead) {
+	size := m.size()
+	if !read && (c.bufBytes+size > c.e.cfg.BufferBytes || o-p.floor > maxAhead) {
 		return // read again when its turn comes
 	}
-	p.grow(o).m = m
-	c.bufBytes += m.size()
+	c.holdMsg(p.grow(o), m, size)
 }

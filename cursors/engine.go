@@ -313,6 +313,24 @@ func (e *JSEngine) stream(stream string) ([]string, error) {
 	return f, nil
 }
 
+// liveOne is the consumer if it lives here (nil when it must be loaded
+// first), or why it cannot be served here: a stream not declared, a
+// consumer another bridge owns, the engine stopped.
+func (e *JSEngine) liveOne(tenant tenancy.TenantID, stream, name string) (*consumer, error) {
+	if _, err := e.stream(stream); err != nil {
+		return nil, err
+	}
+	if err := e.owned(tenant, stream, name); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped || !e.started {
+		return nil, ErrStopped
+	}
+	return e.live[consumerKey{tenant, stream, name}], nil
+}
+
 // with runs fn with the live consumer: at once when it lives here, else
 // once a load from the Store ended, on the loading goroutine (later
 // true; fn gets the load's error: ErrConsumerNotFound, ErrStopped, a
@@ -321,11 +339,13 @@ func (e *JSEngine) stream(stream string) ([]string, error) {
 // (the API's subscription). A stream not declared, or a consumer living on
 // another bridge, is an error at once.
 func (e *JSEngine) with(tenant tenancy.TenantID, stream, name string, fn func(c *consumer, err error, later bool)) error {
-	if _, err := e.stream(stream); err != nil {
+	c, err := e.liveOne(tenant, stream, name)
+	if err != nil {
 		return err
 	}
-	if err := e.owned(tenant, stream, name); err != nil {
-		return err
+	if c != nil {
+		fn(c, nil, false)
+		return nil
 	}
 	k := consumerKey{tenant, stream, name}
 	e.mu.Lock()

@@ -10,6 +10,10 @@ import (
 // before the load, not acknowledged, not in memory.
 type slot struct {
 	m *msg // the message in memory, to deliver or redeliver (counted in bufBytes)
+	// mSize is m's size as counted in bufBytes, kept here so that
+	// forgetting m does not read the message itself (an ack comes long
+	// after the delivery, when m is out of the processor's cache).
+	mSize int32
 	// deadline: a pending delivery is redelivered from then on (ack_wait,
 	// backoff, NAK delay).
 	deadline time.Time
@@ -106,11 +110,17 @@ func (c *consumer) forgetSlot(s *slot) {
 	*s = slot{}
 }
 
+// holdMsg keeps m, of the given size, in s, counted in bufBytes.
+func (c *consumer) holdMsg(s *slot, m *msg, size int) {
+	s.m, s.mSize = m, int32(size)
+	c.bufBytes += size
+}
+
 // dropMsg forgets the message s holds in memory, if any.
 func (c *consumer) dropMsg(s *slot) {
 	if s.m != nil {
-		c.bufBytes -= s.m.size()
-		s.m = nil
+		c.bufBytes -= int(s.mSize)
+		s.m, s.mSize = nil, 0
 	}
 }
 

@@ -23,8 +23,9 @@ func TestWindowSlotsFollowTheFloor(t *testing.T) {
 	}
 	m := &msg{offset: 11, body: make([]byte, 100)}
 	s := p.slot(11)
-	s.m, s.pending, s.count = m, true, 1
-	c.bufBytes, c.ackPending = m.size(), 1
+	c.holdMsg(s, m, m.size())
+	s.pending, s.count = true, 1
+	c.ackPending = 1
 
 	c.raiseFloor(p, 12)
 	if c.bufBytes != 0 || c.ackPending != 0 {
