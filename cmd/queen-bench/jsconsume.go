@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -100,6 +101,7 @@ func checkJSConsume(o options) (modes, targets []string, err error) {
 // jsResult is one mode on one target.
 type jsResult struct {
 	target, mode          string
+	stream                string // the stream the load published to
 	publishers, consumers int
 	asked                 float64       // paced, lone: msgs/s on the timetable
 	pushed                int64         // acknowledged by the stream
@@ -207,8 +209,9 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 	if err != nil {
 		return nil, err
 	}
+	r.stream = o.js.stream
 	if tg.fresh {
-		if err := freshStream(api, j, o); err != nil {
+		if r.stream, err = freshStream(api, j, o); err != nil {
 			return nil, err
 		}
 	}
@@ -216,13 +219,13 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 	var stream js.Stream
 	name := jo.durable + "-" + o.run + "-" + mode
 	if r.consumers > 0 {
-		if stream, err = j.Stream(api, o.js.stream); err != nil {
-			return nil, fmt.Errorf("stream %s: %w", o.js.stream, apiErr(tg.url, err))
+		if stream, err = j.Stream(api, r.stream); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", r.stream, apiErr(tg.url, err))
 		}
 		durable, err = stream.CreateConsumer(api, js.ConsumerConfig{Durable: name, AckPolicy: js.AckExplicitPolicy,
 			DeliverPolicy: js.DeliverNewPolicy, MaxAckPending: jo.maxAckPending})
 		if err != nil {
-			return nil, fmt.Errorf("create durable %s on stream %s: %w", name, o.js.stream, apiErr(tg.url, err))
+			return nil, fmt.Errorf("create durable %s on stream %s: %w", name, r.stream, apiErr(tg.url, err))
 		}
 		defer func() {
 			del, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -232,7 +235,7 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 			}
 		}()
 	}
-	pubs, err := newJSPublishers(tg.url, r.publishers, o.js.window, o.js.stream, jsSubjects(o.js.subject, o.partitions), o.payload,
+	pubs, err := newJSPublishers(tg.url, r.publishers, o.js.window, r.stream, jsSubjects(o.js.subject, o.partitions), o.payload,
 		o.run+"-"+tg.name+"-"+mode+"-", jo.stall)
 	if err != nil {
 		return nil, err
@@ -241,7 +244,7 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 	var cons *jsConsumers
 	var handles []js.Consumer
 	if r.consumers > 0 {
-		if cons, handles, err = newJSConsumers(api, tg.url, o.js.stream, name, r.consumers, jo.doubleAck); err != nil {
+		if cons, handles, err = newJSConsumers(api, tg.url, r.stream, name, r.consumers, jo.doubleAck); err != nil {
 			return nil, err
 		}
 		defer cons.close()
@@ -288,19 +291,42 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 	return r, nil
 }
 
-// freshStream makes the load's stream anew on a server of this run's own:
+// freshStream makes a new stream for the load on a server of this run's
+// own and returns its name, <stream>_<n> with n counting up in the process:
 // file storage, subjects <subject>.>, defaults otherwise (the server's sync
-// interval, a two-minute duplicate window).
-func freshStream(ctx context.Context, j js.JetStream, o options) error {
-	if err := j.DeleteStream(ctx, o.js.stream); err != nil && !errors.Is(err, js.ErrStreamNotFound) {
-		return fmt.Errorf("delete stream %s: %w", o.js.stream, err)
+// interval, a two-minute duplicate window). The load's earlier streams
+// (<stream> and <stream>_*), whose subjects it takes over, are deleted
+// first. A new name each time: nats-server deletes a file-storage stream
+// by renaming its directory to ".<name>" and removing that in the
+// background, and a stream deleted and made again under the same name
+// soon after may find that still going ("error creating store for
+// stream").
+func freshStream(ctx context.Context, j js.JetStream, o options) (string, error) {
+	names := j.StreamNames(ctx)
+	var old []string
+	for n := range names.Name() {
+		if n == o.js.stream || strings.HasPrefix(n, o.js.stream+"_") {
+			old = append(old, n)
+		}
 	}
-	cfg := js.StreamConfig{Name: o.js.stream, Subjects: []string{o.js.subject + ".>"}, Storage: js.FileStorage}
+	if err := names.Err(); err != nil {
+		return "", fmt.Errorf("list streams: %w", err)
+	}
+	for _, n := range old {
+		if err := j.DeleteStream(ctx, n); err != nil && !errors.Is(err, js.ErrStreamNotFound) {
+			return "", fmt.Errorf("delete stream %s: %w", n, err)
+		}
+	}
+	name := fmt.Sprintf("%s_%d", o.js.stream, freshStreams.Add(1))
+	cfg := js.StreamConfig{Name: name, Subjects: []string{o.js.subject + ".>"}, Storage: js.FileStorage}
 	if _, err := j.CreateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("create stream %s: %w", o.js.stream, err)
+		return "", fmt.Errorf("create stream %s: %w", name, err)
 	}
-	return nil
+	return name, nil
 }
+
+// freshStreams numbers the streams freshStream makes.
+var freshStreams atomic.Int64
 
 // jsDescribe is a mode's load, for its heading.
 func jsDescribe(o options, r *jsResult) string {
@@ -320,7 +346,7 @@ func jsDescribe(o options, r *jsResult) string {
 	if r.consumers > 0 {
 		cons = fmt.Sprintf("%s of one durable (%s)", plural(r.consumers, "Consume() consumer"), ack)
 	}
-	return fmt.Sprintf("%s, %s; stream %s, %d-byte payloads over %s.0..%d, %s", pub, cons, o.js.stream, o.payload, o.js.subject,
+	return fmt.Sprintf("%s, %s; stream %s, %d-byte payloads over %s.0..%d, %s", pub, cons, r.stream, o.payload, o.js.subject,
 		o.partitions-1, o.duration)
 }
 

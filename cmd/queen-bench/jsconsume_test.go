@@ -60,7 +60,7 @@ func TestJSConsumeLoadReceivesAndAcksEveryMessageOnce(t *testing.T) {
 		if r.pushed == 0 || r.errs != 0 {
 			t.Fatalf("%s: %d pushed, %d errors (%v):\n%s", c.mode, r.pushed, r.errs, r.firstErr, report)
 		}
-		s, err := j.Stream(ctx, "BENCH")
+		s, err := j.Stream(ctx, r.stream)
 		if err != nil {
 			t.Fatal(err)
 		}
