@@ -163,8 +163,17 @@ func TestPublishRelayKilledBeforeItsPositionStoresEachMessageOnce(t *testing.T) 
 		}
 	})
 	relayReady(t, pool)
-	publishTx("first") // creates the queue, with the 1 s window
+	first := publishTx("first") // creates the queue, with the 1 s window
 	testkit.WaitFor(t, "the first message stored", 90*time.Second, func() bool { return storedMessages(t, dsn) == 1 })
+	// The relay stores its position right after its first push: wait for
+	// that write before the lock below, which must hold back the write
+	// after the next transaction, not this one (the relay would wait on it
+	// with the next transaction unread).
+	testkit.WaitFor(t, "the position past the first message stored", 90*time.Second, func() bool {
+		var position int64
+		err := pool.QueryRow(ctx, `SELECT coalesce(max(lsn), 0) FROM queen.publish_positions`).Scan(&position)
+		return err == nil && position > first
+	})
 
 	// Hold the position's table: the relay's next position write waits.
 	hold, err := pool.Begin(ctx)
