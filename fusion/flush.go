@@ -255,7 +255,6 @@ func (f *Fusion) fill(s *shard, part *partState, epoch uint64, pid, lo, hi int64
 	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.FlushTimeout)
 	hashes, err := f.hashes.StoredHashes(ctx, pid, lo, hi, window)
 	cancel()
-	f.stats.fills.Add(1)
 	s.fills <- &fillResult{part: part, hi: hi, hashes: hashes, err: err, epoch: epoch}
 }
 

@@ -240,7 +240,10 @@ func (s *shard) startFills() {
 }
 
 // filled applies a gap read; another gap opened meanwhile gets its own.
+// The read is counted here, once applied: a frame submitted after Stats
+// shows it meets the hashes it read.
 func (s *shard) filled(r *fillResult) {
+	defer s.f.stats.fills.Add(1)
 	s.filling--
 	p := r.part
 	if r.epoch != p.epoch { // a read of a deleted queue's partition

@@ -40,7 +40,7 @@ type Stats struct {
 	ItemsFired      uint64        // frames sent (leaders)
 	LocalDuplicates uint64        // frames answered from this bridge's recent hashes
 	Requeued        uint64        // frames sent again after a duplicate segment
-	Fills           uint64        // reads of offsets written by another writer
+	Fills           uint64        // reads of offsets written by another writer, counted once applied
 	Busy            time.Duration // time spent in Sink calls, summed over calls
 	InFlightLimit   int           // bundles that may be in flight now (inflight.go)
 	InFlightCeiling int           // its ceiling: InFlightMax, or this bridge's share of it (SetShare)
