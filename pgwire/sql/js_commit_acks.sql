@@ -22,27 +22,26 @@
     FROM k
     ORDER BY k.pid, k.grp
     ON CONFLICT (partition_id, consumer_group) DO UPDATE SET
-        -- The new state as it comes when it holds all that is stored (the
-        -- floor not lower, the stored acknowledged and pending offsets at
-        -- or below the new floor or among the new ones): the usual case,
-        -- acknowledgements in order, which so skips the merge function.
-        -- Else the join of both, one call of it for the four columns.
-        (cursor_offset, acked_above, delivery_offsets, delivery_counts) = (
-            SELECT s.floor, s.acked, s.offsets, s.counts
-            FROM (SELECT coalesce(c.cursor_offset <= EXCLUDED.cursor_offset
-                      AND (c.acked_above IS NULL OR c.acked_above[cardinality(c.acked_above)] <= EXCLUDED.cursor_offset
-                           OR c.acked_above <@ EXCLUDED.acked_above)
-                      AND (c.delivery_offsets IS NULL OR c.delivery_offsets[cardinality(c.delivery_offsets)] <= EXCLUDED.cursor_offset),
-                      false) AS fast) f,
-            LATERAL (
-                SELECT EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts
-                WHERE f.fast
-                UNION ALL
-                SELECT m.o_floor, m.o_acked, m.o_offsets, m.o_counts
-                FROM queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
-                    EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts) m
-                WHERE NOT f.fast
-            ) s(floor, acked, offsets, counts)),
+        cursor_offset = CASE WHEN c.cursor_offset <= EXCLUDED.cursor_offset
+                    AND (c.acked_above IS NULL OR c.acked_above[cardinality(c.acked_above)] <= EXCLUDED.cursor_offset
+                         OR c.acked_above <@ EXCLUDED.acked_above)
+                    AND (c.delivery_offsets IS NULL OR c.delivery_offsets[cardinality(c.delivery_offsets)] <= EXCLUDED.cursor_offset) THEN EXCLUDED.cursor_offset ELSE (queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
+                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts)).o_floor END,
+        acked_above = CASE WHEN c.cursor_offset <= EXCLUDED.cursor_offset
+                    AND (c.acked_above IS NULL OR c.acked_above[cardinality(c.acked_above)] <= EXCLUDED.cursor_offset
+                         OR c.acked_above <@ EXCLUDED.acked_above)
+                    AND (c.delivery_offsets IS NULL OR c.delivery_offsets[cardinality(c.delivery_offsets)] <= EXCLUDED.cursor_offset) THEN EXCLUDED.acked_above ELSE (queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
+                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts)).o_acked END,
+        delivery_offsets = CASE WHEN c.cursor_offset <= EXCLUDED.cursor_offset
+                    AND (c.acked_above IS NULL OR c.acked_above[cardinality(c.acked_above)] <= EXCLUDED.cursor_offset
+                         OR c.acked_above <@ EXCLUDED.acked_above)
+                    AND (c.delivery_offsets IS NULL OR c.delivery_offsets[cardinality(c.delivery_offsets)] <= EXCLUDED.cursor_offset) THEN EXCLUDED.delivery_offsets ELSE (queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
+                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts)).o_offsets END,
+        delivery_counts = CASE WHEN c.cursor_offset <= EXCLUDED.cursor_offset
+                    AND (c.acked_above IS NULL OR c.acked_above[cardinality(c.acked_above)] <= EXCLUDED.cursor_offset
+                         OR c.acked_above <@ EXCLUDED.acked_above)
+                    AND (c.delivery_offsets IS NULL OR c.delivery_offsets[cardinality(c.delivery_offsets)] <= EXCLUDED.cursor_offset) THEN EXCLUDED.delivery_counts ELSE (queen.consumer_acks_merge_v1(c.cursor_offset, c.acked_above, c.delivery_offsets, c.delivery_counts,
+                EXCLUDED.cursor_offset, EXCLUDED.acked_above, EXCLUDED.delivery_offsets, EXCLUDED.delivery_counts)).o_counts END,
         updated_at = clock_timestamp(),
         delivered_to = greatest(c.delivered_to, EXCLUDED.delivered_to)
     RETURNING c.partition_id
