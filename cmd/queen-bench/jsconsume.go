@@ -301,7 +301,19 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 // background, and a stream deleted and made again under the same name
 // soon after may find that still going ("error creating store for
 // stream").
+//
+// The stream <stream>-HOLD (no messages; a subject the load never uses)
+// stays for the server's life. Deleting a stream also starts a removal of
+// the account's streams directory, a no-op unless it is empty: with the
+// load's last stream gone it is, and a removal that lands between the
+// new stream's making of that directory and of its own fails the create
+// ("could not create storage directory ... no such file or directory").
+// The held stream keeps the directory from ever being empty.
 func freshStream(ctx context.Context, j js.JetStream, o options) (string, error) {
+	hold := js.StreamConfig{Name: o.js.stream + "-HOLD", Subjects: []string{o.js.subject + "-hold"}, Storage: js.FileStorage}
+	if _, err := j.CreateStream(ctx, hold); err != nil {
+		return "", fmt.Errorf("create stream %s: %w", hold.Name, err)
+	}
 	names := j.StreamNames(ctx)
 	var old []string
 	for n := range names.Name() {

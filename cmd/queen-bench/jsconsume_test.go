@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,8 @@ func TestJSConsumeLoadReceivesAndAcksEveryMessageOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Stop()
+	logs := &serverLog{}
+	ns.Server().SetLoggerV2(logs, false, false, false)
 	tg := jsServerTarget("default", ns.ClientURL(), 0, func() {})
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
@@ -54,7 +58,7 @@ func TestJSConsumeLoadReceivesAndAcksEveryMessageOnce(t *testing.T) {
 		var out strings.Builder
 		r, err := runJSMode(ctx, o, tg, c.mode, 0, &out)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", c.mode, err, out.String())
+			t.Fatalf("%s: %v\n%s\nserver log:\n%s", c.mode, err, out.String(), logs)
 		}
 		report := out.String()
 		if r.pushed == 0 || r.errs != 0 {
@@ -219,5 +223,70 @@ func TestReadyLineFindsTheServersURL(t *testing.T) {
 	}
 	if _, ok := readyLine([]byte("jetstream starting\n")); ok {
 		t.Fatal("a line without a URL is no ready line")
+	}
+}
+
+// serverLog keeps the warnings and errors a nats-server logs, for a
+// failure's message. The server logs from many goroutines: mu guards lines.
+type serverLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *serverLog) add(level, format string, v []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, level+" "+fmt.Sprintf(format, v...))
+}
+
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func (l *serverLog) Noticef(string, ...any)         {}
+func (l *serverLog) Debugf(string, ...any)          {}
+func (l *serverLog) Tracef(string, ...any)          {}
+func (l *serverLog) Warnf(format string, v ...any)  { l.add("WRN", format, v) }
+func (l *serverLog) Errorf(format string, v ...any) { l.add("ERR", format, v) }
+func (l *serverLog) Fatalf(format string, v ...any) { l.add("FTL", format, v) }
+
+// freshStream made back to back on one server always succeeds and leaves
+// only its newest stream of the load (beside the held one): a stream
+// deleted just before the next is made must not take the account's
+// streams directory with it.
+func TestFreshStreamBackToBack(t *testing.T) {
+	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", JetStreamDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Stop()
+	logs := &serverLog{}
+	ns.Server().SetLoggerV2(logs, false, false, false)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	j, err := js.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	o := jsLoadOptions()
+	var last string
+	for i := 0; i < 200; i++ {
+		if last, err = freshStream(ctx, j, o); err != nil {
+			t.Fatalf("stream %d: %v\nserver log:\n%s", i, err, logs)
+		}
+	}
+	var names []string
+	for n := range j.StreamNames(ctx).Name() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if want := []string{o.js.stream + "-HOLD", last}; !slices.Equal(names, want) {
+		t.Fatalf("streams %q, want %q", names, want)
 	}
 }
