@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,6 +167,38 @@ func TestBundlesSpanShards(t *testing.T) {
 	}
 	if sizes := sink.bundleSizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 49 {
 		t.Fatalf("bundle sizes %v, want [1 49]: the 49 partitions of %d shards in one bundle", sizes, len(shards))
+	}
+}
+
+// A frame that comes for a partition while the partition's bundle is in
+// flight goes with the next bundle, beside what waited in the outbox: the
+// permit returns only once the shards have reopened the committed
+// partitions, so the bundle it fires does not leave them for the one after.
+func TestInFlightPartitionJoinsTheNextBundle(t *testing.T) {
+	sink := newMemSink(t)
+	sink.gate = make(chan struct{})
+	f := startFusion(t, sink, func(c *Config) { c.Shards = 8; c.InFlightMin = 1; c.InFlightMax = 1; c.InFlightInitial = 1 })
+	first, rest := behindGatedBundle(t, f, sink, 20)
+	again := submitAsync(t, f, "q", "p0", frames("y"))
+	testkit.WaitFor(t, "p1..p19 in the outbox and p0's second frame taken", 10*time.Second, func() bool {
+		for _, s := range f.shards {
+			if len(s.in) > 0 {
+				return false
+			}
+		}
+		return f.outbox.len() == 19
+	})
+	close(sink.gate)
+	for _, ch := range append(rest, first, again) {
+		if v := wait(t, ch); v[0].Status != Queued {
+			t.Fatalf("verdict %s", statuses(v))
+		}
+	}
+	if sizes := sink.bundleSizes(); len(sizes) != 2 || sizes[0] != 1 || sizes[1] != 20 {
+		t.Fatalf("bundle sizes %v, want [1 20]: p0's second frame with the 19 that waited", sizes)
+	}
+	if calls := sink.callsWith("q", "p0"); !slices.Equal(calls, []int{0, 1}) {
+		t.Fatalf("p0 written by calls %v, want [0 1]", calls)
 	}
 }
 

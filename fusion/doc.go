@@ -18,7 +18,10 @@
 //     accumulates its next segment and becomes ready again only when the
 //     completion reaches the shard, which the flush sends after the commit.
 //     Two flushes therefore never race on the partition's allocator, and
-//     offset order equals commit order.
+//     offset order equals commit order. The flush returns its permit only
+//     after every shard of the bundle has applied the completion and set
+//     out what its partitions hold (completion.reopened), so the bundle the
+//     permit fires takes the frames that came while they were in flight.
 //   - Bundling, across shards. One dispatch takes up to Config.BundleMax
 //     segments and Config.BundleMaxBytes (take.go): those shards left in the
 //     outbox (outbox.go) when they found no permit, oldest first, then the

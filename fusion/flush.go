@@ -3,6 +3,7 @@ package fusion
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -113,12 +114,6 @@ func (f *Fusion) flush(b *bundle) {
 			failed = results[i].Err
 		}
 	}
-	hold := f.holdAfter(took)
-	if hold == 0 {
-		f.limit.release(took, true, failed != nil)
-	} else {
-		defer f.releaseAfter(hold, took, failed != nil)
-	}
 	f.stats.bundleDone(len(writes), items, took, failed)
 	if f.cfg.OnBundle != nil {
 		f.cfg.OnBundle(BundleInfo{Segments: len(writes), Items: items, Duration: took, Err: failed})
@@ -136,8 +131,21 @@ func (f *Fusion) flush(b *bundle) {
 	for i, seg := range b.segs {
 		byShard[seg.shard] = append(byShard[seg.shard], i)
 	}
+	reopened := &sync.WaitGroup{}
+	reopened.Add(len(byShard))
 	for sh, segs := range byShard {
-		sh.done <- &completion{b: b, segs: segs, results: results, err: err}
+		sh.done <- &completion{b: b, segs: segs, results: results, err: err, reopened: reopened}
+	}
+	// The permit goes back once every shard has reopened its partitions
+	// and set out what waits on them: the next bundle then takes the
+	// frames that came for this bundle's partitions while it was in
+	// flight, instead of firing without them and leaving them for the
+	// bundle after.
+	reopened.Wait()
+	if hold := f.holdAfter(took); hold == 0 {
+		f.limit.release(took, true, failed != nil)
+	} else {
+		defer f.releaseAfter(hold, took, failed != nil)
 	}
 
 	ids := &idResolver{f: f}

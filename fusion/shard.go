@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"sync"
 	"time"
 
 	"github.com/queenbridge/queenbridge/segment"
@@ -50,6 +51,9 @@ type completion struct {
 	segs    []int // indices into b.segs of the segments this shard owns
 	results []segment.Result
 	err     error
+	// reopened is done once the shard has applied the completion and
+	// dispatched or set out (to the outbox) what its partitions hold.
+	reopened *sync.WaitGroup
 }
 
 func newShard(f *Fusion, id int) *shard {
@@ -71,6 +75,7 @@ func (s *shard) run() {
 	defer hold.Stop()
 	stopping, abort := s.f.stopping, s.f.abort
 	for {
+		var reopened *sync.WaitGroup
 		var tick <-chan time.Time
 		if s.held || time.Since(s.lastSwp) > sweepEvery {
 			tick = hold.C // the backstop runs only while something is held
@@ -89,6 +94,7 @@ func (s *shard) run() {
 			}
 		case c := <-s.done:
 			s.complete(c)
+			reopened = c.reopened
 		case r := <-s.fills:
 			s.filled(r)
 		case k := <-s.forget:
@@ -106,6 +112,9 @@ func (s *shard) run() {
 			s.failPending() // aborted: nothing new is dispatched
 		} else {
 			s.dispatch()
+		}
+		if reopened != nil {
+			reopened.Done()
 		}
 		if s.draining && s.outstanding == 0 && len(s.in) == 0 && len(s.ready) == 0 {
 			return
