@@ -699,6 +699,9 @@ func consumeMetadata(t *testing.T, c *consumeCase) {
 	before := time.Now()
 	acks := []*js.PubAck{c.publish(t, c.subject("a"), "m1"), c.publish(t, c.subject("a"), "m2")}
 	after := time.Now()
+	// nats-server counts a consumer's pending messages after it acknowledges
+	// their publishes: a delivery made before that says fewer pending.
+	c.infoAfterPublishes(t, cons, 2)
 	got := c.fetchUntil(t, cons, 2)
 	wantIDs(t, got, "m1", "m2")
 	for i, m := range got {
