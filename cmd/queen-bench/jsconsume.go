@@ -112,6 +112,7 @@ type jsResult struct {
 	cpu                   cpuSplit      // push: per pushed; drain: per consumed; others: per pushed + consumed
 	serverOf              func(cpuSplit) float64
 	lat                   []time.Duration  // sorted
+	toStored, fromStored  []time.Duration  // sorted: lat split at each delivery's stored timestamp
 	again                 int64            // deliveries after the first
 	seen, acks            int64            // messages delivered once or more, and acknowledgements sent, by the end of the mode
 	durable               *js.ConsumerInfo // the durable's own account at the end (nil: none, or the target did not say)
@@ -281,8 +282,10 @@ func runJSMode(ctx context.Context, o options, tg jsTarget, mode string, pushRat
 		}
 		r.seen, r.again = cons.seen.counts()
 		r.acks = cons.acked.Load()
-		r.lat = cons.latencies()
-		quantiles(r.lat) // sorts
+		r.lat, r.toStored, r.fromStored = cons.latencies()
+		for _, l := range [][]time.Duration{r.lat, r.toStored, r.fromStored} {
+			slices.Sort(l)
+		}
 	}
 	jsReport(out, r, ph.late)
 	if durable != nil {

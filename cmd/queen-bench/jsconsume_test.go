@@ -94,6 +94,11 @@ func TestJSConsumeLoadReceivesAndAcksEveryMessageOnce(t *testing.T) {
 		if timed != (len(r.lat) == int(r.pushed)) || timed != strings.Contains(report, "publish-to-receive p50") {
 			t.Fatalf("%s: %d latencies of %d messages:\n%s", c.mode, len(r.lat), r.pushed, report)
 		}
+		// Every timed delivery carries its stored timestamp, which splits
+		// its latency in two.
+		if len(r.toStored) != len(r.lat) || len(r.fromStored) != len(r.lat) || timed != strings.Contains(report, "publish to stored p50") {
+			t.Fatalf("%s: %d and %d split latencies of %d:\n%s", c.mode, len(r.toStored), len(r.fromStored), len(r.lat), report)
+		}
 		// No durable is left behind.
 		names := s.ConsumerNames(ctx)
 		for name := range names.Name() {

@@ -35,6 +35,9 @@ type jsConsumers struct {
 type jsConsumer struct {
 	mu  sync.Mutex // the callback appends, the report reads: a lock so that the order of Stop and the last callback does not matter
 	lat []time.Duration
+	// toStored and fromStored split each latency at the delivery's stored
+	// timestamp (its metadata): publish to stored, stored to receive.
+	toStored, fromStored []time.Duration
 }
 
 // newJSConsumers connects n consumers to the durable name of stream at url
@@ -105,8 +108,13 @@ func (c *jsConsumers) handle(one *jsConsumer, m js.Msg) {
 		return
 	}
 	if c.seen.mark(n) && c.timing.Load() {
+		md, mdErr := m.Metadata()
 		one.mu.Lock()
 		one.lat = append(one.lat, now.Sub(at))
+		if mdErr == nil {
+			one.toStored = append(one.toStored, md.Timestamp.Sub(at))
+			one.fromStored = append(one.fromStored, now.Sub(md.Timestamp))
+		}
 		one.mu.Unlock()
 	}
 }
@@ -148,15 +156,17 @@ func (c *jsConsumers) close() {
 	}
 }
 
-// latencies are every consumer's, together.
-func (c *jsConsumers) latencies() []time.Duration {
-	var all []time.Duration
+// latencies are every consumer's, together, and the same split at the
+// stored timestamps.
+func (c *jsConsumers) latencies() (all, toStored, fromStored []time.Duration) {
 	for _, one := range c.each {
 		one.mu.Lock()
 		all = append(all, one.lat...)
+		toStored = append(toStored, one.toStored...)
+		fromStored = append(fromStored, one.fromStored...)
 		one.mu.Unlock()
 	}
-	return all
+	return all, toStored, fromStored
 }
 
 // seenSet records which message numbers arrived: the first delivery of a

@@ -33,6 +33,12 @@ func jsReport(out io.Writer, r *jsResult, late *lateness) {
 		fmt.Fprintf(out, "latency    publish-to-receive p50 %s  p90 %s  p99 %s  max %s (%d messages, from the %s time)\n", ms(p50), ms(p90), ms(p99),
 			ms(top), len(r.lat), from)
 	}
+	if len(r.toStored) > 0 {
+		a50, a90, _, _ := jsQuantiles(r.toStored)
+		b50, b90, _, _ := jsQuantiles(r.fromStored)
+		fmt.Fprintf(out, "split      at the stored timestamp: publish to stored p50 %s  p90 %s; stored to receive p50 %s  p90 %s (%d messages)\n",
+			ms(a50), ms(a90), ms(b50), ms(b90), len(r.toStored))
+	}
 	switch r.mode {
 	case "push":
 		fmt.Fprintf(out, "cpu/msg    per pushed message: %s\n", r.cpu)
