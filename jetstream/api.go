@@ -143,6 +143,14 @@ func (a *API) Start(context.Context) error {
 	if err := a.subs.add(acks, AckSubjects, a.handleAck); err != nil {
 		return fmt.Errorf("jetstream: subscribe to %s: %w", AckSubjects, err)
 	}
+	if a.ackNC != nil {
+		// The acks' connection is the API's own: Start returns once the
+		// server has its subscription, so that an ack sent after Start (on
+		// any connection) is not published to no one.
+		if err := a.ackNC.Flush(); err != nil {
+			return fmt.Errorf("jetstream: the acks' connection: %w", err)
+		}
+	}
 	return nil
 }
 
