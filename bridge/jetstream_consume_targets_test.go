@@ -121,15 +121,7 @@ func bridgeOnHub(t *testing.T, bin string, h *hub, dsn string, extra ...string) 
 // end, so that it outlives a restart of the target.
 func (tg *consumeTarget) connect(t *testing.T) {
 	t.Helper()
-	nc, err := nats.Connect(tg.url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	tg.nc = nc
-	if tg.js, err = js.New(nc); err != nil {
-		t.Fatal(err)
-	}
+	tg.nc, tg.js = testkit.JetStream(t, tg.url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 }
 
 func (tg *consumeTarget) waitConnected(t *testing.T) {

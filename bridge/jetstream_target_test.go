@@ -14,6 +14,7 @@ import (
 	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 	"github.com/queenbridge/queenbridge/jetstream"
 )
 
@@ -176,15 +177,7 @@ func realJetStream(t *testing.T, syncAlways bool) *jsTarget {
 		t.Fatal(err)
 	}
 	t.Cleanup(ns.Stop)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	j, err := js.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, j := testkit.JetStream(t, ns.ClientURL())
 	return &jsTarget{
 		name: "jetstream", url: ns.ClientURL(), nc: nc,
 		fresh: func(t *testing.T) (string, string) {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/embedded"
 	"github.com/queenbridge/queenbridge/internal/testkit"
@@ -33,14 +32,7 @@ func consumerNodes(t *testing.T, n int) (nodes []*node, stream, subjectPrefix st
 		}
 		nodes = append(nodes, newNode(t, o))
 	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if j, err = js.New(nc); err != nil {
-		t.Fatal(err)
-	}
+	_, j = testkit.JetStream(t, ns.ClientURL())
 	return nodes, stream, "js" + tag, j
 }
 

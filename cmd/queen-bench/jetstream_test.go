@@ -6,20 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	js "github.com/nats-io/nats.go/jetstream"
-	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // The jetstream target against a real JetStream stream it creates: every
 // message it counts was acknowledged by the stream and is stored in it,
 // each once.
 func TestJetStreamTargetCountsWhatTheStreamStored(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Stop()
+	ns, _ := jsTestServer(t)
 	var report strings.Builder
 	o := options{target: "jetstream", natsURL: ns.ClientURL(), clients: 3, partitions: 5, payload: 200, duration: 300 * time.Millisecond,
 		run: "t", js: jsOptions{stream: "BENCH", subject: "bench.js", window: 16, create: true}}
@@ -30,15 +24,7 @@ func TestJetStreamTargetCountsWhatTheStreamStored(t *testing.T) {
 	if r.items == 0 || r.errs != 0 {
 		t.Fatalf("%d acknowledged, %d errors:\n%s", r.items, r.errs, report.String())
 	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, err := js.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, j := testkit.JetStream(t, ns.ClientURL())
 	s, err := j.Stream(context.Background(), "BENCH")
 	if err != nil {
 		t.Fatal(err)

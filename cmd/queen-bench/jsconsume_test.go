@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // jsLoadOptions is a short JetStream consumer load.
@@ -28,23 +28,9 @@ func jsLoadOptions() options {
 // number once, sent one ack a delivery, and the durable itself reports
 // everything acknowledged and nothing redelivered.
 func TestJSConsumeLoadReceivesAndAcksEveryMessageOnce(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Stop()
-	logs := &serverLog{}
-	ns.Server().SetLoggerV2(logs, false, false, false)
+	ns, logs := jsTestServer(t)
 	tg := jsServerTarget("default", ns.ClientURL(), 0, func() {})
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, err := js.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, j := testkit.JetStream(t, ns.ClientURL())
 	ctx := context.Background()
 	for _, c := range []struct {
 		mode      string
@@ -262,26 +248,13 @@ func (l *serverLog) Fatalf(format string, v ...any) { l.add("FTL", format, v) }
 // deleted just before the next is made must not take the account's
 // streams directory with it.
 func TestFreshStreamBackToBack(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", JetStreamDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Stop()
-	logs := &serverLog{}
-	ns.Server().SetLoggerV2(logs, false, false, false)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, err := js.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, logs := jsTestServer(t)
+	_, j := testkit.JetStream(t, ns.ClientURL())
 	ctx := context.Background()
 	o := jsLoadOptions()
 	var last string
 	for i := 0; i < 200; i++ {
+		var err error
 		if last, err = freshStream(ctx, j, o); err != nil {
 			t.Fatalf("stream %d: %v\nserver log:\n%s", i, err, logs)
 		}
@@ -294,4 +267,19 @@ func TestFreshStreamBackToBack(t *testing.T) {
 	if want := []string{o.js.stream + "-HOLD", last}; !slices.Equal(names, want) {
 		t.Fatalf("streams %q, want %q", names, want)
 	}
+}
+
+// jsTestServer starts an embedded nats-server with JetStream on a directory
+// of the test's, which the test's cleanup stops, and keeps its warnings and
+// errors for failure messages.
+func jsTestServer(t *testing.T) (*embedded.NATS, *serverLog) {
+	t.Helper()
+	ns, err := embedded.StartNATS(embedded.NATSConfig{Listen: "127.0.0.1:-1", JetStreamDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Stop)
+	logs := &serverLog{}
+	ns.Server().SetLoggerV2(logs, false, false, false)
+	return ns, logs
 }

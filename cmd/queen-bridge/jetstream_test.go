@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/internal/testenv"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 // Stream definitions that overlap each other or the bridge's own subjects
@@ -59,15 +58,7 @@ func TestBinaryTakesJetStreamPublishes(t *testing.T) {
 	if ready.JetStream != "ORDERS=orders.>,AUDIT=audit.*.events" {
 		t.Fatalf("the ready line lists jetstream %q:\n%s", ready.JetStream, r.Logs())
 	}
-	nc, err := nats.Connect("nats://" + r.nats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	j, err := js.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, j := testkit.JetStream(t, "nats://"+r.nats)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, c := range []struct {
