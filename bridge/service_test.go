@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/queenbridge/queenbridge/embedded"
+	"github.com/queenbridge/queenbridge/internal/testkit"
 )
 
 func TestMicroInfoListsThePushEndpoint(t *testing.T) {
@@ -79,27 +80,24 @@ func TestMicroStatsCountTheRequestsSent(t *testing.T) {
 	// nats micro counts a request only after its handler has returned, and
 	// the answer may have reached the client by then (the handler or a
 	// worker it handed the request to answers it): the counts are read
-	// until they settle, for up to ten seconds, and then must be exact.
+	// until they are exactly what was sent.
 	want := map[string]int{"push": shared + bad, "push-tenant": tenant, "pop": pops, "ack": 0}
-	var got map[string]int
 	var raw []byte
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last stats: %s", raw)
+		}
+	}()
+	testkit.WaitFor(t, fmt.Sprintf("the endpoints' request counts %v", want), 10*time.Second, func() bool {
+		var got map[string]int
 		got, raw = microRequests(t, n.nc)
-		settled := true
 		for name, w := range want {
-			settled = settled && got[name] == w
+			if got[name] != w {
+				return false
+			}
 		}
-		if settled || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("endpoint %s: %d requests, want %d (stats %s)", name, got[name], w, raw)
-		}
-	}
+		return true
+	})
 }
 
 // microRequests asks the service's stats for each endpoint's request count
