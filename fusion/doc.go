@@ -22,6 +22,11 @@
 //     after every shard of the bundle has applied the completion and set
 //     out what its partitions hold (completion.reopened), so the bundle the
 //     permit fires takes the frames that came while they were in flight.
+//     When that leaves segments in the outbox, the flush keeps the permit
+//     and sends them as its next bundle itself (Fusion.next,
+//     inflightLimit.pass), with the verdicts of the one done going out
+//     beside it; otherwise the permit goes back and wakes the shards
+//     waiting for one.
 //   - Bundling, across shards. One dispatch takes up to Config.BundleMax
 //     segments and Config.BundleMaxBytes (take.go): those shards left in the
 //     outbox (outbox.go) when they found no permit, oldest first, then the

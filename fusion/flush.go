@@ -92,8 +92,18 @@ func (seg *segFlight) buildWrite() segment.Write {
 }
 
 // flush runs one bundle: pack, Sink call, completion to the shard, verdicts.
+// When segments wait in the outbox at its end, the permit goes straight to
+// the next bundle, which this goroutine runs in turn (next).
 func (f *Fusion) flush(b *bundle) {
 	defer f.flushWG.Done()
+	for b != nil {
+		b = f.flushOne(b)
+	}
+}
+
+// flushOne runs one bundle and answers the bundle that takes over its
+// permit, or nil when the permit went back.
+func (f *Fusion) flushOne(b *bundle) *bundle {
 	writes := make([]segment.Write, len(b.segs))
 	items := 0
 	for i, seg := range b.segs {
@@ -142,12 +152,55 @@ func (f *Fusion) flush(b *bundle) {
 	// flight, instead of firing without them and leaving them for the
 	// bundle after.
 	reopened.Wait()
-	if hold := f.holdAfter(took); hold == 0 {
-		f.limit.release(took, true, failed != nil)
-	} else {
+	if hold := f.holdAfter(took); hold > 0 {
 		defer f.releaseAfter(hold, took, failed != nil)
+	} else if next := f.next(took, failed != nil); next != nil {
+		// The verdicts go out beside the next bundle's call, not before it.
+		f.flushWG.Add(1)
+		go func() {
+			defer f.flushWG.Done()
+			f.settle(b, results, err)
+		}()
+		return next
 	}
+	f.settle(b, results, err)
+	return nil
+}
 
+// next hands the permit of a bundle that just finished to a bundle of what
+// waits in the outbox, when the limit still allows it: the shards put there
+// what they could not send while the permit was taken, and the bundle starts
+// on this goroutine without waking a shard to fire it. Otherwise the permit
+// goes back, waking the shards that wait for one, and next answers nil.
+func (f *Fusion) next(took time.Duration, failed bool) *bundle {
+	if f.outbox.len() == 0 || f.aborted() {
+		f.limit.release(took, true, failed)
+		return nil
+	}
+	if !f.limit.pass(took, failed) { // the limit fell under the permits in use
+		return nil
+	}
+	b := &bundle{}
+	f.outbox.take(b, f.cfg.BundleMax, f.cfg.BundleMaxBytes)
+	if len(b.segs) == 0 { // another permit's bundle took them first
+		f.limit.release(0, false, false)
+		return nil
+	}
+	return b
+}
+
+// aborted says whether fusion stopped dispatching (Stop's grace is over).
+func (f *Fusion) aborted() bool {
+	select {
+	case <-f.abort:
+		return true
+	default:
+		return false
+	}
+}
+
+// settle answers every frame of a finished bundle: err is the Sink call's.
+func (f *Fusion) settle(b *bundle, results []segment.Result, err error) {
 	ids := &idResolver{f: f}
 	for i, seg := range b.segs {
 		switch {

@@ -75,11 +75,7 @@ func (v *inflightLimit) tryAcquire(kick chan struct{}) bool {
 func (v *inflightLimit) release(rtt time.Duration, sampled, failed bool) {
 	v.mu.Lock()
 	v.inUse--
-	if failed {
-		v.limit = math.Max(v.min, v.limit*0.9)
-	} else if sampled && rtt > 0 {
-		v.observe(rtt)
-	}
+	v.fold(rtt, sampled, failed)
 	waiters := v.waiters
 	v.waiters = nil
 	clear(v.waiterSeen)
@@ -89,6 +85,31 @@ func (v *inflightLimit) release(rtt time.Duration, sampled, failed bool) {
 		case k <- struct{}{}:
 		default: // already poked
 		}
+	}
+}
+
+// pass is release for a permit its holder wants to keep for the next
+// bundle: rtt is folded in as release does, and the permit stays taken when
+// the limit still allows the permits in use, without waking anyone (true).
+// Otherwise it is released as by release (false).
+func (v *inflightLimit) pass(rtt time.Duration, failed bool) bool {
+	v.mu.Lock()
+	v.fold(rtt, true, failed)
+	keep := float64(v.inUse) <= math.Floor(v.limit)
+	v.mu.Unlock()
+	if !keep {
+		v.release(0, false, false)
+	}
+	return keep
+}
+
+// fold takes one finished bundle into the limit: a failed one shrinks it,
+// a sampled call time goes into L. Caller holds mu.
+func (v *inflightLimit) fold(rtt time.Duration, sampled, failed bool) {
+	if failed {
+		v.limit = math.Max(v.min, v.limit*0.9)
+	} else if sampled && rtt > 0 {
+		v.observe(rtt)
 	}
 }
 

@@ -90,6 +90,45 @@ func TestHigherLimitWakesWaiters(t *testing.T) {
 	}
 }
 
+// pass keeps a finished bundle's permit for its holder's next bundle while
+// the limit allows the permits in use, and wakes nobody; when the limit fell
+// below them it releases the permit as release does, waking the waiters.
+func TestPassKeepsThePermitWithinTheLimit(t *testing.T) {
+	v := newInflightLimit(1, 4, 2)
+	for i := 0; i < 2; i++ {
+		if !v.tryAcquire(make(chan struct{}, 1)) {
+			t.Fatal("no permit free")
+		}
+	}
+	kick := make(chan struct{}, 1)
+	if v.tryAcquire(kick) {
+		t.Fatal("a third permit at limit 2")
+	}
+	if !v.pass(time.Millisecond, false) {
+		t.Fatal("pass gave the permit back at limit 2 with 2 in use")
+	}
+	if _, _, inUse := v.snapshot(); inUse != 2 {
+		t.Fatalf("%d permits in use after pass, want 2", inUse)
+	}
+	select {
+	case <-kick:
+		t.Fatal("pass woke a waiter though it kept the permit")
+	default:
+	}
+	v.setMax(1) // the limit falls under the permits in use
+	if v.pass(time.Millisecond, false) {
+		t.Fatal("pass kept a permit over the limit")
+	}
+	if _, _, inUse := v.snapshot(); inUse != 1 {
+		t.Fatalf("%d permits in use after pass gave one back, want 1", inUse)
+	}
+	select {
+	case <-kick:
+	default:
+		t.Fatal("the waiter was not woken when the permit went back")
+	}
+}
+
 // SetShare caps each of n bridges at its share of InFlightMax, never below
 // InFlightMin, and lifts the cap again when the others leave.
 func TestShareDividesTheCeiling(t *testing.T) {
