@@ -436,7 +436,7 @@ func (e *JSEngine) forget(c *consumer) {
 	list := e.byQueue[q]
 	for i, x := range list {
 		if x == c {
-			list = append(list[:i:i], list[i+1:]...)
+			list = append(list[:i:i], list[i+1:]...) // a new array: readers of queueConsumers may hold the old one
 			break
 		}
 	}

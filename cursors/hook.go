@@ -85,14 +85,15 @@ func (e *JSEngine) Listening() bool { return e.nlive.Load() > 0 }
 // more recently than this is taken as one of its own commits.
 const heardQuiet = time.Second
 
+// queueConsumers answers the live consumers of a queue. The slice is
+// shared, not copied: byQueue's lists are never changed where a reader
+// can see them (a consumer is appended past every reader's length, and
+// a removal makes a new array), so the caller may range over it after
+// mu is released.
 func (e *JSEngine) queueConsumers(tenant tenancy.TenantID, queue string) []*consumer {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	cs := e.byQueue[queueKey{tenant, queue}]
-	if len(cs) == 0 {
-		return nil
-	}
-	return append([]*consumer(nil), cs...)
+	return e.byQueue[queueKey{tenant, queue}]
 }
 
 // maxHot bounds the commits waiting for a consumer's goroutine; past it

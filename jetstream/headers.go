@@ -29,26 +29,24 @@ func unsupported(h nats.Header) *refusal {
 		if !strings.HasPrefix(name, "Nats-") {
 			continue
 		}
-		var r refusal
+		// Each case returns a refusal of its own: one variable for all
+		// of them would be moved to the heap for every Nats- header,
+		// Nats-Msg-Id on nearly every message among them.
 		switch {
 		case name == expectedStreamHeader || name == msgIDHeader:
-			continue
 		case strings.HasPrefix(name, "Nats-Expected-"):
-			r = refusal{codeBadRequest, errBadRequest, name + " is not supported: a queen-bridge stream does not check expectations on its state"}
+			return &refusal{codeBadRequest, errBadRequest, name + " is not supported: a queen-bridge stream does not check expectations on its state"}
 		case name == "Nats-TTL":
-			r = refusal{codeBadRequest, errTTLDisabled, name + " is not supported: per-message TTL is disabled"}
+			return &refusal{codeBadRequest, errTTLDisabled, name + " is not supported: per-message TTL is disabled"}
 		case strings.HasPrefix(name, "Nats-Schedule"):
-			r = refusal{codeBadRequest, errSchedulesDisabled, name + " is not supported: message schedules is disabled"}
+			return &refusal{codeBadRequest, errSchedulesDisabled, name + " is not supported: message schedules is disabled"}
 		case name == "Nats-Incr":
-			r = refusal{codeBadRequest, errCountersDisabled, name + " is not supported: message counters is disabled"}
+			return &refusal{codeBadRequest, errCountersDisabled, name + " is not supported: message counters is disabled"}
 		case strings.HasPrefix(name, "Nats-Batch-"):
-			r = refusal{codeBadRequest, errAtomicDisabled, name + " is not supported: atomic publish is disabled"}
+			return &refusal{codeBadRequest, errAtomicDisabled, name + " is not supported: atomic publish is disabled"}
 		case name == "Nats-Rollup":
-			r = refusal{codeBadRequest, errBadRequest, name + " is not supported: rollups are disabled"}
-		default:
-			continue
+			return &refusal{codeBadRequest, errBadRequest, name + " is not supported: rollups are disabled"}
 		}
-		return &r
 	}
 	return nil
 }
