@@ -1,4 +1,4 @@
-package bridge_test
+package jsconsume_test
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func realJetStreamOrders(t *testing.T) *consumeTarget {
 	ns := start("127.0.0.1:-1")
 	tg := &consumeTarget{name: "jetstream", url: ns.ClientURL()}
 	tg.connect(t)
-	if _, err := tg.js.CreateStream(jsCtx(t), js.StreamConfig{Name: ordersStream, Subjects: []string{ordersFilter}, Storage: js.FileStorage}); err != nil {
+	if _, err := tg.js.CreateStream(deadline(t, time.Minute), js.StreamConfig{Name: ordersStream, Subjects: []string{ordersFilter}, Storage: js.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
 	tg.restart = func(t *testing.T, kill bool) {
@@ -215,7 +215,7 @@ func leafHubs(t *testing.T, n int) []*hub {
 }
 
 // bridgeBinary builds cmd/queen-bridge for the test.
-func bridgeBinary(t *testing.T) string { return testkit.BuildBridge(t, "../cmd/queen-bridge") }
+func bridgeBinary(t *testing.T) string { return testkit.BuildBridge(t, "../../cmd/queen-bridge") }
 
 // deadline is a context the test's waits keep to: nothing in these tests
 // waits on the network without one.

@@ -1,4 +1,4 @@
-package bridge_test
+package jsconsume_test
 
 import (
 	"context"
@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	js "github.com/nats-io/nats.go/jetstream"
 	"github.com/queenbridge/queenbridge/internal/testkit"
 )
+
+// caseSeq numbers the cases of the test binary, so that each has subjects
+// and consumer names of its own in the shared stream.
+var caseSeq atomic.Int64
 
 // consumeCase is what one consumer case sees: the target, a deadline, and
 // subjects and consumer names of its own in the shared stream ORDERS.

@@ -1,4 +1,4 @@
-package bridge_test
+package jsconsume_test
 
 import (
 	"context"
