@@ -6,6 +6,12 @@
 
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 
+# PORT_BASE: the scripts' clusters listen a few hundred ports above it. It
+# lies below Linux's ephemeral range (32768-60999 by default), where a
+# port may be held by a connection of an earlier round (bind: "Address
+# already in use") however free it looked when the script began.
+PORT_BASE=${PORT_BASE:-26000}
+
 # as_pg runs a command as postgres when we are root (initdb refuses root).
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 

@@ -53,7 +53,7 @@ ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'
 }
 
-port=56500
+port=$((PORT_BASE + 500))
 exec > >(tee "$OUT/summary.txt")
 flush="as the disk does it"
 [ -n "$SLOWSYNC_US" ] && flush="at least $SLOWSYNC_US µs (slowsync.so)"

@@ -47,7 +47,7 @@ median() {
 		awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-port=56600
+port=$((PORT_BASE + 600))
 exec > >(tee "$OUT/summary.txt")
 flush="as the disk does it"
 [ -n "$SLOWSYNC_US" ] && flush="at least $SLOWSYNC_US µs (slowsync.so)"

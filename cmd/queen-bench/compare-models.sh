@@ -45,7 +45,7 @@ model_cluster() {
 	cluster "$1" "$2" "${pin[@]}" "${pre[@]}"
 }
 
-port=56400
+port=$((PORT_BASE + 400))
 exec > >(tee "$OUT/tables.txt")
 for model in $MODELS; do
 	side=()

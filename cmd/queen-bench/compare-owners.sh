@@ -54,7 +54,7 @@ bench() {
 	grep -E '^(items|latency|cpu/item|fusion|bridges|forwards) ' "$dir/$name.txt"
 }
 
-port=56500
+port=$((PORT_BASE + 500))
 for round in $(seq "$FIRST" $((FIRST + ROUNDS - 1))); do
 	dir=$OUT/round-$round
 	port=$((port + round))
