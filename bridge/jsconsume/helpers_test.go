@@ -114,6 +114,38 @@ func (c *consumeCase) fetchUntil(t *testing.T, cons js.Consumer, n int) []js.Msg
 	return out
 }
 
+// takeIDs fetches as many messages as want names, wants them in that order,
+// and acknowledges them (double acks: answered once stored).
+func (c *consumeCase) takeIDs(t *testing.T, cons js.Consumer, want ...string) {
+	t.Helper()
+	got := c.fetchUntil(t, cons, len(want))
+	wantIDs(t, got, want...)
+	ackAll(t, c.ctx, got)
+}
+
+// takePerSubject fetches as many messages as want lists, wants each
+// subject's in want's order (none of another subject), and acknowledges them.
+func (c *consumeCase) takePerSubject(t *testing.T, cons js.Consumer, want map[string][]string) {
+	t.Helper()
+	n := 0
+	for _, ids := range want {
+		n += len(ids)
+	}
+	got := c.fetchUntil(t, cons, n)
+	wantPerSubject(t, got, want)
+	ackAll(t, c.ctx, got)
+}
+
+// wantDelivery wants msgs to be the one message id, handed for the nth time
+// (its NumDelivered).
+func wantDelivery(t *testing.T, msgs []js.Msg, id string, n uint64) {
+	t.Helper()
+	wantIDs(t, msgs, id)
+	if md := meta(t, msgs[0]); md.NumDelivered != n {
+		t.Fatalf("%s: delivery counted %d, want %d", id, md.NumDelivered, n)
+	}
+}
+
 // idOf is the id in a message's body.
 func idOf(t *testing.T, m js.Msg) string {
 	t.Helper()
@@ -220,6 +252,24 @@ func (c *consumeCase) infoAfterPublishes(t *testing.T, cons js.Consumer, pending
 // received collects what a Consume handler or a Messages loop is handed,
 // and the errors a Consume reports. The handler's goroutine (nats.go's)
 // writes, the test reads: mu guards both.
+// consumeInto runs a Consume on cons until the case ends or its Stop: each
+// message double-acked (answered once stored) goes into the received it
+// answers, with what the Consume reports as errors.
+func (c *consumeCase) consumeInto(t *testing.T, cons js.Consumer) (*received, js.ConsumeContext) {
+	t.Helper()
+	r := &received{}
+	cc, err := cons.Consume(func(m js.Msg) {
+		if m.DoubleAck(c.ctx) == nil {
+			r.add(m)
+		}
+	}, js.ConsumeErrHandler(r.addErr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop) // Stop is idempotent: a case may stop it sooner
+	return r, cc
+}
+
 type received struct {
 	mu   sync.Mutex
 	msgs []js.Msg

@@ -62,10 +62,7 @@ func TestJetStreamDurableConsumerAcrossRestart(t *testing.T) {
 			// the bridge keeps a partition's order.)
 			c.publish(t, c.subject("a"), "a3")
 			again = c.fetchUntil(t, cons, 1)
-			wantIDs(t, again, "a3")
-			if md := meta(t, again[0]); md.NumDelivered != 1 {
-				t.Fatalf("a3 delivered %d times", md.NumDelivered)
-			}
+			wantDelivery(t, again, "a3", 1)
 			ackAll(t, c.ctx, again)
 			wantNothing(t, cons)
 		})

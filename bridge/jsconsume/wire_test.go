@@ -215,16 +215,7 @@ func consumeConsume(t *testing.T, c *consumeCase) {
 	for _, p := range [][2]string{{"a", "a1"}, {"a", "a2"}, {"b", "b1"}, {"a", "a3"}, {"b", "b2"}} {
 		c.publish(t, c.subject(p[0]), p[1])
 	}
-	r := &received{}
-	cc, err := cons.Consume(func(m js.Msg) {
-		if m.DoubleAck(c.ctx) == nil {
-			r.add(m)
-		}
-	}, js.ConsumeErrHandler(r.addErr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Stop()
+	r, cc := c.consumeInto(t, cons)
 	testkit.WaitFor(t, "five messages consumed", time.Minute, func() bool { return r.count() >= 5 })
 	c.publish(t, c.subject("b"), "b3")
 	testkit.WaitFor(t, "a message published while consuming", time.Minute, func() bool { return r.count() >= 6 })
@@ -277,19 +268,9 @@ func consumeShared(t *testing.T, c *consumeCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs [2]received
-	for i, k := range []js.Consumer{cons, cons2} {
-		r := &rs[i]
-		cc, err := k.Consume(func(m js.Msg) {
-			if m.DoubleAck(c.ctx) == nil {
-				r.add(m)
-			}
-		}, js.ConsumeErrHandler(r.addErr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cc.Stop()
-	}
+	r0, _ := c.consumeInto(t, cons)
+	r1, _ := c.consumeInto(t, cons2)
+	rs := []*received{r0, r1}
 	const total = 20
 	for i := 0; i < total; i++ {
 		c.publish(t, c.subject(fmt.Sprintf("k%d", i%4)), fmt.Sprintf("s%d", i))
@@ -317,18 +298,12 @@ func consumeNak(t *testing.T, c *consumeCase) {
 	cons := c.durable(t, "nak", js.ConsumerConfig{})
 	c.publish(t, c.subject("a"), "k1")
 	first := fetch(t, cons, 1, 5*time.Second)
-	wantIDs(t, first, "k1")
-	if md := meta(t, first[0]); md.NumDelivered != 1 {
-		t.Fatalf("first delivery counted %d", md.NumDelivered)
-	}
+	wantDelivery(t, first, "k1", 1)
 	if err := first[0].Nak(); err != nil {
 		t.Fatal(err)
 	}
 	again := c.fetchUntil(t, cons, 1)
-	wantIDs(t, again, "k1")
-	if md := meta(t, again[0]); md.NumDelivered != 2 {
-		t.Fatalf("after a NAK the delivery is counted %d, want 2", md.NumDelivered)
-	}
+	wantDelivery(t, again, "k1", 2)
 	ackAll(t, c.ctx, again)
 	wantNothing(t, cons)
 }
@@ -350,10 +325,7 @@ func consumeNakWithDelay(t *testing.T, c *consumeCase) {
 	if waited := time.Since(nakAt); waited < delay {
 		t.Fatalf("redelivered %v after a NAK with a delay of %v", waited, delay)
 	}
-	wantIDs(t, again, "d1")
-	if md := meta(t, again[0]); md.NumDelivered != 2 {
-		t.Fatalf("delivery counted %d, want 2", md.NumDelivered)
-	}
+	wantDelivery(t, again, "d1", 2)
 	ackAll(t, c.ctx, again)
 }
 
@@ -372,10 +344,7 @@ func consumeAckWaitExpiry(t *testing.T, c *consumeCase) {
 	if waited := time.Since(fetchedAt); waited < ackWait {
 		t.Fatalf("redelivered %v after the fetch, ack_wait %v", waited, ackWait)
 	}
-	wantIDs(t, again, "x1")
-	if md := meta(t, again[0]); md.NumDelivered != 2 {
-		t.Fatalf("delivery counted %d, want 2", md.NumDelivered)
-	}
+	wantDelivery(t, again, "x1", 2)
 	if ci := info(t, c.ctx, cons); ci.NumRedelivered != 1 || ci.NumAckPending != 1 {
 		t.Fatalf("redelivered %d ack pending %d, want 1 and 1", ci.NumRedelivered, ci.NumAckPending)
 	}
@@ -437,9 +406,7 @@ func consumeTerm(t *testing.T, c *consumeCase) {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, "the termination to be applied", time.Minute, func() bool { return info(t, c.ctx, cons).NumAckPending == 0 })
-	next := c.fetchUntil(t, cons, 1)
-	wantIDs(t, next, "t2")
-	ackAll(t, c.ctx, next)
+	c.takeIDs(t, cons, "t2")
 	// t1 would be back after ack_wait had it not been terminated.
 	if got := fetch(t, cons, 5, 3*ackWait); len(got) != 0 {
 		t.Fatalf("after the termination: %v", ids(t, got))
@@ -490,13 +457,9 @@ func consumeFilterOne(t *testing.T, c *consumeCase) {
 	if ci := c.infoAfterPublishes(t, one, 2); ci.NumPending != 2 {
 		t.Fatalf("%s pending %d, want 2", c.subject("a"), ci.NumPending)
 	}
-	got := c.fetchUntil(t, one, 2)
-	wantIDs(t, got, "a1", "a2")
-	ackAll(t, c.ctx, got)
+	c.takeIDs(t, one, "a1", "a2")
 	wantNothing(t, one)
-	got = c.fetchUntil(t, wild, 3)
-	wantPerSubject(t, got, map[string][]string{c.subject("w.1"): {"w1", "w3"}, c.subject("w.2"): {"w2"}})
-	ackAll(t, c.ctx, got)
+	c.takePerSubject(t, wild, map[string][]string{c.subject("w.1"): {"w1", "w3"}, c.subject("w.2"): {"w2"}})
 	wantNothing(t, wild)
 }
 
@@ -511,9 +474,7 @@ func consumeFilterSeveral(t *testing.T, c *consumeCase) {
 	for _, p := range [][2]string{{"a", "a1"}, {"b", "b1"}, {"c", "c1"}, {"a", "a2"}} {
 		c.publish(t, c.subject(p[0]), p[1])
 	}
-	got := c.fetchUntil(t, cons, 3)
-	wantPerSubject(t, got, map[string][]string{c.subject("a"): {"a1", "a2"}, c.subject("c"): {"c1"}})
-	ackAll(t, c.ctx, got)
+	c.takePerSubject(t, cons, map[string][]string{c.subject("a"): {"a1", "a2"}, c.subject("c"): {"c1"}})
 	wantNothing(t, cons)
 }
 
@@ -523,9 +484,7 @@ func consumeDeliverAll(t *testing.T, c *consumeCase) {
 	c.publish(t, c.subject("b"), "b1")
 	cons := c.durable(t, "all", js.ConsumerConfig{DeliverPolicy: js.DeliverAllPolicy})
 	c.publish(t, c.subject("a"), "a2")
-	got := c.fetchUntil(t, cons, 3)
-	wantPerSubject(t, got, map[string][]string{c.subject("a"): {"a1", "a2"}, c.subject("b"): {"b1"}})
-	ackAll(t, c.ctx, got)
+	c.takePerSubject(t, cons, map[string][]string{c.subject("a"): {"a1", "a2"}, c.subject("b"): {"b1"}})
 	wantNothing(t, cons)
 }
 
@@ -535,9 +494,7 @@ func consumeDeliverNew(t *testing.T, c *consumeCase) {
 	cons := c.durable(t, "new", js.ConsumerConfig{DeliverPolicy: js.DeliverNewPolicy})
 	c.publish(t, c.subject("a"), "a2")
 	c.publish(t, c.subject("b"), "b1")
-	got := c.fetchUntil(t, cons, 2)
-	wantPerSubject(t, got, map[string][]string{c.subject("a"): {"a2"}, c.subject("b"): {"b1"}})
-	ackAll(t, c.ctx, got)
+	c.takePerSubject(t, cons, map[string][]string{c.subject("a"): {"a2"}, c.subject("b"): {"b1"}})
 	wantNothing(t, cons)
 }
 
@@ -547,14 +504,10 @@ func consumeDeliverLast(t *testing.T, c *consumeCase) {
 	c.publish(t, c.subject("a"), "a2")
 	c.publish(t, c.subject("b"), "b1")
 	cons := c.durable(t, "last", js.ConsumerConfig{DeliverPolicy: js.DeliverLastPolicy})
-	got := c.fetchUntil(t, cons, 1)
-	wantIDs(t, got, "b1")
-	ackAll(t, c.ctx, got)
+	c.takeIDs(t, cons, "b1")
 	wantNothing(t, cons)
 	c.publish(t, c.subject("a"), "a3")
-	got = c.fetchUntil(t, cons, 1)
-	wantIDs(t, got, "a3")
-	ackAll(t, c.ctx, got)
+	c.takeIDs(t, cons, "a3")
 }
 
 // deliver last per subject: each subject's last message, then what
@@ -564,14 +517,10 @@ func consumeDeliverLastPerSubject(t *testing.T, c *consumeCase) {
 		c.publish(t, c.subject(p[0]), p[1])
 	}
 	cons := c.durable(t, "lps", js.ConsumerConfig{DeliverPolicy: js.DeliverLastPerSubjectPolicy})
-	got := c.fetchUntil(t, cons, 2)
-	wantPerSubject(t, got, map[string][]string{c.subject("a"): {"a2"}, c.subject("b"): {"b3"}})
-	ackAll(t, c.ctx, got)
+	c.takePerSubject(t, cons, map[string][]string{c.subject("a"): {"a2"}, c.subject("b"): {"b3"}})
 	wantNothing(t, cons)
 	c.publish(t, c.subject("a"), "a3")
-	got = c.fetchUntil(t, cons, 1)
-	wantIDs(t, got, "a3")
-	ackAll(t, c.ctx, got)
+	c.takeIDs(t, cons, "a3")
 }
 
 // deliver by start time: what was stored at or after the time.
@@ -587,9 +536,7 @@ func consumeDeliverByStartTime(t *testing.T, c *consumeCase) {
 	c.publish(t, c.subject("a"), "a2")
 	c.publish(t, c.subject("b"), "b2")
 	cons := c.durable(t, "time", js.ConsumerConfig{DeliverPolicy: js.DeliverByStartTimePolicy, OptStartTime: &start})
-	got := c.fetchUntil(t, cons, 2)
-	wantPerSubject(t, got, map[string][]string{c.subject("a"): {"a2"}, c.subject("b"): {"b2"}})
-	ackAll(t, c.ctx, got)
+	c.takePerSubject(t, cons, map[string][]string{c.subject("a"): {"a2"}, c.subject("b"): {"b2"}})
 	wantNothing(t, cons)
 }
 
@@ -604,9 +551,7 @@ func consumeDeliverByStartSequence(t *testing.T, c *consumeCase) {
 		acks = append(acks, c.publish(t, c.subject("a"), id))
 	}
 	cons := c.durable(t, "seq", js.ConsumerConfig{FilterSubject: c.subject("a"), DeliverPolicy: js.DeliverByStartSequencePolicy, OptStartSeq: acks[1].Sequence})
-	got := c.fetchUntil(t, cons, 2)
-	wantIDs(t, got, "a2", "a3")
-	ackAll(t, c.ctx, got)
+	c.takeIDs(t, cons, "a2", "a3")
 	wantNothing(t, cons)
 
 	wide := js.ConsumerConfig{Durable: c.name("seqwide"), FilterSubject: c.all(), DeliverPolicy: js.DeliverByStartSequencePolicy, OptStartSeq: acks[1].Sequence}
@@ -663,16 +608,7 @@ func consumeOrdered(t *testing.T, c *consumeCase) {
 func consumeDelete(t *testing.T, c *consumeCase) {
 	cons := c.durable(t, "del", js.ConsumerConfig{})
 	c.publish(t, c.subject("a"), "x1")
-	r := &received{}
-	cc, err := cons.Consume(func(m js.Msg) {
-		if m.DoubleAck(c.ctx) == nil {
-			r.add(m)
-		}
-	}, js.ConsumeErrHandler(r.addErr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Stop()
+	r, _ := c.consumeInto(t, cons)
 	// Once the message is handled the Consume keeps a pull request waiting.
 	testkit.WaitFor(t, "the message consumed", time.Minute, func() bool { return r.count() == 1 })
 	if err := c.js.DeleteConsumer(c.ctx, ordersStream, c.name("del")); err != nil {
