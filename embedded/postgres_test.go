@@ -64,6 +64,35 @@ func TestPostgresKeepsDataAcrossRestart(t *testing.T) {
 	}
 }
 
+// The cluster runs with the write path's settings, and the durability
+// settings stay at PostgreSQL's own: an acknowledged push is on disk.
+func TestPostgresSettings(t *testing.T) {
+	pg := startPG(t, filepath.Join(embedded.ReachableTempDir(t), "pg"))
+	ctx := context.Background()
+	defer pg.Stop(ctx)
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for name, want := range map[string]string{
+		"wal_init_zero":      "off", // a new WAL segment is not zero-filled on a commit's path
+		"jit":                "off",
+		"wal_level":          "logical",
+		"fsync":              "on",
+		"synchronous_commit": "on",
+		"full_page_writes":   "on",
+	} {
+		var got string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestPostgresMissingBinaries(t *testing.T) {
 	_, err := embedded.StartPostgres(context.Background(), embedded.Config{DataDir: t.TempDir(), BinDir: t.TempDir()})
 	if !errors.Is(err, embedded.ErrNoPostgres) {

@@ -42,6 +42,7 @@ cluster() {
 		shared_buffers = 256MB
 		max_wal_size = 4GB
 		min_wal_size = 256MB
+		wal_init_zero = off
 		checkpoint_timeout = 15min
 		jit = off
 		track_functions = pl
