@@ -52,10 +52,11 @@ type Config struct {
 // for the publish relay, which reads queen.publish messages from a slot.
 // New WAL segment files are not zero-filled (wal_init_zero=off): a young
 // cluster has no used segments to recycle yet, so each 16 MB of WAL makes
-// a new file, and the commit that needs it waited while 16 MB of zeros
-// were written and flushed (about 17 ms here, once every 1.7 s at a
-// quarter of the push rate: most of the p99 of a delivery). Segments
-// recycled after a checkpoint are never zero-filled in either case.
+// a new file, and with zero-filling the commit that needs it waits while
+// 16 MB of zeros are written and flushed (about 17 ms on the benchmark
+// machine of docs/write-path.md, once every 1.7 s at a quarter of the push
+// rate: most of a JetStream consumer's p99). Segments recycled after a
+// checkpoint are never zero-filled in either case.
 // Durability settings (fsync, synchronous_commit, full_page_writes) stay at
 // PostgreSQL's defaults: an acknowledged push is on disk.
 var DefaultSettings = map[string]string{
