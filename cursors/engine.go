@@ -165,6 +165,7 @@ type JSEngine struct {
 
 	stats counters
 	nlive atomic.Int64 // len(live), for Listening without the lock
+	own   ownCommits   // Committed's hand-overs, for Heard
 }
 
 // counters are the engine's Stats; atomics, read without a lock.

@@ -46,6 +46,7 @@ func (e *JSEngine) Committed(writes []segment.Write, results []segment.Result) {
 	if len(writes) != len(results) {
 		return
 	}
+	now := e.cfg.Clock.Now()
 	for i := range writes {
 		w, r := &writes[i], &results[i]
 		if r.Status != segment.Queued || r.PartitionID <= 0 || w.Count <= 0 {
@@ -55,6 +56,7 @@ func (e *JSEngine) Committed(writes []segment.Write, results []segment.Result) {
 		if len(cs) == 0 {
 			continue
 		}
+		e.own.mark(partKey{w.Tenant, w.Queue, w.Partition}, cs, now)
 		hc := hotCommit{pid: r.PartitionID, partition: w.Partition, base: r.BaseOffset, count: int(w.Count), at: r.CreatedAt, seg: &sharedSeg{blob: w.Blob}}
 		for _, c := range cs {
 			c.handOver(hc)
@@ -70,9 +72,17 @@ func (e *JSEngine) Committed(writes []segment.Write, results []segment.Result) {
 // the consumer through Committed within heardQuiet: it is most likely of
 // those, and a commit of another bridge in between shows as a gap in the
 // offsets, which is read. A peer's announcement, and this bridge's of a
-// transaction's commit (which Committed never sees), always read.
+// transaction's commit (which Committed never sees), always read. The
+// engine passes over such an announcement itself when it handed over a
+// commit of the partition within heardQuiet (ownCommits): at a message a
+// publish, there is an announcement a message, and each would otherwise
+// be a hand-over and a pass of every consumer of the queue.
 func (e *JSEngine) Heard(tenant tenancy.TenantID, queue, partition string, pushed bool) {
-	for _, c := range e.queueConsumers(tenant, queue) {
+	cs := e.queueConsumers(tenant, queue)
+	if pushed && e.own.recent(partKey{tenant, queue, partition}, cs, e.cfg.Clock.Now()) {
+		return
+	}
+	for _, c := range cs {
 		c.handOver(hotCommit{partition: partition, pushed: pushed})
 	}
 }
@@ -84,6 +94,61 @@ func (e *JSEngine) Listening() bool { return e.nlive.Load() > 0 }
 // heardQuiet: an announcement of a partition this bridge committed to
 // more recently than this is taken as one of its own commits.
 const heardQuiet = time.Second
+
+// ownCommits is when Committed last handed over a commit of each
+// partition of a consumed queue, and to which consumers, for Heard.
+// Entries older than heardQuiet are swept at most once per heardQuiet,
+// so it holds about the partitions committed to in the last two.
+type ownCommits struct {
+	mu    sync.Mutex // Committed (the fusion's flush goroutine) marks, Heard (any announcer's goroutine) looks
+	at    map[partKey]ownMark
+	swept time.Time
+}
+
+// partKey names a partition across queues and tenants.
+type partKey struct {
+	tenant           tenancy.TenantID
+	queue, partition string
+}
+
+// ownMark is a hand-over: when, and the queue's consumers then (the
+// first of queueConsumers' array and its length, which name the list:
+// it is never changed where a reader can see it).
+type ownMark struct {
+	at    time.Time
+	first **consumer
+	n     int
+}
+
+func (o *ownCommits) mark(k partKey, cs []*consumer, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.at == nil {
+		o.at = map[partKey]ownMark{}
+	}
+	if now.Sub(o.swept) >= heardQuiet {
+		o.swept = now
+		for k, m := range o.at {
+			if now.Sub(m.at) >= heardQuiet {
+				delete(o.at, k)
+			}
+		}
+	}
+	o.at[k] = ownMark{at: now, first: &cs[0], n: len(cs)}
+}
+
+// recent reports whether k's last commit was handed over within
+// heardQuiet to exactly the consumers cs: one that came live since did
+// not get it, and hears the announcement.
+func (o *ownCommits) recent(k partKey, cs []*consumer, now time.Time) bool {
+	if len(cs) == 0 {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m, ok := o.at[k]
+	return ok && now.Sub(m.at) < heardQuiet && m.first == &cs[0] && m.n == len(cs)
+}
 
 // queueConsumers answers the live consumers of a queue. The slice is
 // shared, not copied: byQueue's lists are never changed where a reader

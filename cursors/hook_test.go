@@ -161,3 +161,36 @@ func TestANewPullReadsNothingUnannounced(t *testing.T) {
 		t.Fatalf("the poll found %+v, want offset 2", r)
 	}
 }
+
+// ownCommits says a partition's commit was handed over recently only
+// within heardQuiet, and only to the same consumers: a list that changed
+// since (a consumer came live or went) does not match, so a newcomer
+// hears the announcement. Old entries are swept.
+func TestOwnCommitsRecent(t *testing.T) {
+	var o ownCommits
+	a, b := &consumer{}, &consumer{}
+	cs := append(make([]*consumer, 0, 2), a)
+	k := partKey{tenant: tenant, queue: "ORDERS", partition: "us"}
+	t0 := time.Unix(1000, 0)
+	if o.recent(k, cs, t0) {
+		t.Fatal("recent before any mark")
+	}
+	o.mark(k, cs, t0)
+	if !o.recent(k, cs, t0.Add(heardQuiet-time.Millisecond)) {
+		t.Fatal("not recent within heardQuiet")
+	}
+	if o.recent(k, cs, t0.Add(heardQuiet)) {
+		t.Fatal("recent after heardQuiet")
+	}
+	if o.recent(partKey{tenant: tenant, queue: "ORDERS", partition: "eu"}, cs, t0) {
+		t.Fatal("another partition is recent")
+	}
+	grown := append(cs, b) // the same array, one consumer more
+	if o.recent(k, grown, t0) || o.recent(k, []*consumer{a}, t0) || o.recent(k, nil, t0) {
+		t.Fatal("recent for another list of consumers")
+	}
+	o.mark(partKey{tenant: tenant, queue: "ORDERS", partition: "eu"}, cs, t0.Add(2*heardQuiet))
+	if len(o.at) != 1 {
+		t.Fatalf("%d entries after the sweep, want 1", len(o.at))
+	}
+}
