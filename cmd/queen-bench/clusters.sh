@@ -1,8 +1,9 @@
 # clusters.sh: sourced by the compare-*.sh scripts. Private PostgreSQL
 # clusters with the embedded settings (embedded.DefaultSettings), the
 # binaries a script measures, and the clean-up of everything a script
-# started. Set PGBIN before sourcing to choose the server binaries; add
-# background pids to pids.
+# started (a round's cluster files too, unless KEEP_DATA=1). Set PGBIN
+# before sourcing to choose the server binaries; add background pids to
+# pids.
 
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 
@@ -50,6 +51,14 @@ cluster() {
 	as_pg "$@" "$PGBIN/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -o "-p $port" -w -t 60 start >/dev/null
 	clusters+=("$dir/pg")
 	"$PGBIN/psql" -X -q -h 127.0.0.1 -p "$port" -U bench -d postgres -c "CREATE DATABASE bench"
+}
+
+# stop_cluster DIR: stop the cluster cluster() made under DIR and delete
+# its data files, which a round leaves at several hundred MB (its pg.log
+# stays); KEEP_DATA=1 keeps them to look into.
+stop_cluster() {
+	as_pg "$PGBIN/pg_ctl" -D "$1/pg" -m fast -w stop >/dev/null
+	[ -n "${KEEP_DATA:-}" ] || rm -rf "$1/pg"
 }
 
 # build_tools: queen-bridge (a copy of BRIDGE_BIN when set, else this

@@ -23,6 +23,7 @@
 #               compare-models.sh's slow model): every fsync and fdatasync
 #               lasts at least this many µs, e.g. 1000 for a 1 ms flush
 #   OUT         a new temporary directory: every report, log and the summary
+#               (a round's cluster files are deleted: KEEP_DATA=1 keeps them)
 #   BRIDGE_BIN  (empty) a queen-bridge binary to measure instead of building
 #               this tree's (an earlier version's, for a before/after with the
 #               same load generator)
@@ -84,7 +85,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	"$OUT/bin/queen-bench" "${common[@]}" -consumers 4 -groups 4 -consume-batch 100 -consume-only -consume-group fan \
 		>"$dir/groups4.txt" 2>&1
 	kill -TERM "$bridge" && wait "$bridge" || true
-	as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -m fast -w stop >/dev/null
+	stop_cluster "$dir"
 
 	pushcpu=$(cpu "$dir/push.txt" cpu/item)
 	consrate=$(rate "$dir/consume.txt" consumed)

@@ -24,6 +24,7 @@
 #   SLOWSYNC_US (empty) when set, PostgreSQL runs under slowsync.so: every
 #               fsync and fdatasync lasts at least this many µs (1000: a 1 ms flush)
 #   OUT         a new temporary directory: every report, log and the summary
+#               (a round's cluster files are deleted: KEEP_DATA=1 keeps them)
 #   BRIDGE_BIN  (empty) a queen-bridge binary to measure instead of building this tree's
 # Run it alone on a quiet machine: nothing else building or measuring.
 #
@@ -74,7 +75,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		echo "round $round: $(tail -1 "$dir/jsconsume.txt")"
 	if [[ ",$TARGETS," == *,bridge,* ]]; then
 		kill -TERM "$bridge" && wait "$bridge" || true
-		as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -m fast -w stop >/dev/null
+		stop_cluster "$dir"
 	fi
 	echo "== round $round"
 	sed -n '/^target  *mode /,/^cpu a message/p' "$dir/jsconsume.txt"

@@ -20,6 +20,7 @@
 #                                   it, which a slow load (one client) would
 #                                   otherwise measure for much of its run
 #   OUT       a new temporary directory: every report, log and table
+#             (a round's cluster files are deleted: KEEP_DATA=1 keeps them)
 #
 #   cmd/queen-bench/compare-models.sh        # from the repository root
 set -euo pipefail
@@ -69,7 +70,7 @@ for model in $MODELS; do
 		"${side[@]}" "$OUT/bin/queen-bench" -compare -pg-dsn "$dsn" -nats nats://127.0.0.1:4395 -http 127.0.0.1:6695 \
 			-duration "$DURATION" $LOAD >"$dir/report.txt" 2>&1
 		kill -TERM "$bridge" && wait "$bridge" || true
-		as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -m fast -w stop >/dev/null
+		stop_cluster "$dir"
 		echo "== $model, round $round"
 		sed -n '/^compare:/,$p' "$dir/report.txt"
 	done

@@ -19,6 +19,7 @@
 #   DURATION  15s          per run (each after a 3 s warm-up, not counted)
 #   LOAD      "-clients 64 -items 1 -partitions 1000"
 #   OUT       a new temporary directory: every report and log
+#             (a round's cluster files are deleted: KEEP_DATA=1 keeps them)
 #
 #   cmd/queen-bench/compare-owners.sh        # from the repository root
 set -euo pipefail
@@ -93,6 +94,6 @@ for round in $(seq "$FIRST" $((FIRST + ROUNDS - 1))); do
 	kill -TERM "$b" && wait "$b" || true
 	kill -TERM "$a" && wait "$a" || true
 	if [ "$NATS" = separate ]; then kill -INT "$ns" && wait "$ns" || true; fi
-	as_pg "$PGBIN/pg_ctl" -D "$dir/pg" -m fast -w stop >/dev/null
+	stop_cluster "$dir"
 done
 echo "reports and logs: $OUT"
