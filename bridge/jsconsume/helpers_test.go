@@ -249,9 +249,6 @@ func (c *consumeCase) infoAfterPublishes(t *testing.T, cons js.Consumer, pending
 	return info(t, c.ctx, cons)
 }
 
-// received collects what a Consume handler or a Messages loop is handed,
-// and the errors a Consume reports. The handler's goroutine (nats.go's)
-// writes, the test reads: mu guards both.
 // consumeInto runs a Consume on cons until the case ends or its Stop: each
 // message double-acked (answered once stored) goes into the received it
 // answers, with what the Consume reports as errors.
@@ -270,6 +267,9 @@ func (c *consumeCase) consumeInto(t *testing.T, cons js.Consumer) (*received, js
 	return r, cc
 }
 
+// received collects what a Consume handler or a Messages loop is handed,
+// and the errors a Consume reports. The handler's goroutine (nats.go's)
+// writes, the test reads: mu guards both.
 type received struct {
 	mu   sync.Mutex
 	msgs []js.Msg
