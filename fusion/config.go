@@ -14,7 +14,7 @@ type Config struct {
 	Sink Sink
 	// Shards partitions the partition space (QUEEN_FUSION_SHARDS). Default 8.
 	Shards int
-	// BundleMax caps the segments of one bundle (QUEEN_BUNDLE_MAX). Default 64.
+	// BundleMax caps the segments of one bundle (QUEEN_BUNDLE_MAX). Default 256.
 	BundleMax int
 	// BundleMaxBytes caps the bytes of one bundle (QUEEN_BUNDLE_MAX_BYTES),
 	// counted before compression: each frame's payload, transactionId,
@@ -84,7 +84,7 @@ func (c *Config) applyDefaults() error {
 		}
 	}
 	def(&c.Shards, 8)
-	def(&c.BundleMax, 64)
+	def(&c.BundleMax, 256)
 	def(&c.ShardQueue, 4096)
 	def(&c.InFlightMin, c.VegasMin)
 	def(&c.InFlightMax, c.VegasMax)

@@ -139,7 +139,7 @@ func (c *config) settings() []setting {
 		{"QUEEN_DATA_DIR", "./data", "data directory (embedded PostgreSQL under pg/, spool under spool/)", str(&c.dataDir)},
 		{"QUEEN_SPOOL_DIR", "", "spool directory (default QUEEN_DATA_DIR/spool)", str(&c.spoolDir)},
 		{"QUEEN_FUSION_SHARDS", "8", "fusion shards", num(&c.shards)},
-		{"QUEEN_BUNDLE_MAX", "64", "segments (partitions) per fused commit, at most", num(&c.bundleMax)},
+		{"QUEEN_BUNDLE_MAX", "256", "segments (partitions) per fused commit, at most", num(&c.bundleMax)},
 		{"QUEEN_BUNDLE_MAX_BYTES", strconv.Itoa(8 << 20), "bytes per fused commit, at most (8 MiB), counted before compression: payloads, ids and 48 bytes a frame; a partition with more pending is written over several commits, in order, and a larger single frame alone", num64(&c.bundleMaxBytes)},
 		{"QUEEN_FUSION_HOLD_MS", "15", "backstop tick for held partitions, ms", num(&c.holdMS)},
 		{"QUEEN_BUNDLES_IN_FLIGHT_MIN", "1", "bundles in flight at once, lower bound (the limit is 1 + floor(commit flush / a bundle call's working part))", num(&c.inFlightMin)},
