@@ -30,8 +30,9 @@ import (
 // last wantFor (Want): a queue nobody consumes here costs it nothing, and
 // its memory goes to those that are.
 //
-// Bounded in bytes (stored blob, hash blob, and the frames once decoded):
-// the oldest segments of all partitions go first. A mutex guards
+// Bounded in bytes (stored blob, hash blob, and the frames once decoded,
+// counted when a pop decodes them: a JetStream read decodes for itself and
+// keeps nothing): the oldest segments of all partitions go first. A mutex guards
 // everything; it is held for map and slice work only, never across a
 // database call or a decode.
 type Tail struct {
@@ -85,13 +86,21 @@ type TailSegment struct {
 	frames  []segment.Frame
 	err     error
 	decoded atomic.Bool // once ran: frames and err are set
+
+	// tail holds the segment: a decode kept by Frames is counted there.
+	tail *Tail
+	// counted is what tail.bytes counts for the segment; 0 once the tail
+	// dropped it. Under tail.mu.
+	counted int64
 }
 
-// Frames decodes the segment once; later calls share the frames.
+// Frames decodes the segment once; later calls share the frames, which
+// the tail then counts in its bound.
 func (s *TailSegment) Frames() ([]segment.Frame, error) {
 	s.once.Do(func() {
 		s.frames, s.err = segment.UnpackAll(s.Blob)
 		s.decoded.Store(true)
+		s.tail.keptFrames(s)
 	})
 	return s.frames, s.err
 }
@@ -107,9 +116,26 @@ func (s *TailSegment) framesOnce() ([]segment.Frame, error) {
 	return segment.UnpackAll(s.Blob)
 }
 
-func (s *TailSegment) size() int64 {
-	// The decoded frames are about as large as the payloads again.
-	return int64(2*len(s.Blob)+len(s.Hashes)) + 128
+// heldSize is what the tail counts for a segment it holds undecoded.
+func (s *TailSegment) heldSize() int64 {
+	return int64(len(s.Blob)+len(s.Hashes)) + 128
+}
+
+// keptFrames counts s's decoded frames, about as large as its payloads
+// again, while the tail still holds s, and evicts what no longer fits.
+func (t *Tail) keptFrames(s *TailSegment) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.counted == 0 {
+		return // dropped while it was decoded
+	}
+	n := int64(len(s.Blob))
+	s.counted += n
+	t.bytes += n
+	t.evict()
 }
 
 // NewTail makes a tail bounded to maxBytes; 0 or less: nothing is kept.
@@ -169,7 +195,7 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 		}
 		// The blob is copied: the fusion packs it into a buffer sized for
 		// the frames before compression, several times what it holds.
-		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: slices.Clone(w.Blob), Hashes: w.Hashes}
+		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: slices.Clone(w.Blob), Hashes: w.Hashes, tail: t}
 		p := t.parts[r.PartitionID]
 		if p == nil {
 			p = &tailPart{name: tailName{tenant: w.Tenant, queue: w.Queue, partition: w.Partition}, cursors: map[string]int64{}}
@@ -180,7 +206,8 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 			t.dropSegs(p, n) // not a continuation: a new run
 		}
 		p.segs = append(p.segs, s)
-		t.bytes += s.size()
+		s.counted = s.heldSize()
+		t.bytes += s.counted
 		t.nsegs++
 		t.order = append(t.order, tailRef{pid: r.PartitionID, end: s.End})
 	}
@@ -249,7 +276,8 @@ func (t *Tail) dropPart(pid int64, p *tailPart) {
 // (they are cleared), and an append that outgrows it moves only the rest.
 func (t *Tail) dropSegs(p *tailPart, n int) {
 	for _, s := range p.segs[:n] {
-		t.bytes -= s.size()
+		t.bytes -= s.counted
+		s.counted = 0
 		t.nsegs--
 	}
 	clear(p.segs[:n])

@@ -112,6 +112,73 @@ func TestTailEvictsOldestFirst(t *testing.T) {
 	}
 }
 
+// A segment counts its decoded frames only once a pop keeps them
+// (Frames): a JetStream read decodes for itself and adds nothing, so the
+// bound holds twice the segments a tail of decoded ones would. A decode
+// that pushes the tail over its bound evicts the oldest, and a segment
+// dropped before its decode ends adds nothing.
+func TestTailCountsDecodedFramesWhenKept(t *testing.T) {
+	tail := cursors.NewTail(1 << 20)
+	commit(tail, [3]int64{1, 1, 10}, [3]int64{1, 11, 10})
+	held := tail.Stats().Bytes
+	if run, ok := tail.ReadAfter(cursors.ReadRange{PartitionID: 1, After: 0, Limit: 20}); !ok || len(run.Messages) != 20 {
+		t.Fatalf("read: %d messages, %v", len(run.Messages), ok)
+	}
+	if st := tail.Stats(); st.Bytes != held {
+		t.Fatalf("a JetStream read changed the bytes counted: %d, held %d", st.Bytes, held)
+	}
+	tail.SetCursor(1, "g", 0)
+	k, ok := tail.Take(1, "g", 10)
+	if !ok || len(k.Segments) != 1 {
+		t.Fatalf("take: %+v %v", k, ok)
+	}
+	blob := int64(len(k.Segments[0].Blob))
+	if _, err := k.Segments[0].Frames(); err != nil {
+		t.Fatal(err)
+	}
+	if st := tail.Stats(); st.Bytes != held+blob {
+		t.Fatalf("kept frames counted %d bytes, want %d + %d", st.Bytes, held, blob)
+	}
+	if _, err := k.Segments[0].Frames(); err != nil || tail.Stats().Bytes != held+blob {
+		t.Fatalf("a second call counted the frames again: %d, %v", tail.Stats().Bytes, err)
+	}
+	tail.Forget(1)
+	if st := tail.Stats(); st.Bytes != 0 || st.Segments != 0 {
+		t.Fatalf("after forgetting the partition: %+v", st)
+	}
+
+	// Undecoded, a bound of 20 segments' worth holds 20; decoded, about
+	// half. (The segment at 191 is the largest: the longest ids.)
+	commit(tail, [3]int64{2, 191, 10})
+	one := tail.Stats().Bytes
+	tail.Forget(2)
+	small := cursors.NewTail(20 * one)
+	for base := int64(1); base <= 200; base += 10 {
+		commit(small, [3]int64{3, base, 10})
+	}
+	if st := small.Stats(); st.Segments != 20 || st.Bytes > 20*one {
+		t.Fatalf("undecoded: %+v, bound %d", st, 20*one)
+	}
+	small.SetCursor(3, "g", 0)
+	k, ok = small.Take(3, "g", 200)
+	if !ok || len(k.Segments) != 20 {
+		t.Fatalf("take of everything: %d segments, %v", len(k.Segments), ok)
+	}
+	for _, s := range k.Segments {
+		if _, err := s.Frames(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := small.Stats()
+	if st.Bytes > 20*one || st.Segments >= 20 || st.Segments < 8 {
+		t.Fatalf("decoded: %+v, bound %d", st, 20*one)
+	}
+	small.SetCursor(3, "g", 190)
+	if k, ok := small.Take(3, "g", 100); !ok || k.To != 200 {
+		t.Fatalf("the newest went first: %+v %v", k, ok)
+	}
+}
+
 // A dropped queue's segments go; a commit of one of its partitions that
 // reaches the tail afterwards is not kept; other queues stay.
 func TestTailDropForgetsTheQueue(t *testing.T) {
