@@ -30,11 +30,11 @@ import (
 // last wantFor (Want): a queue nobody consumes here costs it nothing, and
 // its memory goes to those that are.
 //
-// Bounded in bytes (stored blob, hash blob, and the frames once decoded,
-// counted when a pop decodes them: a JetStream read decodes for itself and
-// keeps nothing): the oldest segments of all partitions go first. A mutex guards
-// everything; it is held for map and slice work only, never across a
-// database call or a decode.
+// Bounded in bytes (stored blob, hash blob, and the frames once a pop has
+// decoded and kept them; a JetStream read decodes for itself and keeps
+// nothing): the oldest segments of all partitions go first. A mutex
+// guards everything; it is held for map and slice work only, never across
+// a database call or a decode.
 type Tail struct {
 	max int64
 

@@ -146,6 +146,19 @@ func TestTailCountsDecodedFramesWhenKept(t *testing.T) {
 	if st := tail.Stats(); st.Bytes != 0 || st.Segments != 0 {
 		t.Fatalf("after forgetting the partition: %+v", st)
 	}
+	commit(tail, [3]int64{4, 1, 10})
+	tail.SetCursor(4, "g", 0)
+	k, ok = tail.Take(4, "g", 10)
+	if !ok {
+		t.Fatal("no take of partition 4")
+	}
+	tail.Forget(4)
+	if _, err := k.Segments[0].Frames(); err != nil {
+		t.Fatal(err)
+	}
+	if st := tail.Stats(); st.Bytes != 0 {
+		t.Fatalf("a segment decoded after the tail dropped it counted %d bytes", st.Bytes)
+	}
 
 	// Undecoded, a bound of 20 segments' worth holds 20; decoded, about
 	// half. (The segment at 191 is the largest: the longest ids.)
