@@ -40,7 +40,7 @@ type Tail struct {
 
 	mu    sync.Mutex
 	parts map[int64]*tailPart
-	names map[tailName]int64
+	names map[partKey]int64
 	order []tailRef // segments in commit order, for eviction; may hold stale refs
 	bytes int64
 	nsegs int
@@ -57,18 +57,13 @@ type Tail struct {
 	jsHits atomic.Uint64 // JetStream consumer reads served (ReadAfter)
 }
 
-type tailName struct {
-	tenant           tenancy.TenantID
-	queue, partition string
-}
-
 type tailRef struct {
 	pid int64
 	end int64
 }
 
 type tailPart struct {
-	name tailName
+	name partKey
 	segs []*TailSegment // contiguous: segs[i+1].Base == segs[i].End+1
 	// cursors are the groups' cursors as this bridge last saw them (a pop's
 	// claim or an ack's answer): the tail claim's expected value.
@@ -140,7 +135,7 @@ func (t *Tail) keptFrames(s *TailSegment) {
 
 // NewTail makes a tail bounded to maxBytes; 0 or less: nothing is kept.
 func NewTail(maxBytes int64) *Tail {
-	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[tailName]int64{}, wanted: map[queueRef]time.Time{}}
+	return &Tail{max: maxBytes, parts: map[int64]*tailPart{}, names: map[partKey]int64{}, wanted: map[queueRef]time.Time{}}
 }
 
 // wantFor is how long after a pop of a queue here the tail keeps its
@@ -198,7 +193,7 @@ func (t *Tail) Committed(writes []segment.Write, results []segment.Result) {
 		s := &TailSegment{Base: r.BaseOffset, End: r.BaseOffset + int64(w.Count) - 1, CreatedAt: r.CreatedAt, Blob: slices.Clone(w.Blob), Hashes: w.Hashes, tail: t}
 		p := t.parts[r.PartitionID]
 		if p == nil {
-			p = &tailPart{name: tailName{tenant: w.Tenant, queue: w.Queue, partition: w.Partition}, cursors: map[string]int64{}}
+			p = &tailPart{name: partKey{tenant: w.Tenant, queue: w.Queue, partition: w.Partition}, cursors: map[string]int64{}}
 			t.parts[r.PartitionID] = p
 			t.names[p.name] = r.PartitionID
 		}
@@ -321,7 +316,7 @@ func (t *Tail) PartitionID(tenant tenancy.TenantID, queue, partition string) (in
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pid, ok := t.names[tailName{tenant: tenant, queue: queue, partition: partition}]
+	pid, ok := t.names[partKey{tenant: tenant, queue: queue, partition: partition}]
 	return pid, ok
 }
 
