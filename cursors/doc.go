@@ -33,7 +33,7 @@
 // acknowledgements and leases of Queen's consumers are PostgreSQL's, made
 // by consume through pgwire.
 //
-// The JetStream consumer engine (JSEngine, the Engine the JetStream API
+// The JetStream consumer engine (JSEngine, the engine the JetStream API
 // calls) keeps the live state of the pull consumers this bridge owns
 // (ownership picks one bridge per consumer, Config.Owner; pulls and acks
 // reaching another bridge go to the owner through Config.Forwarder):

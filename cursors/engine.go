@@ -13,18 +13,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Engine is what the JetStream API calls: pull consumers on the declared
-// streams.
-type Engine interface {
-	CreateConsumer(ctx context.Context, tenant tenancy.TenantID, stream string, cfg ConsumerConfig, action string) (ConsumerInfo, error)
-	ConsumerInfo(ctx context.Context, tenant tenancy.TenantID, stream, name string) (ConsumerInfo, error)
-	DeleteConsumer(ctx context.Context, tenant tenancy.TenantID, stream, name string) error
-	Consumers(ctx context.Context, tenant tenancy.TenantID, stream string) ([]ConsumerInfo, error)
-	StreamState(ctx context.Context, tenant tenancy.TenantID, stream string) (StreamState, error)
-	Pull(tenant tenancy.TenantID, stream, name string, req PullRequest, inbox string) error
-	Ack(tenant tenancy.TenantID, ack AckRef, kind AckKind, delay time.Duration, reason, reply string)
-}
-
 // Forwarder carries a request for a consumer that lives on another bridge
 // to that bridge (owner: its id), whose engine takes it (Pull, Ack,
 // ConsumerChanged) and answers the original reply itself.
@@ -133,7 +121,8 @@ func (c *Config) withDefaults() (Config, error) {
 }
 
 // JSEngine is the JetStream consumer engine of this bridge: the live state
-// of the consumers it owns. It satisfies Engine.
+// of the consumers it owns. It satisfies the jetstream package's Engine,
+// the interface its API calls (declared there, where it is used).
 //
 // Goroutines: each live consumer has one (run) that reads the Store,
 // delivers, and keeps its timers; the flusher stores acknowledgements;
