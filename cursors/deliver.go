@@ -317,7 +317,7 @@ func (c *consumer) ackReply(pid int64, count int, offset int64, at time.Time, pe
 	unum(c.cseq)
 	num(at.UnixNano())
 	unum(pending)
-	sb.Write(strconv.AppendUint(nb[:0], c.e.epoch, 10))
+	sb.WriteString(c.e.epoch)
 	if shown != "" {
 		sb.WriteByte('@')
 		sb.WriteString(shown)

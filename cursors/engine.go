@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,7 +135,7 @@ func (c *Config) withDefaults() (Config, error) {
 // is held across a Store call.
 type JSEngine struct {
 	cfg   Config
-	epoch uint64 // this engine's load generation, in every ack subject
+	epoch string // this engine's load generation, the last token of every ack subject: formatted once, not per delivery
 
 	mu      sync.Mutex
 	live    map[consumerKey]*consumer
@@ -200,7 +201,7 @@ func NewEngine(cfg Config) (*JSEngine, error) {
 	}
 	e := &JSEngine{
 		cfg:     c,
-		epoch:   uint64(c.Clock.Now().UnixNano()),
+		epoch:   strconv.FormatUint(uint64(c.Clock.Now().UnixNano()), 10),
 		live:    map[consumerKey]*consumer{},
 		byQueue: map[queueKey][]*consumer{},
 		byInbox: map[inboxKey]map[*consumer]struct{}{},
